@@ -1,0 +1,74 @@
+//! The bytes of one file: memory-mapped from disk, or owned (for fuzzing and embedded use).
+
+use std::fs::File;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+
+/// The immutable bytes of a file, mapped or owned.
+///
+/// Mapping a file that another process truncates while we read it raises `SIGBUS`; every
+/// mmap-based symbolizer (perf, gdb, llvm-symbolizer) accepts that risk for the speed, and so
+/// do we. Use [`crate::elf::ElfFile::from_bytes`] where that is not acceptable.
+pub(crate) enum FileBytes {
+    Mapped(memmap2::Mmap),
+    Owned(Box<[u8]>),
+}
+
+impl FileBytes {
+    /// Opens and maps `path`; a directory or a device is refused before mapping.
+    pub(crate) fn map(path: &Path) -> Result<Self> {
+        let io_err = |source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = File::open(path).map_err(io_err)?;
+        let metadata = file.metadata().map_err(io_err)?;
+        let file_type = metadata.file_type();
+        if !file_type.is_file() {
+            let kind = if file_type.is_dir() {
+                "a directory"
+            } else if file_type.is_symlink() {
+                "a symbolic link"
+            } else {
+                "a special file"
+            };
+            return Err(Error::NotAFile {
+                path: path.to_path_buf(),
+                kind,
+            });
+        }
+        if metadata.len() == 0 {
+            // mmap of an empty file fails with EINVAL, which would be a confusing message.
+            return Ok(FileBytes::Owned(Box::new([])));
+        }
+        // SAFETY: the mapping is read-only and private. If another process truncates the file
+        // while it is mapped, reads past the new end raise SIGBUS; that is the documented risk
+        // of mapping (see the type's docs), shared with every mmap-based symbolizer.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io_err)?;
+        Ok(FileBytes::Mapped(map))
+    }
+
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        match self {
+            FileBytes::Mapped(map) => map,
+            FileBytes::Owned(bytes) => bytes,
+        }
+    }
+
+    /// Bytes mapped from disk (0 for owned bytes), for statistics.
+    pub(crate) fn mapped_len(&self) -> usize {
+        match self {
+            FileBytes::Mapped(map) => map.len(),
+            FileBytes::Owned(_) => 0,
+        }
+    }
+}
+
+/// The NUL-terminated string starting at `start` inside `table`, without its NUL.
+/// `None` when `start` is outside the table or no NUL ends the string inside it.
+pub(crate) fn c_str_in(table: &[u8], start: usize) -> Option<&[u8]> {
+    let tail = table.get(start..)?;
+    let len = tail.iter().position(|&b| b == 0)?;
+    Some(&tail[..len])
+}

@@ -1,0 +1,309 @@
+//! [`ElfFile`]: one opened ELF file, its headers, and lookups in its symbol tables.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use object::read::elf::{FileHeader, ProgramHeader};
+use object::{elf, Endianness, FileKind, Object};
+
+use crate::addr::{FileOffset, VirtAddr};
+use crate::elf::bytes::{c_str_in, FileBytes};
+use crate::elf::index_builder::{build_symbol_tables, SymbolTables};
+use crate::elf::segments::{LoadSegment, Segments};
+use crate::elf::symbols::{split_version, ElfSymbol, NameTable, SymbolId, SymbolKind};
+use crate::error::{Error, Result};
+
+/// Facts from the ELF header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ElfHeaderInfo {
+    /// `ELFCLASS64` (true) or `ELFCLASS32`.
+    pub is_64: bool,
+    /// Big-endian (true) or little-endian.
+    pub big_endian: bool,
+    /// `e_machine`, e.g. 62 for x86_64, 183 for aarch64, 3 for i386.
+    pub machine: u16,
+    /// `e_type`, e.g. 2 (`ET_EXEC`) or 3 (`ET_DYN`: a shared library or a PIE).
+    pub file_type: u16,
+}
+
+/// One ELF file (ELF32 or ELF64, either endianness), opened by path or from bytes.
+///
+/// Opening reads the ELF header, the program headers and the build-id note; the symbol index
+/// is built on the first symbol lookup and kept for the life of the value. The value is
+/// `Send + Sync`: share it between threads behind an `Arc`.
+pub struct ElfFile {
+    path: PathBuf,
+    bytes: FileBytes,
+    header: ElfHeaderInfo,
+    segments: Segments,
+    build_id: Option<Range<usize>>,
+    symbols: OnceLock<Result<SymbolTables, Error>>,
+}
+
+impl std::fmt::Debug for ElfFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ElfFile")
+            .field("path", &self.path)
+            .field("header", &self.header)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ElfFile {
+    /// Opens and memory-maps the file at `path`.
+    ///
+    /// Fails with an error naming `path` if it cannot be read, is not a regular file, is not
+    /// ELF (a linker script, say), or has headers that do not fit in the file.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let bytes = FileBytes::map(path)?;
+        Self::from_file_bytes(path.to_path_buf(), bytes)
+    }
+
+    /// Reads an ELF file that is already in memory. `name` is used in errors and results in
+    /// place of a path.
+    pub fn from_bytes(name: impl Into<PathBuf>, bytes: impl Into<Box<[u8]>>) -> Result<Self> {
+        Self::from_file_bytes(name.into(), FileBytes::Owned(bytes.into()))
+    }
+
+    fn from_file_bytes(path: PathBuf, bytes: FileBytes) -> Result<Self> {
+        let data = bytes.as_slice();
+        check_magic(&path, data)?;
+        let (header, segments, build_id) = match FileKind::parse(data) {
+            Ok(FileKind::Elf32) => read_headers::<elf::FileHeader32<Endianness>>(&path, data)?,
+            Ok(FileKind::Elf64) => read_headers::<elf::FileHeader64<Endianness>>(&path, data)?,
+            _ => {
+                return Err(Error::NotElf {
+                    path,
+                    reason: "unknown ELF class byte".into(),
+                })
+            }
+        };
+        Ok(ElfFile {
+            path,
+            bytes,
+            header,
+            segments,
+            build_id,
+            symbols: OnceLock::new(),
+        })
+    }
+
+    /// The path the file was opened from (or the name given to [`ElfFile::from_bytes`]).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Facts from the ELF header.
+    pub fn header(&self) -> ElfHeaderInfo {
+        self.header
+    }
+
+    /// The GNU build-id (`NT_GNU_BUILD_ID` note), if the file has one.
+    pub fn build_id(&self) -> Option<&[u8]> {
+        self.build_id.clone().and_then(|r| self.data().get(r))
+    }
+
+    /// The loadable segments, which convert between file offsets and virtual addresses.
+    pub fn segments(&self) -> &Segments {
+        &self.segments
+    }
+
+    /// Bytes of this file mapped into memory (0 when it was given as bytes).
+    pub fn mapped_len(&self) -> usize {
+        self.bytes.mapped_len()
+    }
+
+    pub(crate) fn data(&self) -> &[u8] {
+        self.bytes.as_slice()
+    }
+
+    /// Builds the symbol index on first use; later calls return the same index or error.
+    fn symbol_tables(&self) -> Result<&SymbolTables> {
+        let built = self.symbols.get_or_init(|| {
+            let data = self.data();
+            if self.header.is_64 {
+                build_symbol_tables::<elf::FileHeader64<Endianness>>(&self.path, data)
+            } else {
+                build_symbol_tables::<elf::FileHeader32<Endianness>>(&self.path, data)
+            }
+        });
+        built.as_ref().map_err(Error::clone_for_cache)
+    }
+
+    /// Builds the symbol index now, if it has not been built yet, and reports whether that
+    /// worked. Lookups do this themselves; call it to pay the cost at a time of your choosing.
+    pub fn index_symbols(&self) -> Result<()> {
+        self.symbol_tables().map(|_| ())
+    }
+
+    /// How many code and data symbols the index holds (after merging aliases).
+    pub fn symbol_count(&self) -> Result<(usize, usize)> {
+        let tables = self.symbol_tables()?;
+        Ok((tables.code.len(), tables.data.len()))
+    }
+
+    /// The symbol covering `addr`: a function if one covers it, else a data object.
+    /// `Ok(None)` when no symbol covers it; `Err` only when the symbol tables are malformed.
+    pub fn find_symbol(&self, addr: VirtAddr) -> Result<Option<ElfSymbol<'_>>> {
+        let tables = self.symbol_tables()?;
+        if let Some(index) = tables.code.find(addr.0) {
+            return Ok(Some(self.symbol_at(tables, SymbolKind::Function, index)));
+        }
+        Ok(tables
+            .data
+            .find(addr.0)
+            .map(|index| self.symbol_at(tables, SymbolKind::Data, index)))
+    }
+
+    /// Like [`ElfFile::find_symbol`] for the byte at `offset` in the file. `Ok(None)` also
+    /// when no loadable segment holds that byte.
+    pub fn find_symbol_at_file_offset(&self, offset: FileOffset) -> Result<Option<ElfSymbol<'_>>> {
+        match self.segments.file_offset_to_virt(offset) {
+            Some(addr) => self.find_symbol(addr),
+            None => Ok(None),
+        }
+    }
+
+    /// The symbol an id from an earlier lookup refers to.
+    pub fn symbol_by_id(&self, id: SymbolId) -> Result<Option<ElfSymbol<'_>>> {
+        let tables = self.symbol_tables()?;
+        let len = match id.kind {
+            SymbolKind::Function => tables.code.len(),
+            SymbolKind::Data => tables.data.len(),
+        };
+        if (id.index as usize) < len {
+            Ok(Some(self.symbol_at(tables, id.kind, id.index)))
+        } else {
+            Ok(None)
+        }
+    }
+
+    fn symbol_at<'a>(
+        &'a self,
+        tables: &'a SymbolTables,
+        kind: SymbolKind,
+        index: u32,
+    ) -> ElfSymbol<'a> {
+        let addr_index = match kind {
+            SymbolKind::Function => &tables.code,
+            SymbolKind::Data => &tables.data,
+        };
+        let entry = addr_index.entry(index);
+        let data = self.data();
+        let (name, version, version_hidden) = match entry.name.table() {
+            NameTable::Symtab => {
+                let raw = string_in(data, &tables.symtab_strings, entry.name.offset());
+                split_version(raw)
+            }
+            NameTable::Dynsym => {
+                let name = string_in(data, &tables.dynsym_strings, entry.name.offset());
+                match tables.dynsym_version(kind, index) {
+                    Some((range, hidden)) => (name, data.get(range), hidden),
+                    None => (name, None, false),
+                }
+            }
+            NameTable::Synthetic => {
+                let table = &tables.synthetic_names;
+                (
+                    c_str_in(table, entry.name.offset()).unwrap_or_default(),
+                    None,
+                    false,
+                )
+            }
+        };
+        ElfSymbol {
+            name,
+            version,
+            version_hidden,
+            addr: VirtAddr(addr_index.addr(index)),
+            size: entry.stated_size(),
+            kind,
+            id: SymbolId { kind, index },
+        }
+    }
+}
+
+/// The name at `offset` in the string table at `table` (a file range). The builder checked
+/// that every indexed name starts inside its table and is NUL-terminated there, so the empty
+/// fallback is never taken for a file that was indexed.
+fn string_in<'a>(data: &'a [u8], table: &Range<usize>, offset: usize) -> &'a [u8] {
+    data.get(table.clone())
+        .and_then(|t| c_str_in(t, offset))
+        .unwrap_or_default()
+}
+
+fn check_magic(path: &Path, data: &[u8]) -> Result<()> {
+    if data.starts_with(b"\x7fELF") {
+        return Ok(());
+    }
+    let reason = if data.is_empty() {
+        "the file is empty".to_string()
+    } else if data.len() < 4 {
+        format!("the file is only {} bytes long", data.len())
+    } else {
+        let head = &data[..data.len().min(16)];
+        if head
+            .iter()
+            .all(|b| b.is_ascii_graphic() || *b == b' ' || *b == b'\n' || *b == b'\t')
+        {
+            format!(
+                "it starts with the text {:?}; a linker script or other text file?",
+                String::from_utf8_lossy(head)
+            )
+        } else {
+            format!("bad magic bytes {:02x?}", &data[..4])
+        }
+    };
+    Err(Error::NotElf {
+        path: path.to_path_buf(),
+        reason,
+    })
+}
+
+type Headers = (ElfHeaderInfo, Segments, Option<Range<usize>>);
+
+fn read_headers<Elf: FileHeader<Endian = Endianness>>(path: &Path, data: &[u8]) -> Result<Headers> {
+    let malformed = |what: &str, e: object::Error| Error::MalformedElf {
+        path: path.to_path_buf(),
+        what: format!("{what}: {e}"),
+    };
+    let file = object::read::elf::ElfFile::<Elf, &[u8]>::parse(data)
+        .map_err(|e| malformed("headers", e))?;
+    let endian = file.endian();
+    let raw = file.elf_header();
+    let header = ElfHeaderInfo {
+        is_64: raw.is_class_64(),
+        big_endian: endian == Endianness::Big,
+        machine: raw.e_machine(endian).0,
+        file_type: raw.e_type(endian).0,
+    };
+    let loads = file
+        .elf_program_headers()
+        .iter()
+        .filter(|ph| ph.p_type(endian) == elf::PT_LOAD)
+        .map(|ph| LoadSegment {
+            file_offset: FileOffset(ph.p_offset(endian).into()),
+            file_size: ph.p_filesz(endian).into(),
+            virt_addr: VirtAddr(ph.p_vaddr(endian).into()),
+            mem_size: ph.p_memsz(endian).into(),
+            executable: ph.p_flags(endian).0 & elf::PF_X.0 != 0,
+        })
+        .collect();
+    let build_id = match file.build_id() {
+        Ok(id) => id.map(|id| range_of(data, id)),
+        Err(e) => {
+            // A broken note does not make the symbols unusable; say why the id is missing.
+            log::debug!("{}: ignoring unreadable build-id note: {e}", path.display());
+            None
+        }
+    };
+    Ok((header, Segments::new(loads), build_id))
+}
+
+/// Where `part` (a slice borrowed from `data`) lies inside `data`.
+pub(crate) fn range_of(data: &[u8], part: &[u8]) -> Range<usize> {
+    let start = (part.as_ptr() as usize).saturating_sub(data.as_ptr() as usize);
+    start..start + part.len()
+}

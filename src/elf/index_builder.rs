@@ -1,0 +1,402 @@
+//! Builds a file's [`SymbolTables`] from `.symtab`, `.dynsym`, the GNU version tables and the
+//! PLT relocations. Generic over ELF32/ELF64 here only; the result is not generic.
+
+use std::ops::Range;
+use std::path::Path;
+
+use object::read::elf::{FileHeader, Rel, Rela, SectionHeader, SectionTable, Sym, SymbolTable};
+use object::read::{SectionIndex, SymbolIndex};
+use object::{elf, Endianness};
+
+use crate::elf::bytes::c_str_in;
+use crate::elf::file::range_of;
+use crate::elf::symbols::{AddrIndex, Entry, NameRef, NameTable, SymbolKind, MAX_NAME_OFFSET};
+use crate::error::{Error, Result};
+
+/// The symbol index of one file, with the string-table locations its names refer to.
+#[derive(Debug, Default)]
+pub(crate) struct SymbolTables {
+    pub(crate) code: AddrIndex,
+    pub(crate) data: AddrIndex,
+    /// File range of the string table of `.symtab`.
+    pub(crate) symtab_strings: Range<usize>,
+    /// File range of the string table of `.dynsym`.
+    pub(crate) dynsym_strings: Range<usize>,
+    /// NUL-separated names made up here (`puts@plt`).
+    pub(crate) synthetic_names: Vec<u8>,
+    /// File range of each version's name, by version index; `None` for special indexes.
+    version_names: Vec<Option<Range<usize>>>,
+    /// `(entry index, versym)` of the code entries that came from `.dynsym` with a version,
+    /// sorted by entry index. Kept apart because few entries need it (see the index's size
+    /// promise in [`crate::elf::symbols`]).
+    code_versions: Vec<(u32, u16)>,
+    data_versions: Vec<(u32, u16)>,
+}
+
+impl SymbolTables {
+    /// The version name's file range and whether it is hidden, for a `.dynsym` entry.
+    pub(crate) fn dynsym_version(
+        &self,
+        kind: SymbolKind,
+        index: u32,
+    ) -> Option<(Range<usize>, bool)> {
+        let versions = match kind {
+            SymbolKind::Function => &self.code_versions,
+            SymbolKind::Data => &self.data_versions,
+        };
+        let at = versions.binary_search_by_key(&index, |&(i, _)| i).ok()?;
+        let versym = versions[at].1;
+        let name = self
+            .version_names
+            .get(usize::from(versym & elf::VERSYM_VERSION))?
+            .clone()?;
+        Some((name, versym & elf::VERSYM_HIDDEN.0 != 0))
+    }
+}
+
+/// A symbol that may enter the index, before aliases are merged.
+struct Candidate {
+    addr: u64,
+    size: u64,
+    /// Lower is better; see the rule in [`crate::elf::symbols`].
+    rank: u64,
+    name: NameRef,
+    /// End address of the symbol's section, bounding an inferred size.
+    section_end: u64,
+    /// The raw versym of a `.dynsym` symbol with a version, else 0.
+    versym: u16,
+}
+
+/// What was skipped, reported once per file through `log::debug!`.
+#[derive(Default)]
+struct Skipped {
+    bad_name: usize,
+    bad_section: usize,
+}
+
+pub(crate) fn build_symbol_tables<Elf: FileHeader<Endian = Endianness>>(
+    path: &Path,
+    data: &[u8],
+) -> Result<SymbolTables> {
+    let malformed = |what: String| Error::MalformedElf {
+        path: path.to_path_buf(),
+        what,
+    };
+    let file = object::read::elf::ElfFile::<Elf, &[u8]>::parse(data)
+        .map_err(|e| malformed(format!("headers: {e}")))?;
+    let endian = file.endian();
+    let sections = file.elf_section_table();
+    let mut tables = SymbolTables::default();
+    let mut code = Vec::new();
+    let mut objects = Vec::new();
+    let mut skipped = Skipped::default();
+
+    let versions = match sections.versions(endian, data) {
+        Ok(v) => v,
+        Err(e) => {
+            log::debug!(
+                "{}: ignoring unreadable symbol versions: {e}",
+                path.display()
+            );
+            None
+        }
+    };
+    if let Some(versions) = &versions {
+        // Version indexes are small (one per version a library defines or needs).
+        for index in 0..=u16::MAX {
+            match versions.version(elf::VersionIndex(index)) {
+                Ok(Some(v)) => {
+                    let slot = usize::from(index);
+                    tables.version_names.resize(slot + 1, None);
+                    tables.version_names[slot] = Some(range_of(data, v.name()));
+                }
+                Ok(None) => {}
+                Err(_) => break,
+            }
+        }
+    }
+
+    for (table, symbols) in [
+        (NameTable::Symtab, file.elf_symbol_table()),
+        (NameTable::Dynsym, file.elf_dynamic_symbol_table()),
+    ] {
+        if symbols.is_empty() {
+            continue;
+        }
+        let strings = string_table_range(path, sections, endian, data, symbols.string_section())?;
+        let versyms = match (table, &versions) {
+            (NameTable::Dynsym, Some(v)) => Some(v),
+            _ => None,
+        };
+        collect_symbols(
+            &mut Collector {
+                data,
+                endian,
+                sections,
+                symbols,
+                table,
+                strings: &strings,
+                skipped: &mut skipped,
+            },
+            |index| versyms.map(|v| v.version_index(endian, index).0),
+            &mut code,
+            &mut objects,
+        );
+        match table {
+            NameTable::Symtab => tables.symtab_strings = strings,
+            _ => tables.dynsym_strings = strings,
+        }
+    }
+
+    let machine = file.elf_header().e_machine(endian);
+    let plt = plt_entries::<Elf>(
+        sections,
+        endian,
+        data,
+        machine,
+        file.elf_dynamic_symbol_table(),
+        &tables.dynsym_strings,
+    );
+    for (addr, size, target) in plt {
+        let offset = tables.synthetic_names.len() as u64;
+        if offset > MAX_NAME_OFFSET {
+            break;
+        }
+        tables.synthetic_names.extend_from_slice(target);
+        tables.synthetic_names.extend_from_slice(b"@plt\0");
+        code.push(Candidate {
+            addr,
+            size,
+            // PLT entries have no symbol of their own to compete with; rank them last.
+            rank: u64::MAX,
+            name: NameRef::new(NameTable::Synthetic, offset),
+            section_end: addr + size,
+            versym: 0,
+        });
+    }
+
+    if skipped.bad_name + skipped.bad_section > 0 {
+        log::debug!(
+            "{}: skipped {} symbols with a name outside their string table and {} with a bad section index",
+            path.display(),
+            skipped.bad_name,
+            skipped.bad_section
+        );
+    }
+    (tables.code, tables.code_versions) = merge_aliases(code);
+    (tables.data, tables.data_versions) = merge_aliases(objects);
+    Ok(tables)
+}
+
+/// The file range of the string table at `index`, refused when it lies outside the file or
+/// is too large for a [`NameRef`].
+fn string_table_range<'data, Elf: FileHeader<Endian = Endianness>>(
+    path: &Path,
+    sections: &SectionTable<'data, Elf, &'data [u8]>,
+    endian: Endianness,
+    data: &'data [u8],
+    index: SectionIndex,
+) -> Result<Range<usize>> {
+    let malformed = |what: String| Error::MalformedElf {
+        path: path.to_path_buf(),
+        what,
+    };
+    let header = sections
+        .section(index)
+        .map_err(|e| malformed(format!("string table section {}: {e}", index.0)))?;
+    let bytes = header
+        .data(endian, data)
+        .map_err(|e| malformed(format!("string table section {}: {e}", index.0)))?;
+    if bytes.len() as u64 > MAX_NAME_OFFSET {
+        return Err(Error::Unsupported {
+            path: path.to_path_buf(),
+            what: format!(
+                "string table section {} is {} bytes; at most {} are supported",
+                index.0,
+                bytes.len(),
+                MAX_NAME_OFFSET
+            ),
+        });
+    }
+    Ok(range_of(data, bytes))
+}
+
+struct Collector<'c, 'data, Elf: FileHeader<Endian = Endianness>> {
+    data: &'data [u8],
+    endian: Endianness,
+    sections: &'c SectionTable<'data, Elf, &'data [u8]>,
+    symbols: &'c SymbolTable<'data, Elf, &'data [u8]>,
+    table: NameTable,
+    strings: &'c Range<usize>,
+    skipped: &'c mut Skipped,
+}
+
+fn collect_symbols<Elf: FileHeader<Endian = Endianness>>(
+    c: &mut Collector<'_, '_, Elf>,
+    versym_of: impl Fn(SymbolIndex) -> Option<u16>,
+    code: &mut Vec<Candidate>,
+    objects: &mut Vec<Candidate>,
+) {
+    let endian = c.endian;
+    let strings = c.data.get(c.strings.clone()).unwrap_or_default();
+    // When the table ends in NUL, every name that starts inside it is terminated inside it,
+    // so names need no scan here; otherwise each one is checked.
+    let terminated = strings.last() == Some(&0);
+    for (i, sym) in c.symbols.symbols().iter().enumerate().skip(1) {
+        let kind = match sym.st_type() {
+            elf::STT_FUNC | elf::STT_GNU_IFUNC => SymbolKind::Function,
+            elf::STT_OBJECT => SymbolKind::Data,
+            _ => continue,
+        };
+        let section = match c.symbols.symbol_section(endian, sym, SymbolIndex(i)) {
+            // UNDEF, ABS and COMMON symbols have no section and name no address of this file.
+            Ok(None) => continue,
+            Ok(Some(index)) => index,
+            Err(_) => {
+                c.skipped.bad_section += 1;
+                continue;
+            }
+        };
+        let Ok(section) = c.sections.section(section) else {
+            c.skipped.bad_section += 1;
+            continue;
+        };
+        let name_offset = sym.st_name(endian) as usize;
+        let name_ok = if terminated {
+            name_offset < strings.len()
+        } else {
+            c_str_in(strings, name_offset).is_some()
+        };
+        if !name_ok {
+            c.skipped.bad_name += 1;
+            continue;
+        }
+        match strings.get(name_offset) {
+            // Unnamed symbols name nothing; `$x`/`$d` are ARM mapping symbols, not functions.
+            Some(0) | Some(b'$') | None => continue,
+            _ => {}
+        }
+        let addr: u64 = sym.st_value(endian).into();
+        let size: u64 = sym.st_size(endian).into();
+        let section_start: u64 = section.sh_addr(endian).into();
+        let section_size: u64 = section.sh_size(endian).into();
+        let binding = match sym.st_bind() {
+            elf::STB_GLOBAL | elf::STB_GNU_UNIQUE => 0,
+            elf::STB_WEAK => 1,
+            _ => 2,
+        };
+        let is_ifunc = u64::from(sym.st_type() == elf::STT_GNU_IFUNC);
+        let hidden = u64::from(sym.st_visibility() != elf::STV_DEFAULT);
+        let rank = (u64::from(size == 0) << 40)
+            | (binding << 36)
+            | (is_ifunc << 34)
+            | (hidden << 33)
+            | ((c.table as u64) << 32)
+            | i as u64;
+        let versym = versym_of(SymbolIndex(i)).unwrap_or(0);
+        let versym = if versym & elf::VERSYM_VERSION > 1 {
+            versym
+        } else {
+            0
+        };
+        let candidate = Candidate {
+            addr,
+            size,
+            rank,
+            name: NameRef::new(c.table, name_offset as u64),
+            section_end: section_start.saturating_add(section_size),
+            versym,
+        };
+        match kind {
+            SymbolKind::Function => code.push(candidate),
+            SymbolKind::Data => objects.push(candidate),
+        }
+    }
+}
+
+/// Sorts candidates, keeps the best per address, and infers sizes for unsized symbols.
+fn merge_aliases(mut candidates: Vec<Candidate>) -> (AddrIndex, Vec<(u32, u16)>) {
+    candidates.sort_unstable_by_key(|c| (c.addr, c.rank));
+    candidates.dedup_by_key(|c| c.addr);
+    let mut addrs = Vec::with_capacity(candidates.len());
+    let mut entries = Vec::with_capacity(candidates.len());
+    let mut versions = Vec::new();
+    for (i, c) in candidates.iter().enumerate() {
+        let entry = if c.size > 0 {
+            Entry::with_size(c.name, c.size)
+        } else {
+            let next = candidates.get(i + 1).map_or(u64::MAX, |n| n.addr);
+            let end = next.min(c.section_end).max(c.addr);
+            Entry::with_inferred_size(c.name, end - c.addr)
+        };
+        if c.versym != 0 {
+            // Indexes fit in u32: the entry count comes from symbol tables whose indexes are u32.
+            versions.push((i as u32, c.versym));
+        }
+        addrs.push(c.addr);
+        entries.push(entry);
+    }
+    (AddrIndex::from_sorted(addrs, entries), versions)
+}
+
+/// `(address, size, target name)` of each PLT entry that a jump-slot relocation names.
+///
+/// Entries are matched to relocations by position, as perf does: `.plt.sec` (present with
+/// IBT) has one 16-byte entry per `.rela.plt` relocation; otherwise `.plt` has a header
+/// (PLT0) and then one entry per relocation. Other layouts (`.plt.got`, machines other than
+/// x86_64, i386 and aarch64) get no PLT names.
+fn plt_entries<'data, Elf: FileHeader<Endian = Endianness>>(
+    sections: &SectionTable<'data, Elf, &'data [u8]>,
+    endian: Endianness,
+    data: &'data [u8],
+    machine: elf::Machine,
+    dynsym: &SymbolTable<'data, Elf, &'data [u8]>,
+    dynstr: &Range<usize>,
+) -> Vec<(u64, u64, &'data [u8])> {
+    let (header_size, entry_size) = match machine {
+        elf::EM_X86_64 | elf::EM_386 => (16, 16),
+        elf::EM_AARCH64 => (32, 16),
+        _ => return Vec::new(),
+    };
+    let (plt, header_size) = match sections.section_by_name(endian, b".plt.sec") {
+        Some((_, sec)) => (sec, 0),
+        None => match sections.section_by_name(endian, b".plt") {
+            Some((_, plt)) => (plt, header_size),
+            None => return Vec::new(),
+        },
+    };
+    let plt_start: u64 = plt.sh_addr(endian).into();
+    let plt_end = plt_start.saturating_add(plt.sh_size(endian).into());
+    let mut targets: Vec<u32> = Vec::new();
+    for name in [&b".rela.plt"[..], b".rel.plt"] {
+        let Some((_, relocs)) = sections.section_by_name(endian, name) else {
+            continue;
+        };
+        if let Ok(Some((rela, _))) = relocs.rela(endian, data) {
+            targets.extend(rela.iter().map(|r| r.r_sym(endian, false)));
+        } else if let Ok(Some((rel, _))) = relocs.rel(endian, data) {
+            targets.extend(rel.iter().map(|r| r.r_sym(endian)));
+        }
+    }
+    let strings = data.get(dynstr.clone()).unwrap_or_default();
+    let mut entries = Vec::new();
+    for (i, sym_index) in targets.into_iter().enumerate() {
+        let addr = plt_start
+            .saturating_add(header_size)
+            .saturating_add((i as u64).saturating_mul(entry_size));
+        if addr.saturating_add(entry_size) > plt_end {
+            break;
+        }
+        // r_sym 0 (IRELATIVE) names no symbol; that entry stays unnamed.
+        let Ok(sym) = dynsym.symbol(SymbolIndex(sym_index as usize)) else {
+            continue;
+        };
+        match c_str_in(strings, sym.st_name(endian) as usize) {
+            Some(name) if !name.is_empty() && sym_index != 0 => {
+                entries.push((addr, entry_size, name))
+            }
+            _ => {}
+        }
+    }
+    entries
+}

@@ -1,0 +1,15 @@
+//! One ELF file: its bytes, headers, segments, build-id and symbol tables.
+//!
+//! This layer knows nothing of processes, debug files or caches; it answers "which symbol of
+//! this file covers this virtual address". Input comes from a path (memory-mapped) or from
+//! bytes already in memory.
+
+mod bytes;
+mod file;
+mod index_builder;
+mod segments;
+mod symbols;
+
+pub use file::{ElfFile, ElfHeaderInfo};
+pub use segments::{LoadSegment, Segments};
+pub use symbols::{ElfSymbol, SymbolId, SymbolKind};

@@ -1,0 +1,100 @@
+//! The one error type of the crate.
+//!
+//! Every variant names the file it is about, so that a tracer that symbolizes thousands of
+//! files can tell its user which one was broken and why. "Not found" is never an error: lookups
+//! return `Ok(None)` for an address no symbol covers.
+
+use std::io;
+use std::path::PathBuf;
+
+/// Result type of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong while opening or reading a file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The file could not be opened, inspected or mapped.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the operating system said.
+        #[source]
+        source: io::Error,
+    },
+    /// The path names something that is not a regular file (a directory, a device, ...).
+    #[error("{path}: not a regular file ({kind})")]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is instead, e.g. "a directory".
+        kind: &'static str,
+    },
+    /// The file does not start with the ELF magic bytes (e.g. a linker script or a text file).
+    #[error("{path}: not an ELF file ({reason})")]
+    NotElf {
+        /// The file.
+        path: PathBuf,
+        /// What was found instead.
+        reason: String,
+    },
+    /// The file is ELF but some structure in it is inconsistent or lies outside the file.
+    #[error("{path}: malformed ELF: {what}")]
+    MalformedElf {
+        /// The file.
+        path: PathBuf,
+        /// What was wrong and where (section, offset).
+        what: String,
+    },
+    /// The file is well-formed but uses something this crate does not handle.
+    #[error("{path}: unsupported: {what}")]
+    Unsupported {
+        /// The file.
+        path: PathBuf,
+        /// What is not supported.
+        what: String,
+    },
+}
+
+impl Error {
+    /// The file this error is about.
+    pub fn path(&self) -> &std::path::Path {
+        match self {
+            Error::Io { path, .. }
+            | Error::NotAFile { path, .. }
+            | Error::NotElf { path, .. }
+            | Error::MalformedElf { path, .. }
+            | Error::Unsupported { path, .. } => path,
+        }
+    }
+}
+
+impl Error {
+    /// A copy of an error kept in a cache (a file whose index failed to build fails the same
+    /// way on every later lookup). `io::Error` is not `Clone`; its kind and message are kept.
+    pub(crate) fn clone_for_cache(&self) -> Error {
+        match self {
+            Error::Io { path, source } => Error::Io {
+                path: path.clone(),
+                source: std::io::Error::new(source.kind(), source.to_string()),
+            },
+            Error::NotAFile { path, kind } => Error::NotAFile {
+                path: path.clone(),
+                kind,
+            },
+            Error::NotElf { path, reason } => Error::NotElf {
+                path: path.clone(),
+                reason: reason.clone(),
+            },
+            Error::MalformedElf { path, what } => Error::MalformedElf {
+                path: path.clone(),
+                what: what.clone(),
+            },
+            Error::Unsupported { path, what } => Error::Unsupported {
+                path: path.clone(),
+                what: what.clone(),
+            },
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! # stacksym
+//!
+//! Turns raw addresses, as profilers and tracers capture them, into symbols.
+//!
+//! Layers, lowest first (see `ARCHITECTURE.md`):
+//! - [`elf`]: one ELF file: segments, build-id, symbol index, lookups.
+//! - [`symbolize`]: the [`Symbolizer`] façade with its caches, composing the layers below.
+//!
+//! ```
+//! use stacksym::{Input, Source, Symbolizer};
+//! # fn main() -> stacksym::Result<()> {
+//! let symbolizer = Symbolizer::builder().demangle(true).build();
+//! let path = std::path::Path::new("testdata/bin/c-nopie");
+//! let symbols = symbolizer.symbolize(&Source::Elf { path }, Input::VirtAddrs(&[0x401000, 0x1]))?;
+//! assert_eq!(symbols.len(), 2);
+//! assert!(symbols.get(1).is_none(), "0x1 is in no symbol");
+//! # Ok(())
+//! # }
+//! ```
+
+#![deny(missing_docs)]
+
+pub mod addr;
+pub mod demangle;
+pub mod elf;
+mod error;
+pub mod symbolize;
+
+pub use addr::{FileOffset, VirtAddr};
+pub use error::{Error, Result};
+pub use symbolize::{Input, Source, Sym, Symbolizer, SymbolizerBuilder, Symbols};

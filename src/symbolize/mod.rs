@@ -1,0 +1,279 @@
+//! The [`Symbolizer`] façade: one object, shared by threads, that turns addresses of a source
+//! (today: an ELF file) into symbols, keeping opened files in a bounded cache.
+//!
+//! Sources are an enum ([`Source`]) so that DWARF line info, the kernel and processes join as
+//! new variants and new loaders behind the same call, not as a new API.
+
+mod cache;
+mod loaded;
+mod output;
+
+use std::collections::HashMap;
+use std::num::NonZeroUsize;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use cache::{CacheStats, FileId};
+pub use output::{Sym, Symbols};
+
+use crate::addr::{FileOffset, VirtAddr};
+use crate::elf::ElfFile;
+use crate::error::Result;
+use cache::SharedLru;
+use loaded::LoadedElf;
+use output::{Found, ShownName};
+
+/// Where addresses come from.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum Source<'a> {
+    /// An ELF file on disk (executable, shared library, or a separate debug file).
+    Elf {
+        /// Its path.
+        path: &'a Path,
+    },
+}
+
+/// A batch of addresses of one file, with their kind explicit.
+#[derive(Debug, Clone, Copy)]
+pub enum Input<'a> {
+    /// Virtual addresses as the ELF file states them (`st_value`, `p_vaddr`); for a PIE or a
+    /// shared library, an absolute process address minus the load bias.
+    VirtAddrs(&'a [u64]),
+    /// Offsets into the file, as `/proc/PID/maps` and perf compute them
+    /// (`addr - map_start + map_offset`).
+    FileOffsets(&'a [u64]),
+}
+
+impl Input<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Input::VirtAddrs(a) | Input::FileOffsets(a) => a.len(),
+        }
+    }
+}
+
+/// Counters of a [`Symbolizer`], to export as metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SymbolizerStats {
+    /// The cache of opened files.
+    pub files: CacheStats,
+    /// Files open now.
+    pub open_files: usize,
+    /// Bytes of files mapped into memory now.
+    pub bytes_mapped: u64,
+}
+
+/// Builds a [`Symbolizer`].
+#[derive(Debug, Clone)]
+pub struct SymbolizerBuilder {
+    demangle: bool,
+    max_open_files: NonZeroUsize,
+}
+
+impl Default for SymbolizerBuilder {
+    fn default() -> Self {
+        SymbolizerBuilder {
+            demangle: true,
+            max_open_files: NonZeroUsize::new(64).unwrap_or(NonZeroUsize::MIN),
+        }
+    }
+}
+
+impl SymbolizerBuilder {
+    /// Demangle C++ and Rust names (default: on).
+    pub fn demangle(mut self, on: bool) -> Self {
+        self.demangle = on;
+        self
+    }
+
+    /// How many files stay open (mapped, with their index) at most (default: 64). The least
+    /// recently used file is closed to make room.
+    pub fn max_open_files(mut self, count: NonZeroUsize) -> Self {
+        self.max_open_files = count;
+        self
+    }
+
+    /// The symbolizer.
+    pub fn build(self) -> Symbolizer {
+        Symbolizer {
+            demangle: self.demangle,
+            files: SharedLru::new(self.max_open_files),
+        }
+    }
+}
+
+/// Turns addresses into symbols. `Send + Sync`: build one and share it between threads.
+///
+/// ```
+/// use stacksym::{Input, Source, Symbolizer};
+/// # fn main() -> stacksym::Result<()> {
+/// let symbolizer = Symbolizer::builder().build();
+/// let path = std::path::Path::new("testdata/bin/c-nopie");
+/// # let elf = stacksym::elf::ElfFile::open(path)?;
+/// # let (code, _) = elf.symbol_count()?;
+/// # assert!(code > 0);
+/// let main = 0x401000; // some address in the binary
+/// let symbols = symbolizer.symbolize(&Source::Elf { path }, Input::VirtAddrs(&[main]))?;
+/// for sym in symbols.iter().flatten() {
+///     println!("{}+{:#x}", sym.name, sym.offset);
+/// }
+/// # Ok(())
+/// # }
+/// ```
+pub struct Symbolizer {
+    demangle: bool,
+    files: SharedLru<(FileId, PathBuf), LoadedElf>,
+}
+
+impl std::fmt::Debug for Symbolizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Symbolizer")
+            .field("demangle", &self.demangle)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl Default for Symbolizer {
+    fn default() -> Self {
+        Symbolizer::builder().build()
+    }
+}
+
+impl Symbolizer {
+    /// A builder with the defaults: demangling on, 64 open files.
+    pub fn builder() -> SymbolizerBuilder {
+        SymbolizerBuilder::default()
+    }
+
+    /// Symbolizes a batch of addresses of one source. The result has one entry per address,
+    /// in input order; `None` where no symbol covers the address. An error means the source
+    /// itself could not be read (it names the file and the problem).
+    pub fn symbolize(&self, source: &Source<'_>, input: Input<'_>) -> Result<Symbols> {
+        match source {
+            Source::Elf { path } => self.symbolize_elf(path, input),
+        }
+    }
+
+    fn symbolize_elf(&self, path: &Path, input: Input<'_>) -> Result<Symbols> {
+        let file = self.open_elf(path)?;
+        let mut found: Vec<Option<Found>> = Vec::with_capacity(input.len());
+        let mut unnamed = Vec::new();
+        {
+            let names = file.cached_names();
+            let mut push = |addr: Option<VirtAddr>| -> Result<()> {
+                let Some(addr) = addr else {
+                    found.push(None);
+                    return Ok(());
+                };
+                let Some(symbol) = file.elf.find_symbol(addr)? else {
+                    found.push(None);
+                    return Ok(());
+                };
+                let name = if !self.demangle && std::str::from_utf8(symbol.name).is_ok() {
+                    ShownName::Raw
+                } else if let Some(name) = names.get(&symbol.id) {
+                    name.clone()
+                } else {
+                    unnamed.push(found.len());
+                    ShownName::Raw
+                };
+                found.push(Some(Found {
+                    id: symbol.id,
+                    offset: addr.0 - symbol.addr.0,
+                    name,
+                }));
+                Ok(())
+            };
+            match input {
+                Input::VirtAddrs(addrs) => {
+                    for &addr in addrs {
+                        push(Some(VirtAddr(addr)))?;
+                    }
+                }
+                Input::FileOffsets(offsets) => {
+                    let segments = file.elf.segments();
+                    for &offset in offsets {
+                        push(segments.file_offset_to_virt(FileOffset(offset)))?;
+                    }
+                }
+            }
+        }
+        if !unnamed.is_empty() {
+            self.name_new_symbols(&file, &mut found, &unnamed)?;
+        }
+        Ok(Symbols { file, found })
+    }
+
+    /// Computes the names of symbols seen for the first time, once per distinct symbol.
+    fn name_new_symbols(
+        &self,
+        file: &LoadedElf,
+        found: &mut [Option<Found>],
+        unnamed: &[usize],
+    ) -> Result<()> {
+        let mut ids: Vec<_> = unnamed
+            .iter()
+            .filter_map(|&i| found[i].as_ref().map(|f| f.id))
+            .collect();
+        ids.sort_unstable_by_key(|id| (id.kind as u8, id.index));
+        ids.dedup();
+        let mut symbols = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(symbol) = file.elf.symbol_by_id(id)? {
+                symbols.push(symbol);
+            }
+        }
+        file.compute_names(symbols.into_iter(), self.demangle);
+        let names = file.cached_names();
+        let mut local: HashMap<_, ShownName> = HashMap::new();
+        for &i in unnamed {
+            if let Some(f) = found[i].as_mut() {
+                let name = local
+                    .entry(f.id)
+                    .or_insert_with(|| names.get(&f.id).cloned().unwrap_or(ShownName::Raw));
+                f.name = name.clone();
+            }
+        }
+        Ok(())
+    }
+
+    fn open_elf(&self, path: &Path) -> Result<Arc<LoadedElf>> {
+        let id = FileId::of_path(path)?;
+        // The path is part of the key so that results name the path the caller gave; a hard
+        // link reached by two names is then opened twice, which costs a mapping, not answers.
+        self.files.get_or_load(&(id, path.to_path_buf()), || {
+            ElfFile::open(path).map(LoadedElf::new)
+        })
+    }
+
+    /// Counters for hits, misses, evictions and mapped bytes.
+    pub fn stats(&self) -> SymbolizerStats {
+        let mut bytes_mapped = 0;
+        self.files
+            .for_each(|f| bytes_mapped += f.elf.mapped_len() as u64);
+        SymbolizerStats {
+            files: self.files.stats(),
+            open_files: self.files.len(),
+            bytes_mapped,
+        }
+    }
+
+    /// Closes every cached file. Results already returned stay valid (they hold their file).
+    pub fn clear(&self) {
+        self.files.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn symbolizer_is_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Symbolizer>();
+        assert_send_sync::<Symbols>();
+    }
+}

@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# Rebuilds every test binary in testdata/bin/ from testdata/src/, then
+# regenerates testdata/dumps/demo.txt from the new binaries' symbol tables.
+#
+# Usage: testdata/build.sh        (from any directory)
+#
+# See testdata/README.md for what each binary is for.  The build is meant to be
+# deterministic: sources are passed as relative paths, the build directory is
+# mapped to "." in debug info (-ffile-prefix-map / --remap-path-prefix), and
+# nothing embeds a timestamp; running it twice gives byte-identical output
+# with the same toolchain.  Reference toolchain (Debian 12 "bookworm"):
+# gcc/g++ 12.2, binutils 2.40, aarch64-linux-gnu-gcc 12.2, rustc 1.95.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")"
+export LC_ALL=C
+export SOURCE_DATE_EPOCH=0
+TD="$PWD"
+
+# ------------------------------------------------------------------ tools
+missing=()
+need() { # need COMMAND "how to install"
+    command -v "$1" >/dev/null 2>&1 || missing+=("$1: $2")
+}
+need gcc "apt-get install gcc"
+need g++ "apt-get install g++"
+need aarch64-linux-gnu-gcc "apt-get install gcc-aarch64-linux-gnu"
+need rustc "install Rust (rustup, or apt-get install rustc)"
+need strip "apt-get install binutils"
+need nm "apt-get install binutils"
+need objdump "apt-get install binutils"
+need readelf "apt-get install binutils"
+if command -v gcc >/dev/null 2>&1; then
+    # gcc -m32 needs the 32-bit libc/libgcc development files.
+    if ! echo 'int main(void){return 0;}' |
+        gcc -m32 -x c - -o /dev/null >/dev/null 2>&1; then
+        missing+=("gcc -m32: apt-get install gcc-multilib (on Debian 12 gcc-multilib conflicts with gcc-aarch64-linux-gnu; install libc6-dev-i386 lib32gcc-12-dev instead, which is enough)")
+    fi
+fi
+if ((${#missing[@]})); then
+    echo "build.sh: missing tools:" >&2
+    printf '  %s\n' "${missing[@]}" >&2
+    exit 1
+fi
+
+die() { echo "build.sh: $*" >&2; exit 1; }
+
+rm -rf bin
+mkdir -p bin dumps
+
+# Flags shared by every C/C++ build: map the build dir to "." in DWARF and
+# __FILE__, so the output does not depend on where the repo is checked out.
+DET=(-ffile-prefix-map="$TD"=.)
+# Link a program against bin/libversioned.so and find it next to itself at
+# run time.
+LIB=(-Lbin -lversioned "-Wl,-rpath,\$ORIGIN")
+
+# ------------------------------------------------------------ libversioned.so
+# gcc -O2 -g -shared -fPIC -Wl,--version-script=src/libversioned.map
+#     -Wl,-soname,libversioned.so
+# Symbol versioning: exports vfunc@VERS_1 (old), vfunc@@VERS_2 (default) and
+# the unversioned vhelper.
+gcc -O2 -g -shared -fPIC "${DET[@]}" \
+    -Wl,--version-script=src/libversioned.map -Wl,-soname,libversioned.so \
+    src/libversioned.c -o bin/libversioned.so
+
+# ------------------------------------------------------------------ c-pie-g
+# gcc -O2 -g -fPIE -pie -fno-omit-frame-pointer, linked with libversioned.so
+# (-Lbin -lversioned -Wl,-rpath,$ORIGIN).
+# PIE (ET_DYN) with full .symtab and DWARF; .plt entries for libc and the lib.
+gcc -O2 -g -fPIE -pie -fno-omit-frame-pointer "${DET[@]}" \
+    src/demo.c "${LIB[@]}" -o bin/c-pie-g
+
+# ------------------------------------------------------------------ c-nopie
+# gcc -O2 -fno-pie -no-pie -fomit-frame-pointer, linked with libversioned.so,
+# no -g.  Non-PIE (ET_EXEC, loaded at 0x400000), .symtab only, no DWARF.
+# (-fno-pie is needed as well as -no-pie: Debian's gcc compiles PIE code by
+# default and -no-pie alone only changes the link.)
+gcc -O2 -fno-pie -no-pie -fomit-frame-pointer "${DET[@]}" \
+    src/demo.c "${LIB[@]}" -o bin/c-nopie
+
+# -------------------------------------------------------- c-stripped-dynsym
+# gcc -O2 -rdynamic, linked with libversioned.so, then strip --strip-all.
+# No .symtab and no DWARF: only .dynsym, which (thanks to -rdynamic) also
+# holds the program's own global functions and data objects.
+gcc -O2 -rdynamic "${DET[@]}" src/demo.c "${LIB[@]}" -o bin/c-stripped-dynsym
+strip --strip-all bin/c-stripped-dynsym
+
+# -------------------------------------------------------------------- c-ibt
+# gcc -O2 -fcf-protection=full -Wl,-z,ibt, linked with libversioned.so.
+# Intel CET/IBT: ld emits the two-part PLT, .plt (endbr64 + push + bnd jmp)
+# plus .plt.sec (the entries the code actually calls).  On Debian 12 the
+# -Wl,-z,ibt is required: -fcf-protection alone does not give .plt.sec
+# because Debian's crt*.o are not IBT-marked, so the IBT property is dropped.
+gcc -O2 -fcf-protection=full -Wl,-z,ibt "${DET[@]}" \
+    src/demo.c "${LIB[@]}" -o bin/c-ibt
+
+# ---------------------------------------------------------------- cpp-O2-g
+# g++ -O2 -g.  C++ demangling: namespaces, overloads, templates, lambda,
+# operator overload, vtables, "[clone .cold]".
+g++ -O2 -g "${DET[@]}" src/demo.cpp -o bin/cpp-O2-g
+
+# ------------------------------------------------------------- rust-legacy
+# rustc -O -C debuginfo=0 -C strip=debuginfo -C panic=abort
+#       -C codegen-units=1 --crate-name demo
+# Stable rustc rejects -C symbol-mangling-version=legacy ("requires
+# -Z unstable-options"), so this uses the default, which on stable is legacy
+# (_ZN...17h<hash>E) for this crate.  The precompiled std in it is v0-mangled.
+RUSTFLAGS_COMMON=(-O -C debuginfo=0 -C strip=debuginfo -C panic=abort
+    -C codegen-units=1 --crate-name demo --remap-path-prefix="$TD"=.)
+rustc "${RUSTFLAGS_COMMON[@]}" src/demo.rs -o bin/rust-legacy
+
+# ----------------------------------------------------------------- rust-v0
+# rustc -O -C debuginfo=0 -C strip=debuginfo -C panic=abort
+#       -C codegen-units=1 --crate-name demo -C symbol-mangling-version=v0
+# v0 mangling (_R...) throughout.
+rustc "${RUSTFLAGS_COMMON[@]}" -C symbol-mangling-version=v0 \
+    src/demo.rs -o bin/rust-v0
+
+# --------------------------------------------------------------- c-aarch64
+# aarch64-linux-gnu-gcc -O2 -g -freorder-blocks-and-partition -DDEMO_NO_LIB
+# AArch64 (EM_AARCH64) PIE; never run, only read.  Built without
+# libversioned.so (-DDEMO_NO_LIB uses local stand-ins).  gcc does not split
+# cold code by default on aarch64, -freorder-blocks-and-partition turns it on
+# so that process_value.cold exists here too.
+aarch64-linux-gnu-gcc -O2 -g -freorder-blocks-and-partition -DDEMO_NO_LIB \
+    "${DET[@]}" src/demo.c -o bin/c-aarch64
+
+# ------------------------------------------------------------------ c-i386
+# gcc -m32 -O2 -g -DDEMO_NO_LIB
+# ELF32 (EM_386) PIE, built without libversioned.so.
+gcc -m32 -O2 -g -DDEMO_NO_LIB "${DET[@]}" src/demo.c -o bin/c-i386
+
+# ------------------------------------------------------------ sanity checks
+# Fail loudly if a toolchain change drops something the tests rely on.
+# (grep >/dev/null, not grep -q: with pipefail, grep -q exiting early can
+# kill the producer with SIGPIPE and fail the pipeline.)
+has_sym() { # has_sym BIN NAME  (defined symbol, mangled name, any table)
+    { nm --defined-only "$1" 2>/dev/null; nm -D --defined-only "$1" 2>/dev/null; } |
+        awk -v n="$2" '{ sub(/^[^ ]* [^ ]* /, "") } $0 == n { f = 1 } END { exit !f }'
+}
+for b in c-pie-g c-nopie c-ibt c-i386 c-aarch64; do
+    has_sym "bin/$b" process_value.cold || die "$b: no process_value.cold"
+    has_sym "bin/$b" zero_size_fn || die "$b: no zero_size_fn"
+    has_sym "bin/$b" demo_weak || die "$b: no demo_weak"
+done
+has_sym bin/c-stripped-dynsym demo_alias || die "c-stripped-dynsym: demo_alias not in .dynsym"
+readelf -S -W bin/c-ibt | grep '\.plt\.sec' >/dev/null || die "c-ibt: no .plt.sec"
+readelf -S -W bin/c-pie-g | grep '\.plt\.sec' >/dev/null && die "c-pie-g: unexpected .plt.sec"
+readelf -S -W bin/c-stripped-dynsym | grep '\.symtab' >/dev/null && die "c-stripped-dynsym: still has .symtab"
+readelf --dyn-syms -W bin/libversioned.so | grep 'vfunc@VERS_1$' >/dev/null || die "libversioned.so: no vfunc@VERS_1"
+readelf --dyn-syms -W bin/libversioned.so | grep 'vfunc@@VERS_2$' >/dev/null || die "libversioned.so: no vfunc@@VERS_2"
+nm bin/rust-legacy | grep ' _ZN4demo4main17h' >/dev/null || die "rust-legacy: crate is not legacy-mangled"
+nm bin/rust-v0 | grep ' _RNvCs[0-9a-zA-Z_]*_4demo4main$' >/dev/null || die "rust-v0: crate is not v0-mangled"
+nm -C bin/cpp-O2-g | grep 'checked_div(int, int) \[clone \.cold\]' >/dev/null || die "cpp-O2-g: no [clone .cold]"
+
+# ------------------------------------------------------------- dumps/demo.txt
+# addr BIN 'SYMBOL' OFFSET: address of SYMBOL (exact name, demangled by nm -C)
+# plus OFFSET, checked to lie inside the symbol when it has a size.
+addr() {
+    local out a s
+    out=$(nm -C -S --defined-only "bin/$1" | awk -v n="$2" '
+        {
+            line = $0
+            if ($2 ~ /^[0-9a-f]+$/ && length($2) == length($1)) {
+                a = $1; s = $2; sub(/^[^ ]* [^ ]* [^ ]* /, "", line)
+            } else {
+                a = $1; s = "0"; sub(/^[^ ]* [^ ]* /, "", line)
+            }
+            if (line == n) { cnt++; fa = a; fs = s }
+        }
+        END {
+            if (cnt != 1) { print "found " cnt + 0 " times"; exit 1 }
+            print fa, fs
+        }') || die "dumps: $1: symbol '$2': $out"
+    read -r a s <<<"$out"
+    if ((16#$s != 0 && $3 >= 16#$s)); then
+        die "dumps: $1: offset $3 is past the end of '$2' (size 0x$s)"
+    fi
+    printf '0x%x\n' $((16#$a + $3))
+}
+# plt BIN FUNC OFFSET: address of FUNC's PLT entry (as objdump names it) + OFFSET.
+plt() {
+    local a
+    a=$(objdump -d -j .plt "bin/$1" | awk -v n="<$2@plt>:" '$2 == n { print $1; exit }')
+    [[ -n $a ]] || die "dumps: $1: no PLT entry for $2"
+    printf '0x%x\n' $((16#$a + $3))
+}
+
+entries=(
+    "cpp-O2-g|$(addr cpp-O2-g 'int stacksym_demo::sum_all<int>(int const*, unsigned int)' 4)|int stacksym_demo::sum_all<int>(int const*, unsigned int)"
+    "cpp-O2-g|$(addr cpp-O2-g 'double stacksym_demo::sum_all<double>(double const*, unsigned int)' 4)|double stacksym_demo::sum_all<double>(double const*, unsigned int)"
+    "cpp-O2-g|$(addr cpp-O2-g 'stacksym_demo::geom::Shape::scale(int) const' 2)|stacksym_demo::geom::Shape::scale(int) const"
+    "cpp-O2-g|$(addr cpp-O2-g 'stacksym_demo::geom::Shape::scale(long, char const*)' 4)|stacksym_demo::geom::Shape::scale(long, char const*)"
+    "cpp-O2-g|$(addr cpp-O2-g 'stacksym_demo::run_lambda(int)::{lambda(int)#1}::operator()(int) const' 2)|stacksym_demo::run_lambda(int)::{lambda(int)#1}::operator()(int) const"
+    "cpp-O2-g|$(addr cpp-O2-g 'stacksym_demo::geom::operator+(stacksym_demo::geom::Vec2 const&, stacksym_demo::geom::Vec2 const&)' 4)|stacksym_demo::geom::operator+(stacksym_demo::geom::Vec2 const&, stacksym_demo::geom::Vec2 const&)"
+    "c-pie-g|$(addr c-pie-g checksum 8)|checksum"
+    "c-pie-g|$(addr c-pie-g process_value.cold 4)|process_value.cold (cold fragment in .text.unlikely)"
+    "c-pie-g|$(plt c-pie-g puts 4)|puts@plt (inside the .plt entry; no symbol covers it)"
+    "c-pie-g|$(addr c-pie-g demo_global_table 8)|demo_global_table (data object, .data)"
+    "rust-v0|$(addr rust-v0 'demo::largest::<i32>' 4)|demo::largest::<i32>"
+    "rust-v0|$(addr rust-v0 '<demo::Circle as demo::Shape>::area' 4)|<demo::Circle as demo::Shape>::area"
+    "rust-v0|$(addr rust-v0 'demo::main::{closure#0}' 2)|demo::main::{closure#0}"
+)
+
+{
+    echo "# Default input of \`cargo run --release --example symbolize\`."
+    echo "# GENERATED by testdata/build.sh from the symbol tables of testdata/bin/*;"
+    echo "# do not edit by hand (a rebuild rewrites it so the addresses stay valid)."
+    echo "#"
+    echo "# One query per line, llvm-symbolizer's stdin form: PATH 0xADDR, with PATH"
+    echo "# relative to the repository root and ADDR an ELF virtual address (st_value"
+    echo "# space; the PIE binaries are linked at base 0).  Lines starting with '#'"
+    echo "# are comments.  Expected function/object for each query, in order:"
+    for e in "${entries[@]}"; do
+        IFS='|' read -r bin a what <<<"$e"
+        printf '#   %-9s %-8s %s\n' "$bin" "$a" "$what"
+    done
+    for e in "${entries[@]}"; do
+        IFS='|' read -r bin a what <<<"$e"
+        echo "testdata/bin/$bin $a"
+    done
+} >dumps/demo.txt
+
+echo "build.sh: built $(ls bin | wc -l) files in testdata/bin/, wrote testdata/dumps/demo.txt"
