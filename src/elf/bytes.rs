@@ -69,6 +69,50 @@ impl FileBytes {
 /// `None` when `start` is outside the table or no NUL ends the string inside it.
 pub(crate) fn c_str_in(table: &[u8], start: usize) -> Option<&[u8]> {
     let tail = table.get(start..)?;
-    let len = tail.iter().position(|&b| b == 0)?;
+    let len = find_byte(tail, 0)?;
     Some(&tail[..len])
+}
+
+/// The position of the first `needle` in `haystack`, eight bytes at a time: symbol names are
+/// long (Rust and C++ names run to hundreds of bytes) and are searched on every lookup.
+pub(crate) fn find_byte(haystack: &[u8], needle: u8) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let pattern = ONES * u64::from(needle);
+    let mut chunks = haystack.chunks_exact(8);
+    let mut offset = 0;
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_le_bytes(word) ^ pattern;
+        // Sets the high bit of every byte of `x` that is zero (a match), and possibly of
+        // bytes after it; the first match is found exactly below.
+        if x.wrapping_sub(ONES) & !x & HIGHS != 0 {
+            break;
+        }
+        offset += 8;
+    }
+    haystack[offset..]
+        .iter()
+        .position(|&b| b == needle)
+        .map(|i| offset + i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn find_byte_agrees_with_a_plain_search() {
+        let text = b"_ZN4core3ptr13drop_in_place17h0123456789abcdefE@@VER\0tail@";
+        for start in 0..text.len() {
+            for needle in [0u8, b'@', b'E', b'x', 0x80] {
+                let hay = &text[start..];
+                assert_eq!(
+                    find_byte(hay, needle),
+                    hay.iter().position(|&b| b == needle)
+                );
+            }
+        }
+    }
 }

@@ -144,17 +144,33 @@ impl ElfFile {
         Ok((tables.code.len(), tables.data.len()))
     }
 
+    /// Heap bytes of the symbol index (beside the mapping), building it if needed.
+    pub fn index_heap_bytes(&self) -> Result<usize> {
+        let tables = self.symbol_tables()?;
+        Ok(tables.heap_bytes())
+    }
+
     /// The symbol covering `addr`: a function if one covers it, else a data object.
     /// `Ok(None)` when no symbol covers it; `Err` only when the symbol tables are malformed.
     pub fn find_symbol(&self, addr: VirtAddr) -> Result<Option<ElfSymbol<'_>>> {
         let tables = self.symbol_tables()?;
-        if let Some(index) = tables.code.find(addr.0) {
-            return Ok(Some(self.symbol_at(tables, SymbolKind::Function, index)));
-        }
-        Ok(tables
-            .data
-            .find(addr.0)
-            .map(|index| self.symbol_at(tables, SymbolKind::Data, index)))
+        Ok(self
+            .find_symbol_id(addr)?
+            .map(|(id, _)| self.symbol_at(tables, id.kind, id.index)))
+    }
+
+    /// Like [`ElfFile::find_symbol`], but only the symbol's id and start: the cheapest lookup,
+    /// touching no name. Resolve the id later with [`ElfFile::symbol_by_id`].
+    pub fn find_symbol_id(&self, addr: VirtAddr) -> Result<Option<(SymbolId, VirtAddr)>> {
+        let tables = self.symbol_tables()?;
+        let hit = match tables.code.find(addr.0) {
+            Some(index) => Some((SymbolKind::Function, index, &tables.code)),
+            None => tables
+                .data
+                .find(addr.0)
+                .map(|index| (SymbolKind::Data, index, &tables.data)),
+        };
+        Ok(hit.map(|(kind, index, table)| (SymbolId { kind, index }, VirtAddr(table.addr(index)))))
     }
 
     /// Like [`ElfFile::find_symbol`] for the byte at `offset` in the file. `Ok(None)` also
@@ -192,29 +208,40 @@ impl ElfFile {
         };
         let entry = addr_index.entry(index);
         let data = self.data();
-        let (name, version, version_hidden) = match entry.name.table() {
+        let table = match entry.table() {
+            NameTable::Symtab => data.get(tables.symtab_strings.clone()),
+            NameTable::Dynsym => data.get(tables.dynsym_strings.clone()),
+            NameTable::Synthetic => Some(tables.synthetic_names.as_slice()),
+        };
+        // The builder checked that the name starts inside its table and is NUL-terminated
+        // there, and measured it; the empty fallbacks are never taken for an indexed file.
+        let table = table.unwrap_or_default();
+        let start = entry.name_offset();
+        let full_name = match entry.name_len() {
+            Some(len) => table.get(start..start + len),
+            None => c_str_in(table, start),
+        }
+        .unwrap_or_default();
+        let full_str = if entry.name_is_utf8() {
+            Some(utf8_checked_at_index_time(full_name))
+        } else {
+            None
+        };
+        let (name, name_str, version, version_hidden) = match entry.table() {
             NameTable::Symtab => {
-                let raw = string_in(data, &tables.symtab_strings, entry.name.offset());
-                split_version(raw)
+                let (name, version, hidden) = split_version(full_name);
+                // '@' is ASCII, so the prefix before it is valid UTF-8 too.
+                (name, full_str.map(|s| &s[..name.len()]), version, hidden)
             }
-            NameTable::Dynsym => {
-                let name = string_in(data, &tables.dynsym_strings, entry.name.offset());
-                match tables.dynsym_version(kind, index) {
-                    Some((range, hidden)) => (name, data.get(range), hidden),
-                    None => (name, None, false),
-                }
-            }
-            NameTable::Synthetic => {
-                let table = &tables.synthetic_names;
-                (
-                    c_str_in(table, entry.name.offset()).unwrap_or_default(),
-                    None,
-                    false,
-                )
-            }
+            NameTable::Dynsym => match tables.dynsym_version(kind, index) {
+                Some((range, hidden)) => (full_name, full_str, data.get(range), hidden),
+                None => (full_name, full_str, None, false),
+            },
+            NameTable::Synthetic => (full_name, full_str, None, false),
         };
         ElfSymbol {
             name,
+            name_str,
             version,
             version_hidden,
             addr: VirtAddr(addr_index.addr(index)),
@@ -225,13 +252,13 @@ impl ElfFile {
     }
 }
 
-/// The name at `offset` in the string table at `table` (a file range). The builder checked
-/// that every indexed name starts inside its table and is NUL-terminated there, so the empty
-/// fallback is never taken for a file that was indexed.
-fn string_in<'a>(data: &'a [u8], table: &Range<usize>, offset: usize) -> &'a [u8] {
-    data.get(table.clone())
-        .and_then(|t| c_str_in(t, offset))
-        .unwrap_or_default()
+/// `bytes` as `&str`, without checking again: the index builder ran `str::from_utf8` on
+/// exactly these bytes (and set the entry's UTF-8 flag only if it passed). The bytes cannot
+/// have changed since: owned bytes are immutable, and a mapping is read-only and private, the
+/// same contract under which every `&[u8]` this crate hands out borrows from it.
+fn utf8_checked_at_index_time(bytes: &[u8]) -> &str {
+    // SAFETY: see above; validated by `std::str::from_utf8` when the index was built.
+    unsafe { std::str::from_utf8_unchecked(bytes) }
 }
 
 fn check_magic(path: &Path, data: &[u8]) -> Result<()> {

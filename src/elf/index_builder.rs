@@ -10,7 +10,7 @@ use object::{elf, Endianness};
 
 use crate::elf::bytes::c_str_in;
 use crate::elf::file::range_of;
-use crate::elf::symbols::{AddrIndex, Entry, NameRef, NameTable, SymbolKind, MAX_NAME_OFFSET};
+use crate::elf::symbols::{AddrIndex, Entry, NameInfo, NameTable, SymbolKind};
 use crate::error::{Error, Result};
 
 /// The symbol index of one file, with the string-table locations its names refer to.
@@ -34,6 +34,15 @@ pub(crate) struct SymbolTables {
 }
 
 impl SymbolTables {
+    /// Heap bytes of the index and its side tables.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.code.heap_bytes()
+            + self.data.heap_bytes()
+            + self.synthetic_names.capacity()
+            + self.version_names.capacity() * std::mem::size_of::<Option<Range<usize>>>()
+            + (self.code_versions.capacity() + self.data_versions.capacity()) * 8
+    }
+
     /// The version name's file range and whether it is hidden, for a `.dynsym` entry.
     pub(crate) fn dynsym_version(
         &self,
@@ -60,7 +69,8 @@ struct Candidate {
     size: u64,
     /// Lower is better; see the rule in [`crate::elf::symbols`].
     rank: u64,
-    name: NameRef,
+    table: NameTable,
+    name_offset: u32,
     /// End address of the symbol's section, bounding an inferred size.
     section_end: u64,
     /// The raw versym of a `.dynsym` symbol with a version, else 0.
@@ -158,10 +168,9 @@ pub(crate) fn build_symbol_tables<Elf: FileHeader<Endian = Endianness>>(
         &tables.dynsym_strings,
     );
     for (addr, size, target) in plt {
-        let offset = tables.synthetic_names.len() as u64;
-        if offset > MAX_NAME_OFFSET {
+        let Ok(offset) = u32::try_from(tables.synthetic_names.len()) else {
             break;
-        }
+        };
         tables.synthetic_names.extend_from_slice(target);
         tables.synthetic_names.extend_from_slice(b"@plt\0");
         code.push(Candidate {
@@ -169,7 +178,8 @@ pub(crate) fn build_symbol_tables<Elf: FileHeader<Endian = Endianness>>(
             size,
             // PLT entries have no symbol of their own to compete with; rank them last.
             rank: u64::MAX,
-            name: NameRef::new(NameTable::Synthetic, offset),
+            table: NameTable::Synthetic,
+            name_offset: offset,
             section_end: addr + size,
             versym: 0,
         });
@@ -183,13 +193,35 @@ pub(crate) fn build_symbol_tables<Elf: FileHeader<Endian = Endianness>>(
             skipped.bad_section
         );
     }
-    (tables.code, tables.code_versions) = merge_aliases(code);
-    (tables.data, tables.data_versions) = merge_aliases(objects);
+    let symtab_strings = data.get(tables.symtab_strings.clone()).unwrap_or_default();
+    let dynsym_strings = data.get(tables.dynsym_strings.clone()).unwrap_or_default();
+    let synthetic = tables.synthetic_names.as_slice();
+    let name_info = |table: NameTable, offset: u32| {
+        let strings = match table {
+            NameTable::Symtab => symtab_strings,
+            NameTable::Dynsym => dynsym_strings,
+            NameTable::Synthetic => synthetic,
+        };
+        // Candidates were checked to start inside their table; the fallback is unreachable.
+        let name = c_str_in(strings, offset as usize).unwrap_or_default();
+        NameInfo {
+            table,
+            offset,
+            len: name.len(),
+            utf8: std::str::from_utf8(name).is_ok(),
+        }
+    };
+    let (code_index, code_versions) = merge_aliases(code, name_info);
+    let (data_index, data_versions) = merge_aliases(objects, name_info);
+    tables.code = code_index;
+    tables.data = data_index;
+    tables.code_versions = code_versions;
+    tables.data_versions = data_versions;
     Ok(tables)
 }
 
 /// The file range of the string table at `index`, refused when it lies outside the file or
-/// is too large for a [`NameRef`].
+/// is too large for the 32-bit name offsets of the index.
 fn string_table_range<'data, Elf: FileHeader<Endian = Endianness>>(
     path: &Path,
     sections: &SectionTable<'data, Elf, &'data [u8]>,
@@ -207,14 +239,13 @@ fn string_table_range<'data, Elf: FileHeader<Endian = Endianness>>(
     let bytes = header
         .data(endian, data)
         .map_err(|e| malformed(format!("string table section {}: {e}", index.0)))?;
-    if bytes.len() as u64 > MAX_NAME_OFFSET {
+    if u32::try_from(bytes.len()).is_err() {
         return Err(Error::Unsupported {
             path: path.to_path_buf(),
             what: format!(
-                "string table section {} is {} bytes; at most {} are supported",
+                "string table section {} is {} bytes; at most 4 GiB are supported",
                 index.0,
                 bytes.len(),
-                MAX_NAME_OFFSET
             ),
         });
     }
@@ -261,17 +292,17 @@ fn collect_symbols<Elf: FileHeader<Endian = Endianness>>(
             c.skipped.bad_section += 1;
             continue;
         };
-        let name_offset = sym.st_name(endian) as usize;
+        let name_offset = sym.st_name(endian);
         let name_ok = if terminated {
-            name_offset < strings.len()
+            (name_offset as usize) < strings.len()
         } else {
-            c_str_in(strings, name_offset).is_some()
+            c_str_in(strings, name_offset as usize).is_some()
         };
         if !name_ok {
             c.skipped.bad_name += 1;
             continue;
         }
-        match strings.get(name_offset) {
+        match strings.get(name_offset as usize) {
             // Unnamed symbols name nothing; `$x`/`$d` are ARM mapping symbols, not functions.
             Some(0) | Some(b'$') | None => continue,
             _ => {}
@@ -303,7 +334,8 @@ fn collect_symbols<Elf: FileHeader<Endian = Endianness>>(
             addr,
             size,
             rank,
-            name: NameRef::new(c.table, name_offset as u64),
+            table: c.table,
+            name_offset,
             section_end: section_start.saturating_add(section_size),
             versym,
         };
@@ -315,19 +347,24 @@ fn collect_symbols<Elf: FileHeader<Endian = Endianness>>(
 }
 
 /// Sorts candidates, keeps the best per address, and infers sizes for unsized symbols.
-fn merge_aliases(mut candidates: Vec<Candidate>) -> (AddrIndex, Vec<(u32, u16)>) {
+/// Names are measured (`name_info`) only for the symbols kept.
+fn merge_aliases(
+    mut candidates: Vec<Candidate>,
+    name_info: impl Fn(NameTable, u32) -> NameInfo,
+) -> (AddrIndex, Vec<(u32, u16)>) {
     candidates.sort_unstable_by_key(|c| (c.addr, c.rank));
     candidates.dedup_by_key(|c| c.addr);
     let mut addrs = Vec::with_capacity(candidates.len());
     let mut entries = Vec::with_capacity(candidates.len());
     let mut versions = Vec::new();
     for (i, c) in candidates.iter().enumerate() {
+        let name = name_info(c.table, c.name_offset);
         let entry = if c.size > 0 {
-            Entry::with_size(c.name, c.size)
+            Entry::new(name, c.size, false)
         } else {
             let next = candidates.get(i + 1).map_or(u64::MAX, |n| n.addr);
             let end = next.min(c.section_end).max(c.addr);
-            Entry::with_inferred_size(c.name, end - c.addr)
+            Entry::new(name, end - c.addr, true)
         };
         if c.versym != 0 {
             // Indexes fit in u32: the entry count comes from symbol tables whose indexes are u32.

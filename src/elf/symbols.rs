@@ -1,9 +1,11 @@
 //! The compact, address-sorted index of a file's symbols, and lookups in it.
 //!
-//! The index stores no strings: each entry is the symbol's start address (searched, so kept in
-//! its own array for cache locality), its size and a 32-bit reference to its name in a string
-//! table of the mapped file. That is 16 bytes per symbol; names are borrowed from the mapping
-//! when a lookup needs them.
+//! The index stores no strings. Per symbol it keeps 16 bytes: the start address as a 32-bit
+//! delta from the lowest address (searched, so kept in its own dense array), and a 12-byte
+//! [`Entry`] with the size and where the name is in the mapped file, with its length and
+//! whether it is valid UTF-8, both checked once when the index is built. A lookup therefore
+//! touches no name bytes; names are borrowed from the mapping. A file whose symbols span more
+//! than 4 GiB falls back to 64-bit addresses (24 bytes per symbol).
 //!
 //! # Which name wins when several symbols share an address
 //! Only one symbol per address is kept, chosen by these rules in order (the first that
@@ -24,58 +26,214 @@
 
 use crate::addr::VirtAddr;
 
-/// Bits of a [`NameRef`] that select the string table.
-const TABLE_SHIFT: u32 = 30;
-/// Largest string-table offset a [`NameRef`] can hold (1 GiB); larger string tables are
-/// refused with [`crate::Error::Unsupported`] when the index is built.
-pub(crate) const MAX_NAME_OFFSET: u64 = (1 << TABLE_SHIFT) - 1;
-/// Bit of [`Entry::size`] that marks a size inferred for a symbol with `st_size == 0`.
-const INFERRED_SIZE: u32 = 1 << 31;
-/// Largest size an entry stores; larger symbols are clamped (sizes of 2 GiB do not occur in
-/// practice, and a clamped size only shortens the range the symbol covers).
-pub(crate) const MAX_SIZE: u64 = (INFERRED_SIZE - 1) as u64;
+/// How many addresses one summary slot stands for: the summary (one address per block) is
+/// small enough to stay in cache, and a block of deltas spans a few cache lines.
+const BLOCK: usize = 32;
 
 /// Which string table a name lives in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum NameTable {
     /// The string table of `.symtab` (usually `.strtab`).
-    Symtab = 0,
+    Symtab,
     /// The string table of `.dynsym` (usually `.dynstr`).
-    Dynsym = 1,
+    Dynsym,
     /// Names made up by this crate, like `puts@plt`.
-    Synthetic = 2,
+    Synthetic,
 }
 
-/// A 32-bit reference to a name: 2 bits of [`NameTable`], 30 bits of offset into it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct NameRef(u32);
+/// Bits of [`Entry::flags`].
+const FLAG_INFERRED_SIZE: u16 = 1;
+const FLAG_UTF8: u16 = 1 << 1;
+const FLAG_LONG_NAME: u16 = 1 << 2;
+const TABLE_SHIFT: u16 = 8;
 
-impl NameRef {
-    /// `offset` must be at most [`MAX_NAME_OFFSET`]; the builder checks that first.
-    pub(crate) fn new(table: NameTable, offset: u64) -> Self {
-        debug_assert!(offset <= MAX_NAME_OFFSET);
-        NameRef(((table as u32) << TABLE_SHIFT) | (offset as u32 & MAX_NAME_OFFSET as u32))
+/// Everything but the address of one indexed symbol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Entry {
+    /// Offset of the name in its string table.
+    name_offset: u32,
+    /// The size in bytes (clamped to `u32::MAX`; see [`Entry::new`]).
+    size: u32,
+    /// The name's length, when it fits (else [`FLAG_LONG_NAME`] and the name is scanned).
+    name_len: u16,
+    flags: u16,
+}
+
+/// Facts about one symbol's name, checked by the index builder.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NameInfo {
+    pub(crate) table: NameTable,
+    pub(crate) offset: u32,
+    pub(crate) len: usize,
+    pub(crate) utf8: bool,
+}
+
+impl Entry {
+    /// `size` above `u32::MAX` is clamped: no real symbol is 4 GiB long, and a clamped size
+    /// only shortens the range the symbol covers. `inferred` marks a size computed for a
+    /// symbol with `st_size == 0`.
+    pub(crate) fn new(name: NameInfo, size: u64, inferred: bool) -> Self {
+        let long = name.len >= usize::from(u16::MAX);
+        let mut flags = (name.table as u16) << TABLE_SHIFT;
+        if inferred {
+            flags |= FLAG_INFERRED_SIZE;
+        }
+        if name.utf8 {
+            flags |= FLAG_UTF8;
+        }
+        if long {
+            flags |= FLAG_LONG_NAME;
+        }
+        Entry {
+            name_offset: name.offset,
+            size: u32::try_from(size).unwrap_or(u32::MAX),
+            name_len: if long { 0 } else { name.len as u16 },
+            flags,
+        }
     }
 
     pub(crate) fn table(self) -> NameTable {
-        match self.0 >> TABLE_SHIFT {
+        match self.flags >> TABLE_SHIFT {
             0 => NameTable::Symtab,
             1 => NameTable::Dynsym,
             _ => NameTable::Synthetic,
         }
     }
 
-    pub(crate) fn offset(self) -> usize {
-        (self.0 & MAX_NAME_OFFSET as u32) as usize
+    pub(crate) fn name_offset(self) -> usize {
+        self.name_offset as usize
+    }
+
+    /// The name's length, or `None` when it is too long to store and must be scanned for.
+    pub(crate) fn name_len(self) -> Option<usize> {
+        (self.flags & FLAG_LONG_NAME == 0).then_some(usize::from(self.name_len))
+    }
+
+    /// Whether the name was checked to be valid UTF-8 when the index was built.
+    pub(crate) fn name_is_utf8(self) -> bool {
+        self.flags & FLAG_UTF8 != 0
+    }
+
+    /// The extent used for lookups (inferred for unsized symbols).
+    fn covered_size(self) -> u64 {
+        u64::from(self.size)
+    }
+
+    /// The size the file states: 0 for a symbol whose size was inferred.
+    pub(crate) fn stated_size(self) -> u64 {
+        if self.flags & FLAG_INFERRED_SIZE != 0 {
+            0
+        } else {
+            u64::from(self.size)
+        }
     }
 }
 
-/// Everything but the address of one indexed symbol.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Entry {
-    /// The size in bytes; with [`INFERRED_SIZE`] set it was inferred, the file said 0.
-    pub(crate) size: u32,
-    pub(crate) name: NameRef,
+/// Start addresses, as 32-bit deltas when they fit.
+#[derive(Debug)]
+enum Starts {
+    Narrow { base: u64, deltas: Vec<u32> },
+    Wide(Vec<u64>),
+}
+
+impl Default for Starts {
+    fn default() -> Self {
+        Starts::Wide(Vec::new())
+    }
+}
+
+/// One kind of symbols (code or data), sorted by address, one per address.
+#[derive(Debug, Default)]
+pub(crate) struct AddrIndex {
+    starts: Starts,
+    /// The start of every [`BLOCK`]-th symbol.
+    summary: Vec<u64>,
+    entries: Vec<Entry>,
+}
+
+impl AddrIndex {
+    /// Builds the index from addresses that are sorted and distinct, with their entries.
+    pub(crate) fn from_sorted(addrs: Vec<u64>, entries: Vec<Entry>) -> Self {
+        debug_assert_eq!(addrs.len(), entries.len());
+        debug_assert!(addrs.windows(2).all(|w| w[0] < w[1]));
+        let summary = addrs.iter().step_by(BLOCK).copied().collect();
+        let base = addrs.first().copied().unwrap_or(0);
+        let span = addrs.last().map_or(0, |last| last - base);
+        let starts = if span <= u64::from(u32::MAX) {
+            Starts::Narrow {
+                base,
+                deltas: addrs.iter().map(|&a| (a - base) as u32).collect(),
+            }
+        } else {
+            Starts::Wide(addrs)
+        };
+        AddrIndex {
+            starts,
+            summary,
+            entries,
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The entry covering `addr`: the one with the greatest start at or below it, if `addr` is
+    /// inside its (possibly inferred) size.
+    pub(crate) fn find(&self, addr: u64) -> Option<u32> {
+        let block = self
+            .summary
+            .partition_point(|&start| start <= addr)
+            .checked_sub(1)?;
+        let first = block * BLOCK;
+        let last = (first + BLOCK).min(self.entries.len());
+        let within = match &self.starts {
+            Starts::Narrow { base, deltas } => {
+                // `addr >= summary[block] >= base`, so the subtraction cannot underflow; an
+                // address more than 4 GiB past the base is past every delta.
+                let delta = u32::try_from(addr - base).unwrap_or(u32::MAX);
+                deltas[first..last].partition_point(|&d| d <= delta)
+            }
+            Starts::Wide(addrs) => addrs[first..last].partition_point(|&a| a <= addr),
+        };
+        // `within >= 1`: the block's first start is `summary[block] <= addr`.
+        let index = first + within.checked_sub(1)?;
+        let start = self.addr_at(index);
+        let size = self.entries[index].covered_size();
+        // An inferred size of 0 happens only for a symbol at the very end of its section; it
+        // still covers its own address.
+        if addr - start < size.max(1) {
+            u32::try_from(index).ok()
+        } else {
+            None
+        }
+    }
+
+    fn addr_at(&self, index: usize) -> u64 {
+        match &self.starts {
+            Starts::Narrow { base, deltas } => base + u64::from(deltas[index]),
+            Starts::Wide(addrs) => addrs[index],
+        }
+    }
+
+    pub(crate) fn addr(&self, index: u32) -> u64 {
+        self.addr_at(index as usize)
+    }
+
+    pub(crate) fn entry(&self, index: u32) -> Entry {
+        self.entries[index as usize]
+    }
+
+    /// Heap bytes this index uses.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        let starts = match &self.starts {
+            Starts::Narrow { deltas, .. } => deltas.capacity() * 4,
+            Starts::Wide(addrs) => addrs.capacity() * 8,
+        };
+        starts
+            + self.summary.capacity() * 8
+            + self.entries.capacity() * std::mem::size_of::<Entry>()
+    }
 }
 
 /// Whether a symbol names code or data.
@@ -94,73 +252,16 @@ pub struct SymbolId {
     pub(crate) index: u32,
 }
 
-/// One kind of symbols (code or data), sorted by address, one per address.
-#[derive(Debug, Default)]
-pub(crate) struct AddrIndex {
-    addrs: Vec<u64>,
-    entries: Vec<Entry>,
-}
-
-impl AddrIndex {
-    /// Builds the index from `(addr, entry)` pairs that are already sorted by address and
-    /// deduplicated, with sizes of unsized symbols already inferred.
-    pub(crate) fn from_sorted(addrs: Vec<u64>, entries: Vec<Entry>) -> Self {
-        debug_assert_eq!(addrs.len(), entries.len());
-        debug_assert!(addrs.windows(2).all(|w| w[0] < w[1]));
-        AddrIndex { addrs, entries }
+impl SymbolId {
+    /// Code or data.
+    pub fn kind(self) -> SymbolKind {
+        self.kind
     }
 
-    pub(crate) fn len(&self) -> usize {
-        self.addrs.len()
-    }
-
-    /// The entry covering `addr`: the one with the greatest start at or below it, if `addr` is
-    /// inside its (possibly inferred) size.
-    pub(crate) fn find(&self, addr: u64) -> Option<u32> {
-        let after = self.addrs.partition_point(|&start| start <= addr);
-        let index = after.checked_sub(1)?;
-        let start = self.addrs[index];
-        let size = u64::from(self.entries[index].size & !INFERRED_SIZE);
-        // An inferred size of 0 happens only for a symbol at the very end of its section; it
-        // still covers its own address.
-        if addr - start < size.max(1) {
-            u32::try_from(index).ok()
-        } else {
-            None
-        }
-    }
-
-    pub(crate) fn addr(&self, index: u32) -> u64 {
-        self.addrs[index as usize]
-    }
-
-    pub(crate) fn entry(&self, index: u32) -> Entry {
-        self.entries[index as usize]
-    }
-}
-
-impl Entry {
-    /// The size the file states: 0 for a symbol whose size was inferred.
-    pub(crate) fn stated_size(self) -> u64 {
-        if self.size & INFERRED_SIZE != 0 {
-            0
-        } else {
-            u64::from(self.size)
-        }
-    }
-
-    pub(crate) fn with_inferred_size(name: NameRef, size: u64) -> Self {
-        Entry {
-            size: INFERRED_SIZE | size.min(MAX_SIZE) as u32,
-            name,
-        }
-    }
-
-    pub(crate) fn with_size(name: NameRef, size: u64) -> Self {
-        Entry {
-            size: size.min(MAX_SIZE) as u32,
-            name,
-        }
+    /// The position in the file's index of that kind: dense, from 0 to the count
+    /// [`crate::elf::ElfFile::symbol_count`] gives.
+    pub fn index(self) -> u32 {
+        self.index
     }
 }
 
@@ -168,8 +269,10 @@ impl Entry {
 #[derive(Debug, Clone, Copy)]
 pub struct ElfSymbol<'a> {
     /// The name as the file spells it (mangled), without a `@VERSION` suffix. Not always
-    /// UTF-8: ELF names are bytes.
+    /// UTF-8: ELF names are bytes; see [`ElfSymbol::name_str`].
     pub name: &'a [u8],
+    /// The name, when it is valid UTF-8 (checked once, when the index was built).
+    pub name_str: Option<&'a str>,
     /// The symbol version, from `name@VER` / `name@@VER` in `.symtab` or from the GNU version
     /// tables for `.dynsym`.
     pub version: Option<&'a [u8]>,
@@ -188,7 +291,7 @@ pub struct ElfSymbol<'a> {
 /// Splits `name@VER` / `name@@VER` into the name, the version and whether it is hidden.
 /// Names made up by this crate (`target@plt`) are not passed here.
 pub(crate) fn split_version(name: &[u8]) -> (&[u8], Option<&[u8]>, bool) {
-    match name.iter().position(|&b| b == b'@') {
+    match crate::elf::bytes::find_byte(name, b'@') {
         // A leading '@' is part of a strange name, not a version separator.
         Some(0) | None => (name, None, false),
         Some(at) => {
@@ -205,10 +308,44 @@ pub(crate) fn split_version(name: &[u8]) -> (&[u8], Option<&[u8]>, bool) {
 mod tests {
     use super::*;
 
+    fn name() -> NameInfo {
+        NameInfo {
+            table: NameTable::Symtab,
+            offset: 1,
+            len: 3,
+            utf8: true,
+        }
+    }
+
     #[test]
-    fn an_entry_is_eight_bytes_beside_its_address() {
-        // The index promises 16 bytes per symbol: 8 of address plus this.
-        assert_eq!(std::mem::size_of::<Entry>(), 8);
+    fn an_entry_is_twelve_bytes_beside_its_address() {
+        // The index promises 16 bytes per symbol: a 4-byte address delta plus this.
+        assert_eq!(std::mem::size_of::<Entry>(), 12);
+    }
+
+    #[test]
+    fn entries_round_trip() {
+        let e = Entry::new(
+            NameInfo {
+                table: NameTable::Dynsym,
+                offset: u32::MAX,
+                len: 70_000,
+                utf8: false,
+            },
+            1 << 40,
+            true,
+        );
+        assert_eq!(e.table(), NameTable::Dynsym);
+        assert_eq!(e.name_offset(), u32::MAX as usize);
+        assert_eq!(e.name_len(), None);
+        assert!(!e.name_is_utf8());
+        assert_eq!(e.stated_size(), 0);
+        assert_eq!(e.covered_size(), u64::from(u32::MAX));
+        let e = Entry::new(name(), 8, false);
+        assert_eq!(
+            (e.table(), e.name_len(), e.name_is_utf8(), e.stated_size()),
+            (NameTable::Symtab, Some(3), true, 8)
+        );
     }
 
     #[test]
@@ -227,13 +364,12 @@ mod tests {
 
     #[test]
     fn find_respects_sizes_and_inferred_sizes() {
-        let name = NameRef::new(NameTable::Symtab, 1);
         let index = AddrIndex::from_sorted(
             vec![0x100, 0x200, 0x300],
             vec![
-                Entry::with_size(name, 0x10),
-                Entry::with_inferred_size(name, 0x100),
-                Entry::with_size(name, 0x8),
+                Entry::new(name(), 0x10, false),
+                Entry::new(name(), 0x100, true),
+                Entry::new(name(), 0x8, false),
             ],
         );
         assert_eq!(index.find(0x0ff), None);
@@ -247,17 +383,38 @@ mod tests {
         assert_eq!(index.find(0x2ff), Some(1));
         assert_eq!(index.find(0x307), Some(2));
         assert_eq!(index.find(0x308), None);
+        assert_eq!(index.find(u64::MAX), None);
         assert_eq!(index.entry(1).stated_size(), 0);
     }
 
     #[test]
-    fn name_refs_round_trip() {
-        let r = NameRef::new(NameTable::Dynsym, MAX_NAME_OFFSET);
-        assert_eq!(r.table(), NameTable::Dynsym);
-        assert_eq!(r.offset() as u64, MAX_NAME_OFFSET);
-        assert_eq!(
-            NameRef::new(NameTable::Synthetic, 7).table(),
-            NameTable::Synthetic
-        );
+    fn find_agrees_with_a_linear_search_across_blocks_and_wide_spans() {
+        for spread in [1u64, 1 << 30] {
+            // Sizes above u32::MAX are clamped by the index (documented on `Entry::new`).
+            let size = |i: usize| {
+                if i % 3 == 0 {
+                    0x10
+                } else {
+                    (0x40 * spread).min(u64::from(u32::MAX))
+                }
+            };
+            let addrs: Vec<u64> = (0..1000u64).map(|i| 0x1000 + i * 0x40 * spread).collect();
+            let entries = (0..1000)
+                .map(|i| Entry::new(name(), size(i), false))
+                .collect();
+            let index = AddrIndex::from_sorted(addrs.clone(), entries);
+            for probe in (0..1100u64).map(|i| 0x1000 + i * 0x3b * spread / 2) {
+                let expected = addrs
+                    .iter()
+                    .rposition(|&a| a <= probe)
+                    .filter(|&i| probe - addrs[i] < size(i));
+                assert_eq!(
+                    index.find(probe).map(|i| i as usize),
+                    expected,
+                    "probe {probe:#x}"
+                );
+            }
+            assert_eq!(index.find(0xfff), None);
+        }
     }
 }

@@ -1,98 +1,78 @@
 //! A file as the symbolizer keeps it in its cache: the ELF file plus the names demangled so
 //! far, so each distinct name is demangled once per file, not once per address.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::{PoisonError, RwLock};
+use std::sync::OnceLock;
 
 use crate::demangle::demangle;
-use crate::elf::{ElfFile, ElfSymbol, SymbolId};
-use crate::symbolize::output::ShownName;
+use crate::elf::{ElfFile, ElfSymbol, SymbolId, SymbolKind};
+use crate::error::Result;
+
+/// One slot per indexed symbol: unset until first needed, then `None` when demangling leaves
+/// the name as it is (plain C names), or the name to show.
+type NameSlots = Box<[OnceLock<Option<Box<str>>>]>;
 
 pub(crate) struct LoadedElf {
     pub(crate) elf: ElfFile,
-    /// Shown names of the symbols looked up so far, where they differ from the raw name.
-    shown_names: RwLock<HashMap<SymbolId, ShownName, BuildHasherDefault<IdHasher>>>,
+    /// Shown names of code and data symbols, by symbol index; allocated on first use, since a
+    /// symbolizer without demangling never needs them.
+    shown_names: OnceLock<(NameSlots, NameSlots)>,
 }
 
 impl LoadedElf {
     pub(crate) fn new(elf: ElfFile) -> Self {
         LoadedElf {
             elf,
-            shown_names: RwLock::default(),
+            shown_names: OnceLock::new(),
         }
     }
 
-    /// The cached shown name of `id`, if it was computed before.
-    pub(crate) fn cached_names(
-        &self,
-    ) -> std::sync::RwLockReadGuard<'_, HashMap<SymbolId, ShownName, BuildHasherDefault<IdHasher>>>
-    {
-        // Entries are inserted whole; a panic elsewhere cannot leave one half-written.
-        self.shown_names
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Computes (demangling if asked) and caches the shown names of `symbols`.
-    pub(crate) fn compute_names<'a>(
-        &self,
-        symbols: impl Iterator<Item = ElfSymbol<'a>>,
-        demangle_names: bool,
-    ) {
-        let mut computed = Vec::new();
-        for symbol in symbols {
-            let name = String::from_utf8_lossy(symbol.name);
-            let shown = if demangle_names {
-                match demangle(&name) {
-                    std::borrow::Cow::Owned(d) => ShownName::Converted(d.into()),
-                    std::borrow::Cow::Borrowed(_) => shown_raw(&name),
-                }
-            } else {
-                shown_raw(&name)
-            };
-            computed.push((symbol.id, shown));
+    fn slots(&self) -> Result<&(NameSlots, NameSlots)> {
+        if let Some(slots) = self.shown_names.get() {
+            return Ok(slots);
         }
-        let mut names = self
-            .shown_names
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        names.extend(computed);
-    }
-}
-
-fn shown_raw(name: &std::borrow::Cow<'_, str>) -> ShownName {
-    match name {
-        std::borrow::Cow::Borrowed(_) => ShownName::Raw,
-        std::borrow::Cow::Owned(lossy) => ShownName::Converted(lossy.as_str().into()),
-    }
-}
-
-/// A fast hasher for [`SymbolId`]s, which are small integers (the default SipHash is
-/// built for untrusted keys; these come from our own index).
-#[derive(Default)]
-pub(crate) struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
+        let (code, data) = self.elf.symbol_count()?;
+        let empty = |n: usize| (0..n).map(|_| OnceLock::new()).collect::<NameSlots>();
+        Ok(self.shown_names.get_or_init(|| (empty(code), empty(data))))
     }
 
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
+    /// Computes, on first use, the demangled (or, for a name that is not UTF-8, the lossily
+    /// converted) name of the symbol `id`; [`LoadedElf::computed_name`] then returns it.
+    pub(crate) fn compute_shown_name(&self, id: SymbolId) -> Result<()> {
+        let slot = self.slot(id)?;
+        if slot.get().is_some() {
+            return Ok(());
         }
+        let Some(symbol) = self.elf.symbol_by_id(id)? else {
+            return Ok(());
+        };
+        slot.get_or_init(|| shown_name(&symbol));
+        Ok(())
     }
 
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(u64::from(n));
+    /// The name computed earlier by [`LoadedElf::shown_name`], if any.
+    pub(crate) fn computed_name(&self, id: SymbolId) -> Option<&str> {
+        self.slot(id).ok()?.get()?.as_deref()
     }
 
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
+    fn slot(&self, id: SymbolId) -> Result<&OnceLock<Option<Box<str>>>> {
+        let (code, data) = self.slots()?;
+        let slots = match id.kind() {
+            SymbolKind::Function => code,
+            SymbolKind::Data => data,
+        };
+        // Ids come from this file's own index, whose counts sized the slots; an id from
+        // another file is a caller bug that the empty fallback turns into "no name".
+        Ok(slots.get(id.index() as usize).unwrap_or(&EMPTY_SLOT))
     }
 }
+
+fn shown_name(symbol: &ElfSymbol<'_>) -> Option<Box<str>> {
+    let name = String::from_utf8_lossy(symbol.name);
+    match demangle(&name) {
+        std::borrow::Cow::Owned(demangled) => Some(demangled.into_boxed_str()),
+        std::borrow::Cow::Borrowed(_) if symbol.name_str.is_none() => Some(name.into()),
+        std::borrow::Cow::Borrowed(_) => None,
+    }
+}
+
+static EMPTY_SLOT: OnceLock<Option<Box<str>>> = OnceLock::new();

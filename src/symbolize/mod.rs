@@ -8,7 +8,6 @@ mod cache;
 mod loaded;
 mod output;
 
-use std::collections::HashMap;
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -21,7 +20,7 @@ use crate::elf::ElfFile;
 use crate::error::Result;
 use cache::SharedLru;
 use loaded::LoadedElf;
-use output::{Found, ShownName};
+use output::Found;
 
 /// Where addresses come from.
 #[derive(Debug, Clone, Copy)]
@@ -159,84 +158,46 @@ impl Symbolizer {
     fn symbolize_elf(&self, path: &Path, input: Input<'_>) -> Result<Symbols> {
         let file = self.open_elf(path)?;
         let mut found: Vec<Option<Found>> = Vec::with_capacity(input.len());
-        let mut unnamed = Vec::new();
-        {
-            let names = file.cached_names();
-            let mut push = |addr: Option<VirtAddr>| -> Result<()> {
-                let Some(addr) = addr else {
-                    found.push(None);
-                    return Ok(());
-                };
-                let Some(symbol) = file.elf.find_symbol(addr)? else {
-                    found.push(None);
-                    return Ok(());
-                };
-                let name = if !self.demangle && std::str::from_utf8(symbol.name).is_ok() {
-                    ShownName::Raw
-                } else if let Some(name) = names.get(&symbol.id) {
-                    name.clone()
-                } else {
-                    unnamed.push(found.len());
-                    ShownName::Raw
-                };
-                found.push(Some(Found {
-                    id: symbol.id,
-                    offset: addr.0 - symbol.addr.0,
-                    name,
-                }));
-                Ok(())
+        let mut push = |addr: Option<VirtAddr>| -> Result<()> {
+            let hit = match addr {
+                Some(addr) => file
+                    .elf
+                    .find_symbol_id(addr)?
+                    .map(|(id, start)| (addr, id, start)),
+                None => None,
             };
-            match input {
-                Input::VirtAddrs(addrs) => {
-                    for &addr in addrs {
-                        push(Some(VirtAddr(addr)))?;
-                    }
+            let Some((addr, id, start)) = hit else {
+                found.push(None);
+                return Ok(());
+            };
+            if self.demangle {
+                // Computes the shown name on the symbol's first hit; later hits find it.
+                file.compute_shown_name(id)?;
+            }
+            found.push(Some(Found {
+                id,
+                offset: addr.0 - start.0,
+            }));
+            Ok(())
+        };
+        match input {
+            Input::VirtAddrs(addrs) => {
+                for &addr in addrs {
+                    push(Some(VirtAddr(addr)))?;
                 }
-                Input::FileOffsets(offsets) => {
-                    let segments = file.elf.segments();
-                    for &offset in offsets {
-                        push(segments.file_offset_to_virt(FileOffset(offset)))?;
-                    }
+            }
+            Input::FileOffsets(offsets) => {
+                let segments = file.elf.segments();
+                for &offset in offsets {
+                    push(segments.file_offset_to_virt(FileOffset(offset)))?;
                 }
             }
         }
-        if !unnamed.is_empty() {
-            self.name_new_symbols(&file, &mut found, &unnamed)?;
-        }
-        Ok(Symbols { file, found })
-    }
-
-    /// Computes the names of symbols seen for the first time, once per distinct symbol.
-    fn name_new_symbols(
-        &self,
-        file: &LoadedElf,
-        found: &mut [Option<Found>],
-        unnamed: &[usize],
-    ) -> Result<()> {
-        let mut ids: Vec<_> = unnamed
-            .iter()
-            .filter_map(|&i| found[i].as_ref().map(|f| f.id))
-            .collect();
-        ids.sort_unstable_by_key(|id| (id.kind as u8, id.index));
-        ids.dedup();
-        let mut symbols = Vec::with_capacity(ids.len());
-        for id in ids {
-            if let Some(symbol) = file.elf.symbol_by_id(id)? {
-                symbols.push(symbol);
-            }
-        }
-        file.compute_names(symbols.into_iter(), self.demangle);
-        let names = file.cached_names();
-        let mut local: HashMap<_, ShownName> = HashMap::new();
-        for &i in unnamed {
-            if let Some(f) = found[i].as_mut() {
-                let name = local
-                    .entry(f.id)
-                    .or_insert_with(|| names.get(&f.id).cloned().unwrap_or(ShownName::Raw));
-                f.name = name.clone();
-            }
-        }
-        Ok(())
+        Ok(Symbols {
+            file,
+            found,
+            demangle: self.demangle,
+        })
     }
 
     fn open_elf(&self, path: &Path) -> Result<Arc<LoadedElf>> {

@@ -11,6 +11,8 @@ use crate::symbolize::loaded::LoadedElf;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sym<'a> {
     /// The name to show: demangled when demangling is on (the default), else as in the file.
+    /// With demangling off, a name that is not UTF-8 is shown up to its first invalid byte
+    /// (`raw_name` has all of it); with demangling on, invalid bytes become U+FFFD.
     /// A `@VERSION` suffix is never part of it (see [`Sym::version`]). PLT entries are named
     /// `target@plt`, as perf names them.
     pub name: &'a str,
@@ -31,20 +33,10 @@ pub struct Sym<'a> {
     pub module: &'a Path,
 }
 
-/// The symbol name shown for one result.
-#[derive(Debug, Clone)]
-pub(crate) enum ShownName {
-    /// Show the file's name as it is (it is valid UTF-8 and demangling did not change it).
-    Raw,
-    /// Show this name (demangled, or made valid UTF-8).
-    Converted(Arc<str>),
-}
-
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Found {
     pub(crate) id: SymbolId,
     pub(crate) offset: u64,
-    pub(crate) name: ShownName,
 }
 
 /// The results of one batch: one entry per input address, in input order. Holds the file it
@@ -52,6 +44,7 @@ pub(crate) struct Found {
 pub struct Symbols {
     pub(crate) file: Arc<LoadedElf>,
     pub(crate) found: Vec<Option<Found>>,
+    pub(crate) demangle: bool,
 }
 
 impl std::fmt::Debug for Symbols {
@@ -83,10 +76,14 @@ impl Symbols {
         // The id came from this file's own index, so the lookup succeeds; an error or `None`
         // here would mean the index changed under us, which it cannot (it is built once).
         let symbol = self.file.elf.symbol_by_id(found.id).ok()??;
-        let name = match &found.name {
-            ShownName::Raw => std::str::from_utf8(symbol.name).unwrap_or_default(),
-            ShownName::Converted(name) => name,
+        let computed = if self.demangle {
+            self.file.computed_name(found.id)
+        } else {
+            None
         };
+        let name = computed
+            .or(symbol.name_str)
+            .unwrap_or_else(|| valid_prefix(symbol.name));
         Some(Sym {
             name,
             raw_name: symbol.name,
@@ -102,5 +99,13 @@ impl Symbols {
     /// The results in input order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Option<Sym<'_>>> + '_ {
         (0..self.found.len()).map(|i| self.get(i))
+    }
+}
+
+/// The longest UTF-8 prefix of `bytes` (all of it for a valid name).
+fn valid_prefix(bytes: &[u8]) -> &str {
+    match std::str::from_utf8(bytes) {
+        Ok(name) => name,
+        Err(e) => std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default(),
     }
 }
