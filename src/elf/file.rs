@@ -11,7 +11,9 @@ use crate::addr::{FileOffset, VirtAddr};
 use crate::elf::bytes::{c_str_in, FileBytes};
 use crate::elf::index_builder::{build_symbol_tables, SymbolTables};
 use crate::elf::segments::{LoadSegment, Segments};
-use crate::elf::symbols::{split_version, ElfSymbol, NameTable, SymbolId, SymbolKind};
+use crate::elf::symbols::{
+    split_version, ElfSymbol, NameTable, SymbolId, SymbolKind, VersionSuffix,
+};
 use crate::error::{Error, Result};
 
 /// Facts from the ELF header.
@@ -217,27 +219,35 @@ impl ElfFile {
         // there, and measured it; the empty fallbacks are never taken for an indexed file.
         let table = table.unwrap_or_default();
         let start = entry.name_offset();
-        let full_name = match entry.name_len() {
+        let name = match entry.name_len() {
             Some(len) => table.get(start..start + len),
-            None => c_str_in(table, start),
+            None => c_str_in(table, start).map(|full| split_version(full).0),
         }
         .unwrap_or_default();
-        let full_str = if entry.name_is_utf8() {
-            Some(utf8_checked_at_index_time(full_name))
+        let name_str = if entry.name_is_utf8() {
+            // The whole name was validated; the part before '@' (ASCII) is valid too.
+            Some(utf8_checked_at_index_time(name))
         } else {
             None
         };
-        let (name, name_str, version, version_hidden) = match entry.table() {
+        let (version, version_hidden) = match entry.table() {
             NameTable::Symtab => {
-                let (name, version, hidden) = split_version(full_name);
-                // '@' is ASCII, so the prefix before it is valid UTF-8 too.
-                (name, full_str.map(|s| &s[..name.len()]), version, hidden)
+                // The version follows the name after '@' or '@@'.
+                let skip = match entry.version_suffix() {
+                    VersionSuffix::None => None,
+                    VersionSuffix::Hidden => Some(1),
+                    VersionSuffix::Default => Some(2),
+                };
+                match skip {
+                    Some(skip) => (c_str_in(table, start + name.len() + skip), skip == 1),
+                    None => (None, false),
+                }
             }
             NameTable::Dynsym => match tables.dynsym_version(kind, index) {
-                Some((range, hidden)) => (full_name, full_str, data.get(range), hidden),
-                None => (full_name, full_str, None, false),
+                Some((range, hidden)) => (data.get(range), hidden),
+                None => (None, false),
             },
-            NameTable::Synthetic => (full_name, full_str, None, false),
+            NameTable::Synthetic => (None, false),
         };
         ElfSymbol {
             name,

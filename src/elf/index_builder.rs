@@ -204,12 +204,7 @@ pub(crate) fn build_symbol_tables<Elf: FileHeader<Endian = Endianness>>(
         };
         // Candidates were checked to start inside their table; the fallback is unreachable.
         let name = c_str_in(strings, offset as usize).unwrap_or_default();
-        NameInfo {
-            table,
-            offset,
-            len: name.len(),
-            utf8: std::str::from_utf8(name).is_ok(),
-        }
+        NameInfo::measure(table, offset, name)
     };
     let (code_index, code_versions) = merge_aliases(code, name_info);
     let (data_index, data_versions) = merge_aliases(objects, name_info);

@@ -45,6 +45,10 @@ pub(crate) enum NameTable {
 const FLAG_INFERRED_SIZE: u16 = 1;
 const FLAG_UTF8: u16 = 1 << 1;
 const FLAG_LONG_NAME: u16 = 1 << 2;
+/// The name in the file goes on with `@VERSION` (hidden) after the indexed length.
+const FLAG_VERSION_HIDDEN: u16 = 1 << 3;
+/// The name in the file goes on with `@@VERSION` (default) after the indexed length.
+const FLAG_VERSION_DEFAULT: u16 = 1 << 4;
 const TABLE_SHIFT: u16 = 8;
 
 /// Everything but the address of one indexed symbol.
@@ -64,8 +68,40 @@ pub(crate) struct Entry {
 pub(crate) struct NameInfo {
     pub(crate) table: NameTable,
     pub(crate) offset: u32,
+    /// Length of the name without a `@VERSION` suffix.
     pub(crate) len: usize,
     pub(crate) utf8: bool,
+    pub(crate) version: VersionSuffix,
+}
+
+/// Whether a `.symtab` name carries a version after an `@` (`name@VER`, `name@@VER`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum VersionSuffix {
+    None,
+    Hidden,
+    Default,
+}
+
+impl NameInfo {
+    /// Measures the NUL-terminated `full_name` (as found at `offset` of `table`) and splits a
+    /// version suffix off `.symtab` names.
+    pub(crate) fn measure(table: NameTable, offset: u32, full_name: &[u8]) -> Self {
+        let (len, version) = match table {
+            NameTable::Symtab => match split_version(full_name) {
+                (name, Some(_), true) => (name.len(), VersionSuffix::Hidden),
+                (name, Some(_), false) => (name.len(), VersionSuffix::Default),
+                (name, None, _) => (name.len(), VersionSuffix::None),
+            },
+            _ => (full_name.len(), VersionSuffix::None),
+        };
+        NameInfo {
+            table,
+            offset,
+            len,
+            utf8: std::str::from_utf8(full_name).is_ok(),
+            version,
+        }
+    }
 }
 
 impl Entry {
@@ -84,6 +120,11 @@ impl Entry {
         if long {
             flags |= FLAG_LONG_NAME;
         }
+        flags |= match name.version {
+            VersionSuffix::None => 0,
+            VersionSuffix::Hidden => FLAG_VERSION_HIDDEN,
+            VersionSuffix::Default => FLAG_VERSION_DEFAULT,
+        };
         Entry {
             name_offset: name.offset,
             size: u32::try_from(size).unwrap_or(u32::MAX),
@@ -107,6 +148,17 @@ impl Entry {
     /// The name's length, or `None` when it is too long to store and must be scanned for.
     pub(crate) fn name_len(self) -> Option<usize> {
         (self.flags & FLAG_LONG_NAME == 0).then_some(usize::from(self.name_len))
+    }
+
+    /// The version suffix that follows the indexed name in the file.
+    pub(crate) fn version_suffix(self) -> VersionSuffix {
+        if self.flags & FLAG_VERSION_HIDDEN != 0 {
+            VersionSuffix::Hidden
+        } else if self.flags & FLAG_VERSION_DEFAULT != 0 {
+            VersionSuffix::Default
+        } else {
+            VersionSuffix::None
+        }
     }
 
     /// Whether the name was checked to be valid UTF-8 when the index was built.
@@ -314,6 +366,7 @@ mod tests {
             offset: 1,
             len: 3,
             utf8: true,
+            version: VersionSuffix::None,
         }
     }
 
@@ -331,10 +384,12 @@ mod tests {
                 offset: u32::MAX,
                 len: 70_000,
                 utf8: false,
+                version: VersionSuffix::Hidden,
             },
             1 << 40,
             true,
         );
+        assert_eq!(e.version_suffix(), VersionSuffix::Hidden);
         assert_eq!(e.table(), NameTable::Dynsym);
         assert_eq!(e.name_offset(), u32::MAX as usize);
         assert_eq!(e.name_len(), None);
@@ -345,6 +400,26 @@ mod tests {
         assert_eq!(
             (e.table(), e.name_len(), e.name_is_utf8(), e.stated_size()),
             (NameTable::Symtab, Some(3), true, 8)
+        );
+    }
+
+    #[test]
+    fn measures_names_with_versions() {
+        let m = NameInfo::measure(NameTable::Symtab, 0, b"memcpy@@GLIBC_2.14");
+        assert_eq!(
+            (m.len, m.version, m.utf8),
+            (6, VersionSuffix::Default, true)
+        );
+        let m = NameInfo::measure(NameTable::Dynsym, 0, b"odd@name");
+        assert_eq!(
+            (m.len, m.version),
+            (8, VersionSuffix::None),
+            ".dynsym versions come from tables"
+        );
+        let m = NameInfo::measure(NameTable::Symtab, 0, b"bad\xff@V");
+        assert_eq!(
+            (m.len, m.version, m.utf8),
+            (4, VersionSuffix::Hidden, false)
         );
     }
 
