@@ -243,7 +243,7 @@ impl ElfFile {
                     None => (None, false),
                 }
             }
-            NameTable::Dynsym => match tables.dynsym_version(kind, index) {
+            NameTable::Dynsym => match tables.dynsym_version(kind, index, entry) {
                 Some((range, hidden)) => (data.get(range), hidden),
                 None => (None, false),
             },

@@ -26,9 +26,9 @@ pub(crate) struct SymbolTables {
     pub(crate) synthetic_names: Vec<u8>,
     /// File range of each version's name, by version index; `None` for special indexes.
     version_names: Vec<Option<Range<usize>>>,
-    /// `(entry index, versym)` of the code entries that came from `.dynsym` with a version,
-    /// sorted by entry index. Kept apart because few entries need it (see the index's size
-    /// promise in [`crate::elf::symbols`]).
+    /// `(entry index, versym)` of the code entries that came from `.dynsym` with a version
+    /// index too large to keep in the entry itself, sorted by entry index. Empty for almost
+    /// every file.
     code_versions: Vec<(u32, u16)>,
     data_versions: Vec<(u32, u16)>,
 }
@@ -48,7 +48,12 @@ impl SymbolTables {
         &self,
         kind: SymbolKind,
         index: u32,
+        entry: Entry,
     ) -> Option<(Range<usize>, bool)> {
+        if let Some((version, hidden)) = entry.dynsym_version() {
+            let name = self.version_names.get(usize::from(version))?.clone()?;
+            return Some((name, hidden));
+        }
         let versions = match kind {
             SymbolKind::Function => &self.code_versions,
             SymbolKind::Data => &self.data_versions,
@@ -361,10 +366,15 @@ fn merge_aliases(
             let end = next.min(c.section_end).max(c.addr);
             Entry::new(name, end - c.addr, true)
         };
-        if c.versym != 0 {
-            // Indexes fit in u32: the entry count comes from symbol tables whose indexes are u32.
-            versions.push((i as u32, c.versym));
-        }
+        let entry = match (c.versym, entry.with_dynsym_version(c.versym)) {
+            (0, _) => entry,
+            (_, Some(versioned)) => versioned,
+            (versym, None) => {
+                // Indexes fit in u32: the count comes from symbol tables with u32 indexes.
+                versions.push((i as u32, versym));
+                entry
+            }
+        };
         addrs.push(c.addr);
         entries.push(entry);
     }

@@ -27,8 +27,8 @@
 use crate::addr::VirtAddr;
 
 /// How many addresses one summary slot stands for: the summary (one address per block) is
-/// small enough to stay in cache, and a block of deltas spans a few cache lines.
-const BLOCK: usize = 32;
+/// small enough to stay in cache, and a block of 32-bit deltas spans four cache lines.
+const BLOCK: usize = 64;
 
 /// Which string table a name lives in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,7 +49,13 @@ const FLAG_LONG_NAME: u16 = 1 << 2;
 const FLAG_VERSION_HIDDEN: u16 = 1 << 3;
 /// The name in the file goes on with `@@VERSION` (default) after the indexed length.
 const FLAG_VERSION_DEFAULT: u16 = 1 << 4;
-const TABLE_SHIFT: u16 = 8;
+/// Bits 5-6: the [`NameTable`].
+const TABLE_SHIFT: u16 = 5;
+/// Bits 7-15: a `.dynsym` symbol's version index, when it is below [`MAX_INLINE_VERSION`]
+/// (with [`FLAG_VERSION_HIDDEN`] for a hidden one); 0 for none. Larger indexes (libraries
+/// with hundreds of versions) go to a side table of the index builder.
+const VERSION_SHIFT: u16 = 7;
+const MAX_INLINE_VERSION: u16 = (1 << (16 - VERSION_SHIFT)) - 1;
 
 /// Everything but the address of one indexed symbol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,7 +140,7 @@ impl Entry {
     }
 
     pub(crate) fn table(self) -> NameTable {
-        match self.flags >> TABLE_SHIFT {
+        match (self.flags >> TABLE_SHIFT) & 0b11 {
             0 => NameTable::Symtab,
             1 => NameTable::Dynsym,
             _ => NameTable::Synthetic,
@@ -148,6 +154,26 @@ impl Entry {
     /// The name's length, or `None` when it is too long to store and must be scanned for.
     pub(crate) fn name_len(self) -> Option<usize> {
         (self.flags & FLAG_LONG_NAME == 0).then_some(usize::from(self.name_len))
+    }
+
+    /// This entry with a `.dynsym` version (a raw versym: index plus hidden bit) stored in it,
+    /// or `None` when the index is too large to store here.
+    pub(crate) fn with_dynsym_version(self, versym: u16) -> Option<Entry> {
+        let index = versym & object::elf::VERSYM_VERSION;
+        if index == 0 || index > MAX_INLINE_VERSION {
+            return None;
+        }
+        let mut flags = self.flags | (index << VERSION_SHIFT);
+        if versym & object::elf::VERSYM_HIDDEN.0 != 0 {
+            flags |= FLAG_VERSION_HIDDEN;
+        }
+        Some(Entry { flags, ..self })
+    }
+
+    /// The `.dynsym` version stored by [`Entry::with_dynsym_version`]: (index, hidden).
+    pub(crate) fn dynsym_version(self) -> Option<(u16, bool)> {
+        let index = self.flags >> VERSION_SHIFT;
+        (index != 0).then_some((index, self.flags & FLAG_VERSION_HIDDEN != 0))
     }
 
     /// The version suffix that follows the indexed name in the file.
@@ -181,16 +207,27 @@ impl Entry {
     }
 }
 
-/// Start addresses, as 32-bit deltas when they fit.
+/// Start addresses, as 32-bit deltas from the lowest when they fit, with the start of every
+/// [`BLOCK`]-th symbol in a summary searched first.
 #[derive(Debug)]
 enum Starts {
-    Narrow { base: u64, deltas: Vec<u32> },
-    Wide(Vec<u64>),
+    Narrow {
+        base: u64,
+        deltas: Vec<u32>,
+        summary: Vec<u32>,
+    },
+    Wide {
+        addrs: Vec<u64>,
+        summary: Vec<u64>,
+    },
 }
 
 impl Default for Starts {
     fn default() -> Self {
-        Starts::Wide(Vec::new())
+        Starts::Wide {
+            addrs: Vec::new(),
+            summary: Vec::new(),
+        }
     }
 }
 
@@ -198,8 +235,6 @@ impl Default for Starts {
 #[derive(Debug, Default)]
 pub(crate) struct AddrIndex {
     starts: Starts,
-    /// The start of every [`BLOCK`]-th symbol.
-    summary: Vec<u64>,
     entries: Vec<Entry>,
 }
 
@@ -208,22 +243,22 @@ impl AddrIndex {
     pub(crate) fn from_sorted(addrs: Vec<u64>, entries: Vec<Entry>) -> Self {
         debug_assert_eq!(addrs.len(), entries.len());
         debug_assert!(addrs.windows(2).all(|w| w[0] < w[1]));
-        let summary = addrs.iter().step_by(BLOCK).copied().collect();
         let base = addrs.first().copied().unwrap_or(0);
         let span = addrs.last().map_or(0, |last| last - base);
         let starts = if span <= u64::from(u32::MAX) {
+            // Every delta fits in u32: it is at most `span`.
+            let deltas: Vec<u32> = addrs.iter().map(|&a| (a - base) as u32).collect();
+            let summary = deltas.iter().step_by(BLOCK).copied().collect();
             Starts::Narrow {
                 base,
-                deltas: addrs.iter().map(|&a| (a - base) as u32).collect(),
+                deltas,
+                summary,
             }
         } else {
-            Starts::Wide(addrs)
+            let summary = addrs.iter().step_by(BLOCK).copied().collect();
+            Starts::Wide { addrs, summary }
         };
-        AddrIndex {
-            starts,
-            summary,
-            entries,
-        }
+        AddrIndex { starts, entries }
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -233,23 +268,35 @@ impl AddrIndex {
     /// The entry covering `addr`: the one with the greatest start at or below it, if `addr` is
     /// inside its (possibly inferred) size.
     pub(crate) fn find(&self, addr: u64) -> Option<u32> {
-        let block = self
-            .summary
-            .partition_point(|&start| start <= addr)
-            .checked_sub(1)?;
-        let first = block * BLOCK;
-        let last = (first + BLOCK).min(self.entries.len());
-        let within = match &self.starts {
-            Starts::Narrow { base, deltas } => {
-                // `addr >= summary[block] >= base`, so the subtraction cannot underflow; an
-                // address more than 4 GiB past the base is past every delta.
-                let delta = u32::try_from(addr - base).unwrap_or(u32::MAX);
-                deltas[first..last].partition_point(|&d| d <= delta)
+        // The last symbol starting at or below `addr`: first its block in the summary, then
+        // its place in the block. Both searches give 0 when every start is above `addr`.
+        let index = match &self.starts {
+            Starts::Narrow {
+                base,
+                deltas,
+                summary,
+            } => {
+                let delta = addr.checked_sub(*base)?;
+                // An address more than 4 GiB past the base is past every delta.
+                let delta = u32::try_from(delta).unwrap_or(u32::MAX);
+                let block = summary.partition_point(|&d| d <= delta).checked_sub(1)?;
+                let first = block * BLOCK;
+                let last = (first + BLOCK).min(deltas.len());
+                first
+                    + deltas[first..last]
+                        .partition_point(|&d| d <= delta)
+                        .checked_sub(1)?
             }
-            Starts::Wide(addrs) => addrs[first..last].partition_point(|&a| a <= addr),
+            Starts::Wide { addrs, summary } => {
+                let block = summary.partition_point(|&a| a <= addr).checked_sub(1)?;
+                let first = block * BLOCK;
+                let last = (first + BLOCK).min(addrs.len());
+                first
+                    + addrs[first..last]
+                        .partition_point(|&a| a <= addr)
+                        .checked_sub(1)?
+            }
         };
-        // `within >= 1`: the block's first start is `summary[block] <= addr`.
-        let index = first + within.checked_sub(1)?;
         let start = self.addr_at(index);
         let size = self.entries[index].covered_size();
         // An inferred size of 0 happens only for a symbol at the very end of its section; it
@@ -263,8 +310,8 @@ impl AddrIndex {
 
     fn addr_at(&self, index: usize) -> u64 {
         match &self.starts {
-            Starts::Narrow { base, deltas } => base + u64::from(deltas[index]),
-            Starts::Wide(addrs) => addrs[index],
+            Starts::Narrow { base, deltas, .. } => base + u64::from(deltas[index]),
+            Starts::Wide { addrs, .. } => addrs[index],
         }
     }
 
@@ -279,12 +326,12 @@ impl AddrIndex {
     /// Heap bytes this index uses.
     pub(crate) fn heap_bytes(&self) -> usize {
         let starts = match &self.starts {
-            Starts::Narrow { deltas, .. } => deltas.capacity() * 4,
-            Starts::Wide(addrs) => addrs.capacity() * 8,
+            Starts::Narrow {
+                deltas, summary, ..
+            } => (deltas.capacity() + summary.capacity()) * 4,
+            Starts::Wide { addrs, summary } => (addrs.capacity() + summary.capacity()) * 8,
         };
-        starts
-            + self.summary.capacity() * 8
-            + self.entries.capacity() * std::mem::size_of::<Entry>()
+        starts + self.entries.capacity() * std::mem::size_of::<Entry>()
     }
 }
 
@@ -390,6 +437,15 @@ mod tests {
             true,
         );
         assert_eq!(e.version_suffix(), VersionSuffix::Hidden);
+        let v = Entry::new(name(), 4, false)
+            .with_dynsym_version(0x8000 | 511)
+            .unwrap();
+        assert_eq!(
+            (v.dynsym_version(), v.table(), v.stated_size()),
+            (Some((511, true)), NameTable::Symtab, 4)
+        );
+        assert_eq!(Entry::new(name(), 4, false).with_dynsym_version(512), None);
+        assert_eq!(Entry::new(name(), 4, false).dynsym_version(), None);
         assert_eq!(e.table(), NameTable::Dynsym);
         assert_eq!(e.name_offset(), u32::MAX as usize);
         assert_eq!(e.name_len(), None);
