@@ -1,0 +1,371 @@
+//! Independent references for `tests/agreement.rs`: binutils `readelf` reads the symbol
+//! tables, `llvm-symbolizer` looks addresses up, `c++filt` demangles. Nothing here uses
+//! stacksym's code, so the tests compare stacksym with tools that share none of it.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The path of `name` if it is an executable file in `$PATH`.
+pub fn find_tool(name: &str) -> Option<PathBuf> {
+    let paths = std::env::var_os("PATH")?;
+    std::env::split_paths(&paths)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}
+
+/// The path of `name`, or `None` after printing why the test `test` is skipped.
+pub fn require_tool(test: &str, name: &str, package: &str) -> Option<PathBuf> {
+    let found = find_tool(name);
+    if found.is_none() {
+        eprintln!("{test}: SKIPPED: {name} not found; install {package}");
+    }
+    found
+}
+
+/// Which symbol table a [`RefSym`] is from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Table {
+    Dynsym,
+    Symtab,
+}
+
+/// One symbol as `readelf -sW` prints it.
+#[derive(Debug, Clone)]
+pub struct RefSym {
+    pub table: Table,
+    pub value: u64,
+    pub size: u64,
+    /// `FUNC`, `IFUNC`, `OBJECT`, `NOTYPE`, `TLS`, `SECTION`, `FILE`, ...
+    pub kind: String,
+    /// `LOCAL`, `GLOBAL`, `WEAK`, `UNIQUE`.
+    pub bind: String,
+    /// Section index, or `UND`, `ABS`, `COM`.
+    pub ndx: String,
+    /// The name without a `@VERSION` / `@@VERSION` suffix.
+    pub name: String,
+}
+
+impl RefSym {
+    /// A defined function (or IFUNC resolver) with a stated size.
+    pub fn is_sized_function(&self) -> bool {
+        (self.kind == "FUNC" || self.kind == "IFUNC")
+            && self.size > 0
+            && self.ndx != "UND"
+            && self.ndx != "ABS"
+    }
+
+    pub fn is_defined(&self) -> bool {
+        self.ndx != "UND"
+    }
+}
+
+impl std::fmt::Display for RefSym {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let table = match self.table {
+            Table::Dynsym => "dynsym",
+            Table::Symtab => "symtab",
+        };
+        write!(
+            f,
+            "{}@{:#x}+{:#x} {} {} ndx {} ({table})",
+            self.name, self.value, self.size, self.kind, self.bind, self.ndx
+        )
+    }
+}
+
+/// Runs `readelf -sW` (both `.dynsym` and `.symtab`) on `path` and parses every entry.
+pub fn readelf_symbols(readelf: &Path, path: &Path) -> Vec<RefSym> {
+    let out = Command::new(readelf)
+        .arg("-sW")
+        .arg(path)
+        .output()
+        .unwrap_or_else(|e| panic!("running {}: {e}", readelf.display()));
+    assert!(
+        out.status.success(),
+        "readelf -sW {} failed: {}",
+        path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    parse_readelf(&String::from_utf8_lossy(&out.stdout))
+}
+
+fn parse_readelf(text: &str) -> Vec<RefSym> {
+    let mut table = None;
+    let mut symbols = Vec::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("Symbol table '") {
+            table = if rest.starts_with(".dynsym'") {
+                Some(Table::Dynsym)
+            } else if rest.starts_with(".symtab'") {
+                Some(Table::Symtab)
+            } else {
+                None
+            };
+            continue;
+        }
+        let Some(table) = table else { continue };
+        let tokens: Vec<&str> = line.split_whitespace().collect();
+        // "Num: Value Size Type Bind Vis [other...] Ndx Name [(version index)]"
+        if tokens.len() < 7 || !tokens[0].ends_with(':') || tokens[0] == "Num:" {
+            continue;
+        }
+        let Ok(value) = u64::from_str_radix(tokens[1], 16) else {
+            continue;
+        };
+        let size = match tokens[2].strip_prefix("0x") {
+            Some(hex) => u64::from_str_radix(hex, 16),
+            None => tokens[2].parse(),
+        };
+        let Ok(size) = size else { continue };
+        // Skip bracketed extras after the visibility, e.g. `[VARIANT_PCS]` or `[<other>: 88]`.
+        let mut i = 6;
+        let mut in_bracket = false;
+        while i < tokens.len() && (in_bracket || tokens[i].starts_with('[')) {
+            in_bracket = !tokens[i].ends_with(']');
+            i += 1;
+        }
+        let Some(&ndx) = tokens.get(i) else { continue };
+        let full_name = tokens.get(i + 1).copied().unwrap_or("");
+        let name = match full_name.find('@') {
+            Some(at) if at > 0 => &full_name[..at],
+            _ => full_name,
+        };
+        symbols.push(RefSym {
+            table,
+            value,
+            size,
+            kind: tokens[3].to_string(),
+            bind: tokens[4].to_string(),
+            ndx: ndx.to_string(),
+            name: name.to_string(),
+        });
+    }
+    symbols
+}
+
+/// A small fixed-seed generator (xorshift64*), so every run samples the same addresses.
+pub struct XorShift(u64);
+
+impl XorShift {
+    pub fn new(seed: u64) -> Self {
+        XorShift(seed | 1)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Uniform enough in `[0, n)` for `n` far below 2^64.
+    pub fn below(&mut self, n: u64) -> u64 {
+        assert!(n > 0);
+        self.next_u64() % n
+    }
+}
+
+/// One sampled address and the function it was drawn from.
+#[derive(Debug, Clone)]
+pub struct Sample {
+    pub addr: u64,
+    /// Index into the symbol list the sample was drawn from.
+    pub symbol: usize,
+}
+
+/// `count` addresses inside sized functions of `symbols` (only those `keep` accepts): a
+/// function chosen uniformly among distinct `(start, size)` ranges, then an offset in it.
+pub fn sample_function_addrs(
+    symbols: &[RefSym],
+    keep: impl Fn(&RefSym) -> bool,
+    count: usize,
+    seed: u64,
+) -> Vec<Sample> {
+    let mut seen = std::collections::HashSet::new();
+    let candidates: Vec<usize> = (0..symbols.len())
+        .filter(|&i| symbols[i].is_sized_function() && keep(&symbols[i]))
+        .filter(|&i| seen.insert((symbols[i].value, symbols[i].size)))
+        .collect();
+    assert!(
+        !candidates.is_empty(),
+        "no sized function symbols to sample"
+    );
+    let mut rng = XorShift::new(seed);
+    (0..count)
+        .map(|_| {
+            let symbol = candidates[rng.below(candidates.len() as u64) as usize];
+            let addr = symbols[symbol].value + rng.below(symbols[symbol].size);
+            Sample { addr, symbol }
+        })
+        .collect()
+}
+
+/// What llvm-symbolizer answered for one address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LlvmFrame {
+    /// The function name (as in the file, not demangled); `None` if it found none.
+    pub name: Option<String>,
+    /// The function's start (`StartAddress`), when llvm-symbolizer gives one.
+    pub start: Option<u64>,
+}
+
+/// Looks all `addrs` up in ONE llvm-symbolizer run: `--obj`, `--no-demangle`, one frame per
+/// address (`--no-inlines`), JSON output. Separate debug files are not used
+/// (`--debug-file-directory` pointed at nothing, debuginfod off), so only the file's own
+/// symbol tables (and its own DWARF, if any) answer.
+pub fn llvm_symbolize(llvm_symbolizer: &Path, path: &Path, addrs: &[u64]) -> Vec<LlvmFrame> {
+    let mut child = Command::new(llvm_symbolizer)
+        .arg(format!("--obj={}", path.display()))
+        .args([
+            "--no-demangle",
+            "--functions=linkage",
+            "--no-inlines",
+            "--output-style=JSON",
+            "--debug-file-directory=/nonexistent/stacksym-agreement",
+        ])
+        .env("DEBUGINFOD_URLS", "")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("running {}: {e}", llvm_symbolizer.display()));
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let input: String = addrs.iter().map(|a| format!("{a:#x}\n")).collect();
+    // Written from a thread: the child's output could otherwise fill its pipe and stall both.
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
+    let mut frames = Vec::with_capacity(addrs.len());
+    for line in stdout.lines() {
+        let line = line.expect("reading llvm-symbolizer output");
+        if line.trim().is_empty() {
+            continue;
+        }
+        frames.push(parse_llvm_json(&line));
+    }
+    writer
+        .join()
+        .expect("writer thread")
+        .expect("writing llvm-symbolizer input");
+    let out = child
+        .wait_with_output()
+        .expect("waiting for llvm-symbolizer");
+    assert!(
+        out.status.success(),
+        "llvm-symbolizer on {} failed: {}",
+        path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        frames.len(),
+        addrs.len(),
+        "llvm-symbolizer gave one JSON line per address"
+    );
+    frames
+}
+
+fn parse_llvm_json(line: &str) -> LlvmFrame {
+    let value: serde_json::Value = serde_json::from_str(line)
+        .unwrap_or_else(|e| panic!("llvm-symbolizer printed non-JSON {line:?}: {e}"));
+    let frame = &value["Symbol"][0];
+    let name = frame["FunctionName"]
+        .as_str()
+        .filter(|n| !n.is_empty() && *n != "??" && *n != "<invalid>")
+        .map(str::to_string);
+    let start = frame["StartAddress"]
+        .as_str()
+        .and_then(|s| s.strip_prefix("0x"))
+        .and_then(|hex| u64::from_str_radix(hex, 16).ok());
+    LlvmFrame { name, start }
+}
+
+/// Demangles `names` in ONE `c++filt` run (one name a line), with extra `args` (e.g. `-i`).
+pub fn cxxfilt(cxxfilt: &Path, args: &[&str], names: &[String]) -> Vec<String> {
+    let mut child = Command::new(cxxfilt)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("running {}: {e}", cxxfilt.display()));
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let input: String = names.iter().map(|n| format!("{n}\n")).collect();
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let out = child.wait_with_output().expect("waiting for c++filt");
+    writer
+        .join()
+        .expect("writer thread")
+        .expect("writing c++filt input");
+    assert!(out.status.success(), "c++filt failed");
+    let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(lines.len(), names.len(), "c++filt gave one line per name");
+    lines
+}
+
+/// Symbols by start address, and start addresses by name.
+pub struct RefIndex<'a> {
+    pub by_addr: HashMap<u64, Vec<&'a RefSym>>,
+    pub by_name: HashMap<&'a str, Vec<u64>>,
+}
+
+impl<'a> RefIndex<'a> {
+    pub fn new(symbols: &'a [RefSym]) -> Self {
+        let mut by_addr: HashMap<u64, Vec<&RefSym>> = HashMap::new();
+        let mut by_name: HashMap<&str, Vec<u64>> = HashMap::new();
+        for s in symbols
+            .iter()
+            .filter(|s| s.is_defined() && !s.name.is_empty())
+        {
+            by_addr.entry(s.value).or_default().push(s);
+            let addrs = by_name.entry(s.name.as_str()).or_default();
+            if !addrs.contains(&s.value) {
+                addrs.push(s.value);
+            }
+        }
+        RefIndex { by_addr, by_name }
+    }
+
+    /// Every symbol starting at `addr`, as one line.
+    pub fn describe(&self, addr: u64) -> String {
+        match self.by_addr.get(&addr) {
+            None => "(no symbol starts here)".to_string(),
+            Some(syms) => syms
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .join("; "),
+        }
+    }
+}
+
+/// The sysroot of the `rustc` in `$PATH`.
+pub fn rust_sysroot() -> Option<PathBuf> {
+    let out = Command::new("rustc")
+        .args(["--print", "sysroot"])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+}
+
+/// The first file in `dir` whose name starts with `prefix` and ends with `suffix`.
+pub fn find_file(dir: &Path, prefix: &str, suffix: &str) -> Option<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.starts_with(prefix) && name.ends_with(suffix)
+        })
+        .map(|e| e.path())
+        .collect();
+    found.sort();
+    found.into_iter().next()
+}
