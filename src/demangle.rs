@@ -8,12 +8,14 @@
 //! `c++filt`'s (measured on libstdc++ and libLLVM, see `tests/agreement.rs`):
 //! - thunks (`_ZTh…`, `_ZTv…`, `_ZTc…`) print as `non-virtual thunk to f()`,
 //!   `virtual thunk to f()` and `covariant return thunk to f()`;
+//! - vtables and VTTs print as `vtable for T` and `VTT for T`, not `{vtable(T)}`;
 //! - an empty template parameter pack leaves no empty argument (`Foo<int, >` becomes
 //!   `Foo<int>`, a lone `&&` parameter goes; gimli-rs/cpp_demangle#132).
 //!
 //! Known differences left (cpp_demangle 0.5): a template parameter referenced twice in a
-//! constructor can be dropped, a pack expansion can lose its `&&`, and a pointer can attach
-//! to the wrong part of a nested name. They affect a few percent of libLLVM's names.
+//! constructor can be dropped, a pack expansion can lose its `&&`, a pointer can attach
+//! to the wrong part of a nested name, and a construction vtable (`_ZTC`) names its two
+//! classes in the opposite order. They affect a few percent of libLLVM's names.
 
 use std::borrow::Cow;
 
@@ -56,7 +58,21 @@ fn demangle_cpp(name: &str) -> Option<String> {
     let symbol = cpp_demangle::Symbol::new(name).ok()?;
     let options = cpp_demangle::DemangleOptions::default();
     let demangled = symbol.demangle_with_options(&options).ok()?;
-    Some(drop_empty_pack_artifacts(demangled))
+    Some(drop_empty_pack_artifacts(spell_special_names(demangled)))
+}
+
+/// cpp_demangle prints vtables and VTTs as `{vtable(T)}` and `{vtt(T)}`; c++filt and
+/// llvm-symbolizer print `vtable for T` and `VTT for T`.
+fn spell_special_names(demangled: String) -> String {
+    for (braced, spelled) in [("{vtable(", "vtable for "), ("{vtt(", "VTT for ")] {
+        if let Some(inner) = demangled
+            .strip_prefix(braced)
+            .and_then(|rest| rest.strip_suffix(")}"))
+        {
+            return format!("{spelled}{inner}");
+        }
+    }
+    demangled
 }
 
 /// Splits a thunk's special name (`Th<offset>_`, `Tv<offset>_<offset>_`, `Tc<call-offset>
@@ -144,6 +160,19 @@ mod tests {
         // Malformed offsets are not thunks; the name stays as it is.
         assert_eq!(demangle("_ZThx_N1A1fEv"), "_ZThx_N1A1fEv");
         assert_eq!(demangle("_ZTh"), "_ZTh");
+    }
+
+    #[test]
+    fn vtables_read_as_cxxfilt_prints_them() {
+        assert_eq!(
+            demangle("_ZTVN13stacksym_demo4geom5ShapeE"),
+            "vtable for stacksym_demo::geom::Shape"
+        );
+        assert_eq!(
+            demangle("_ZTTSd"),
+            "VTT for std::basic_iostream<char, std::char_traits<char> >"
+        );
+        assert_eq!(demangle("_ZTISt9exception"), "typeinfo for std::exception");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::elf::bytes::{c_str_in, FileBytes};
 use crate::elf::index_builder::{build_symbol_tables, SymbolTables};
 use crate::elf::segments::{LoadSegment, Segments};
 use crate::elf::symbols::{
-    split_version, ElfSymbol, NameTable, SymbolId, SymbolKind, VersionSuffix,
+    split_version, ElfSymbol, NameTable, SymbolId, SymbolKind, SymbolOrigin, VersionSuffix,
 };
 use crate::error::{Error, Result};
 
@@ -257,6 +257,11 @@ impl ElfFile {
             addr: VirtAddr(addr_index.addr(index)),
             size: entry.stated_size(),
             kind,
+            origin: match entry.table() {
+                NameTable::Symtab => SymbolOrigin::Symtab,
+                NameTable::Dynsym => SymbolOrigin::Dynsym,
+                NameTable::Synthetic => SymbolOrigin::Plt,
+            },
             id: SymbolId { kind, index },
         }
     }

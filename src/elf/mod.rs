@@ -12,4 +12,4 @@ mod symbols;
 
 pub use file::{ElfFile, ElfHeaderInfo};
 pub use segments::{LoadSegment, Segments};
-pub use symbols::{ElfSymbol, SymbolId, SymbolKind};
+pub use symbols::{ElfSymbol, SymbolId, SymbolKind, SymbolOrigin};

@@ -335,6 +335,17 @@ impl AddrIndex {
     }
 }
 
+/// Where a symbol's name comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SymbolOrigin {
+    /// `.symtab` (full symbol table; absent from stripped files).
+    Symtab,
+    /// `.dynsym` (the dynamic symbol table, kept by `strip`).
+    Dynsym,
+    /// A PLT entry, named `target@plt` by this crate after its jump-slot relocation.
+    Plt,
+}
+
 /// Whether a symbol names code or data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SymbolKind {
@@ -383,6 +394,8 @@ pub struct ElfSymbol<'a> {
     pub size: u64,
     /// Code or data.
     pub kind: SymbolKind,
+    /// Which table the name comes from.
+    pub origin: SymbolOrigin,
     /// Which indexed symbol this is, stable for the life of the opened file.
     pub id: SymbolId,
 }

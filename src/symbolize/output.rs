@@ -4,7 +4,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::addr::VirtAddr;
-use crate::elf::{SymbolId, SymbolKind};
+use crate::elf::{SymbolId, SymbolKind, SymbolOrigin};
 use crate::symbolize::loaded::LoadedElf;
 
 /// One symbol an address resolved to. Names are borrowed from the [`Symbols`] it came from.
@@ -20,6 +20,10 @@ pub struct Sym<'a> {
     pub raw_name: &'a [u8],
     /// The symbol version (`GLIBC_2.2.5`), if the symbol has one.
     pub version: Option<&'a str>,
+    /// Whether the version is hidden (`name@VER`) rather than the default (`name@@VER`).
+    pub version_hidden: bool,
+    /// Which table the name comes from (`.symtab`, `.dynsym`, or a PLT entry).
+    pub origin: SymbolOrigin,
     /// The start of the symbol, as an ELF virtual address.
     pub addr: VirtAddr,
     /// The size the file states; 0 for a symbol without a size (which is then taken to reach
@@ -88,6 +92,8 @@ impl Symbols {
             name,
             raw_name: symbol.name,
             version: symbol.version.and_then(|v| std::str::from_utf8(v).ok()),
+            version_hidden: symbol.version_hidden,
+            origin: symbol.origin,
             addr: symbol.addr,
             size: symbol.size,
             offset: found.offset,
