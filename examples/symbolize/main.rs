@@ -83,9 +83,10 @@ OUTPUT (--output-style)
   entry is named target@plt (llvm-symbolizer names the preceding symbol, often _init);
   among aliases (several names at one address) the library prefers GLOBAL over WEAK over
   LOCAL, then the first in the table (llvm-symbolizer takes the alphabetically first);
-  versions are not part of names (llvm-symbolizer shows .symtab's vfunc@@VERS_2); C++ and
-  Rust demanglers differ in details ({lambda(int)#1} vs 'lambda'(int), [clone .cold] vs
-  (.cold), {vtable(X)} vs vtable for X, legacy Rust hashes). Data objects are named too, as
+  a .symtab name keeps its version as the file spells it (vfunc@@VERS_2, as llvm-symbolizer
+  shows it; .dynsym versions are shown only in JSON's \"Version\"); C++ and Rust demanglers
+  differ in details ({lambda(int)#1} vs 'lambda'(int), [clone .cold] vs (.cold), legacy
+  Rust hashes). Data objects are named too, as
   llvm-symbolizer names them. For a LOCAL symbol, llvm-symbolizer takes a file name from the
   symbol table's preceding STT_FILE entry (demo.c:0:0); stacksym does not report it, so the
   location stays ??:0:0.
@@ -343,7 +344,7 @@ impl<W: Write> Engine<W> {
                 .iter()
                 .map(|sym| match sym {
                     Some(sym) => Outcome::Found(Answer {
-                        name: sym.name.to_string(),
+                        name: shown_name(&sym),
                         start: sym.addr.0,
                         size: sym.size,
                         offset: sym.offset,
@@ -508,5 +509,17 @@ fn main() -> ExitCode {
             eprintln!("symbolize: {err}");
             ExitCode::from(1)
         }
+    }
+}
+
+/// The name as llvm-symbolizer shows it: a `.symtab` name keeps its `@VER` / `@@VER` suffix,
+/// which the library reports apart.
+fn shown_name(sym: &stacksym::Sym<'_>) -> String {
+    match (sym.origin, sym.version) {
+        (stacksym::elf::SymbolOrigin::Symtab, Some(version)) => {
+            let at = if sym.version_hidden { "@" } else { "@@" };
+            format!("{}{at}{version}", sym.name)
+        }
+        _ => sym.name.to_string(),
     }
 }
