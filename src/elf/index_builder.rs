@@ -10,7 +10,7 @@ use object::{elf, Endianness};
 
 use crate::elf::bytes::c_str_in;
 use crate::elf::file::range_of;
-use crate::elf::symbols::{AddrIndex, Entry, NameInfo, NameTable, SymbolKind};
+use crate::elf::symbols::{AddrIndex, Entry, NameInfo, NameTable, SymbolKind, VersionSuffix};
 use crate::error::{Error, Result};
 
 /// The symbol index of one file, with the string-table locations its names refer to.
@@ -72,10 +72,10 @@ impl SymbolTables {
 struct Candidate {
     addr: u64,
     size: u64,
-    /// Lower is better; see the rule in [`crate::elf::symbols`].
-    rank: u64,
-    table: NameTable,
-    name_offset: u32,
+    /// The rule's bits (see [`crate::elf::symbols`]); lower is better. Ties are broken by
+    /// the position in the candidate list, which follows the table order.
+    rank: u32,
+    name: NameInfo,
     /// End address of the symbol's section, bounding an inferred size.
     section_end: u64,
     /// The raw versym of a `.dynsym` symbol with a version, else 0.
@@ -178,13 +178,15 @@ pub(crate) fn build_symbol_tables<Elf: FileHeader<Endian = Endianness>>(
         };
         tables.synthetic_names.extend_from_slice(target);
         tables.synthetic_names.extend_from_slice(b"@plt\0");
+        let Some(name) = measure_name(NameTable::Synthetic, &tables.synthetic_names, offset) else {
+            continue;
+        };
         code.push(Candidate {
             addr,
             size,
             // PLT entries have no symbol of their own to compete with; rank them last.
-            rank: u64::MAX,
-            table: NameTable::Synthetic,
-            name_offset: offset,
+            rank: u32::MAX,
+            name,
             section_end: addr + size,
             versym: 0,
         });
@@ -198,21 +200,8 @@ pub(crate) fn build_symbol_tables<Elf: FileHeader<Endian = Endianness>>(
             skipped.bad_section
         );
     }
-    let symtab_strings = data.get(tables.symtab_strings.clone()).unwrap_or_default();
-    let dynsym_strings = data.get(tables.dynsym_strings.clone()).unwrap_or_default();
-    let synthetic = tables.synthetic_names.as_slice();
-    let name_info = |table: NameTable, offset: u32| {
-        let strings = match table {
-            NameTable::Symtab => symtab_strings,
-            NameTable::Dynsym => dynsym_strings,
-            NameTable::Synthetic => synthetic,
-        };
-        // Candidates were checked to start inside their table; the fallback is unreachable.
-        let name = c_str_in(strings, offset as usize).unwrap_or_default();
-        NameInfo::measure(table, offset, name)
-    };
-    let (code_index, code_versions) = merge_aliases(code, name_info);
-    let (data_index, data_versions) = merge_aliases(objects, name_info);
+    let (code_index, code_versions) = merge_aliases(code);
+    let (data_index, data_versions) = merge_aliases(objects);
     tables.code = code_index;
     tables.data = data_index;
     tables.code_versions = code_versions;
@@ -270,9 +259,6 @@ fn collect_symbols<Elf: FileHeader<Endian = Endianness>>(
 ) {
     let endian = c.endian;
     let strings = c.data.get(c.strings.clone()).unwrap_or_default();
-    // When the table ends in NUL, every name that starts inside it is terminated inside it,
-    // so names need no scan here; otherwise each one is checked.
-    let terminated = strings.last() == Some(&0);
     for (i, sym) in c.symbols.symbols().iter().enumerate().skip(1) {
         let kind = match sym.st_type() {
             elf::STT_FUNC | elf::STT_GNU_IFUNC => SymbolKind::Function,
@@ -293,37 +279,36 @@ fn collect_symbols<Elf: FileHeader<Endian = Endianness>>(
             continue;
         };
         let name_offset = sym.st_name(endian);
-        let name_ok = if terminated {
-            (name_offset as usize) < strings.len()
-        } else {
-            c_str_in(strings, name_offset as usize).is_some()
-        };
-        if !name_ok {
-            c.skipped.bad_name += 1;
-            continue;
-        }
         match strings.get(name_offset as usize) {
             // Unnamed symbols name nothing; `$x`/`$d` are ARM mapping symbols, not functions.
-            Some(0) | Some(b'$') | None => continue,
-            _ => {}
+            Some(0) | Some(b'$') => continue,
+            Some(_) => {}
+            None => {
+                c.skipped.bad_name += 1;
+                continue;
+            }
         }
+        // Names are measured here, in table order, which is (nearly) the string table's
+        // order: a streaming read, where measuring in address order would miss the cache on
+        // every name of a large file.
+        let Some(name) = measure_name(c.table, strings, name_offset) else {
+            c.skipped.bad_name += 1;
+            continue;
+        };
         let addr: u64 = sym.st_value(endian).into();
         let size: u64 = sym.st_size(endian).into();
         let section_start: u64 = section.sh_addr(endian).into();
         let section_size: u64 = section.sh_size(endian).into();
         let binding = match sym.st_bind() {
-            elf::STB_GLOBAL | elf::STB_GNU_UNIQUE => 0,
+            elf::STB_GLOBAL | elf::STB_GNU_UNIQUE => 0u32,
             elf::STB_WEAK => 1,
             _ => 2,
         };
-        let is_ifunc = u64::from(sym.st_type() == elf::STT_GNU_IFUNC);
-        let hidden = u64::from(sym.st_visibility() != elf::STV_DEFAULT);
-        let rank = (u64::from(size == 0) << 40)
-            | (binding << 36)
-            | (is_ifunc << 34)
-            | (hidden << 33)
-            | ((c.table as u64) << 32)
-            | i as u64;
+        let is_ifunc = u32::from(sym.st_type() == elf::STT_GNU_IFUNC);
+        let hidden = u32::from(sym.st_visibility() != elf::STV_DEFAULT);
+        // The table and the index come last in the rule; the candidate's position, which
+        // follows (table, index), breaks the remaining ties when the candidates are sorted.
+        let rank = (u32::from(size == 0) << 8) | (binding << 4) | (is_ifunc << 2) | (hidden << 1);
         let versym = versym_of(SymbolIndex(i)).unwrap_or(0);
         let versym = if versym & elf::VERSYM_VERSION > 1 {
             versym
@@ -334,8 +319,7 @@ fn collect_symbols<Elf: FileHeader<Endian = Endianness>>(
             addr,
             size,
             rank,
-            table: c.table,
-            name_offset,
+            name,
             section_end: section_start.saturating_add(section_size),
             versym,
         };
@@ -346,25 +330,99 @@ fn collect_symbols<Elf: FileHeader<Endian = Endianness>>(
     }
 }
 
+/// Measures the name at `offset` of `strings`: its length up to a version `@` (`.symtab`
+/// only) and whether it is UTF-8. `None` when it runs off the end of the table.
+///
+/// ASCII names (nearly all) are measured in one pass, eight bytes at a time, stopping at
+/// the NUL, an `@` or a non-ASCII byte; the rest take the general path.
+fn measure_name(table: NameTable, strings: &[u8], offset: u32) -> Option<NameInfo> {
+    let tail = strings.get(offset as usize..)?;
+    let split_at_version = table == NameTable::Symtab;
+    let stop = find_name_stop(tail, split_at_version);
+    match tail.get(stop) {
+        Some(0) => Some(NameInfo {
+            table,
+            offset,
+            len: stop,
+            utf8: true,
+            version: VersionSuffix::None,
+        }),
+        Some(b'@') if stop > 0 && tail[stop + 1..].is_ascii_prefix_before_nul() => Some(NameInfo {
+            table,
+            offset,
+            len: stop,
+            utf8: true,
+            version: if tail.get(stop + 1) == Some(&b'@') {
+                VersionSuffix::Default
+            } else {
+                VersionSuffix::Hidden
+            },
+        }),
+        None => None,
+        Some(_) => Some(NameInfo::measure(table, offset, c_str_in(tail, 0)?)),
+    }
+}
+
+/// The position of the first byte of `name` that is NUL, non-ASCII, or (with `at`) `@`;
+/// `name.len()` when there is none.
+fn find_name_stop(name: &[u8], at: bool) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let at_pattern = if at { ONES * u64::from(b'@') } else { 0 };
+    let mut chunks = name.chunks_exact(8);
+    let mut offset = 0;
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        let zero = w.wrapping_sub(ONES) & !w;
+        let x = w ^ at_pattern;
+        let at_hit = if at { x.wrapping_sub(ONES) & !x } else { 0 };
+        if (zero | at_hit | w) & HIGHS != 0 {
+            break;
+        }
+        offset += 8;
+    }
+    name[offset..]
+        .iter()
+        .position(|&b| b == 0 || b >= 0x80 || (at && b == b'@'))
+        .map_or(name.len(), |i| offset + i)
+}
+
+/// Whether the bytes up to the first NUL are all ASCII (and a NUL exists).
+trait AsciiBeforeNul {
+    fn is_ascii_prefix_before_nul(&self) -> bool;
+}
+
+impl AsciiBeforeNul for [u8] {
+    fn is_ascii_prefix_before_nul(&self) -> bool {
+        let end = find_name_stop(self, false);
+        self.get(end) == Some(&0)
+    }
+}
+
 /// Sorts candidates, keeps the best per address, and infers sizes for unsized symbols.
-/// Names are measured (`name_info`) only for the symbols kept.
-fn merge_aliases(
-    mut candidates: Vec<Candidate>,
-    name_info: impl Fn(NameTable, u32) -> NameInfo,
-) -> (AddrIndex, Vec<(u32, u16)>) {
-    candidates.sort_unstable_by_key(|c| (c.addr, c.rank));
-    candidates.dedup_by_key(|c| c.addr);
-    let mut addrs = Vec::with_capacity(candidates.len());
-    let mut entries = Vec::with_capacity(candidates.len());
+fn merge_aliases(candidates: Vec<Candidate>) -> (AddrIndex, Vec<(u32, u16)>) {
+    // Sort small keys, not the candidates: (address, rank << 32 | position). Positions fit
+    // in 32 bits, since they count symbols of tables with 32-bit indexes.
+    let mut keys: Vec<(u64, u64)> = candidates
+        .iter()
+        .enumerate()
+        .map(|(position, c)| (c.addr, (u64::from(c.rank) << 32) | position as u64))
+        .collect();
+    keys.sort_unstable();
+    keys.dedup_by_key(|key| key.0);
+    let mut addrs = Vec::with_capacity(keys.len());
+    let mut entries = Vec::with_capacity(keys.len());
     let mut versions = Vec::new();
-    for (i, c) in candidates.iter().enumerate() {
-        let name = name_info(c.table, c.name_offset);
+    for (i, &(addr, rank)) in keys.iter().enumerate() {
+        let c = &candidates[(rank & u64::from(u32::MAX)) as usize];
         let entry = if c.size > 0 {
-            Entry::new(name, c.size, false)
+            Entry::new(c.name, c.size, false)
         } else {
-            let next = candidates.get(i + 1).map_or(u64::MAX, |n| n.addr);
-            let end = next.min(c.section_end).max(c.addr);
-            Entry::new(name, end - c.addr, true)
+            let next = keys.get(i + 1).map_or(u64::MAX, |n| n.0);
+            let end = next.min(c.section_end).max(addr);
+            Entry::new(c.name, end - addr, true)
         };
         let entry = match (c.versym, entry.with_dynsym_version(c.versym)) {
             (0, _) => entry,
@@ -375,12 +433,35 @@ fn merge_aliases(
                 entry
             }
         };
-        addrs.push(c.addr);
+        addrs.push(addr);
         entries.push(entry);
     }
     (AddrIndex::from_sorted(addrs, entries), versions)
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn measuring_names_agrees_with_the_general_path() {
+        let table: &[u8] = b"\0main\0memcpy@@GLIBC_2.14\0memcpy@GLIBC_2.2.5\0caf\xc3\xa9\0bad\xff\0@odd\0_ZN4core3fmt5write17h0123456789abcdefE\0x@\xc3\xa9\0unterminated";
+        let mut offset = 0;
+        while offset < table.len() {
+            for t in [NameTable::Symtab, NameTable::Dynsym] {
+                let fast = measure_name(t, table, offset as u32);
+                let slow =
+                    c_str_in(table, offset).map(|name| NameInfo::measure(t, offset as u32, name));
+                assert_eq!(
+                    fast.map(|n| (n.len, n.utf8, n.version)),
+                    slow.map(|n| (n.len, n.utf8, n.version)),
+                    "offset {offset} table {t:?}"
+                );
+            }
+            offset += 1;
+        }
+    }
+}
 /// `(address, size, target name)` of each PLT entry that a jump-slot relocation names.
 ///
 /// Entries are matched to relocations by position, as perf does: `.plt.sec` (present with
