@@ -22,22 +22,13 @@ impl FileBytes {
             path: path.to_path_buf(),
             source,
         };
+        // Refuse anything but a regular file before opening it: opening a FIFO for reading
+        // blocks until a writer appears, and a device can do worse.
+        refuse_non_regular(path, &std::fs::metadata(path).map_err(io_err)?)?;
         let file = File::open(path).map_err(io_err)?;
+        // Checked again on the open file, in case the path was replaced in between.
         let metadata = file.metadata().map_err(io_err)?;
-        let file_type = metadata.file_type();
-        if !file_type.is_file() {
-            let kind = if file_type.is_dir() {
-                "a directory"
-            } else if file_type.is_symlink() {
-                "a symbolic link"
-            } else {
-                "a special file"
-            };
-            return Err(Error::NotAFile {
-                path: path.to_path_buf(),
-                kind,
-            });
-        }
+        refuse_non_regular(path, &metadata)?;
         if metadata.len() == 0 {
             // mmap of an empty file fails with EINVAL, which would be a confusing message.
             return Ok(FileBytes::Owned(Box::new([])));
@@ -63,6 +54,29 @@ impl FileBytes {
             FileBytes::Owned(_) => 0,
         }
     }
+}
+
+fn refuse_non_regular(path: &Path, metadata: &std::fs::Metadata) -> Result<()> {
+    let file_type = metadata.file_type();
+    if !file_type.is_file() {
+        use std::os::unix::fs::FileTypeExt;
+        let kind = if file_type.is_dir() {
+            "a directory"
+        } else if file_type.is_fifo() {
+            "a named pipe"
+        } else if file_type.is_socket() {
+            "a socket"
+        } else if file_type.is_block_device() || file_type.is_char_device() {
+            "a device"
+        } else {
+            "not a regular file"
+        };
+        return Err(Error::NotAFile {
+            path: path.to_path_buf(),
+            kind,
+        });
+    }
+    Ok(())
 }
 
 /// The NUL-terminated string starting at `start` inside `table`, without its NUL.

@@ -4,8 +4,8 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use object::read::elf::{FileHeader, ProgramHeader};
-use object::{elf, Endianness, FileKind, Object};
+use object::read::elf::{FileHeader, ProgramHeader, SectionHeader};
+use object::{elf, Endianness};
 
 use crate::addr::{FileOffset, VirtAddr};
 use crate::elf::bytes::{c_str_in, FileBytes};
@@ -72,13 +72,22 @@ impl ElfFile {
     fn from_file_bytes(path: PathBuf, bytes: FileBytes) -> Result<Self> {
         let data = bytes.as_slice();
         check_magic(&path, data)?;
-        let (header, segments, build_id) = match FileKind::parse(data) {
-            Ok(FileKind::Elf32) => read_headers::<elf::FileHeader32<Endianness>>(&path, data)?,
-            Ok(FileKind::Elf64) => read_headers::<elf::FileHeader64<Endianness>>(&path, data)?,
-            _ => {
+        let (header, segments, build_id) = match data.get(EI_CLASS) {
+            Some(&1) => read_headers::<elf::FileHeader32<Endianness>>(&path, data)?,
+            Some(&2) => read_headers::<elf::FileHeader64<Endianness>>(&path, data)?,
+            Some(&class) => {
                 return Err(Error::NotElf {
                     path,
-                    reason: "unknown ELF class byte".into(),
+                    reason: format!("unknown ELF class byte {class} (1 is 32-bit, 2 is 64-bit)"),
+                })
+            }
+            None => {
+                return Err(Error::MalformedElf {
+                    path,
+                    what: format!(
+                        "truncated: the file is only {} bytes, inside the ELF identification",
+                        data.len()
+                    ),
                 })
             }
         };
@@ -276,6 +285,10 @@ fn utf8_checked_at_index_time(bytes: &[u8]) -> &str {
     unsafe { std::str::from_utf8_unchecked(bytes) }
 }
 
+/// Offset of the class byte in `e_ident`.
+const EI_CLASS: usize = 4;
+// Class byte values: 1 is ELFCLASS32, 2 is ELFCLASS64.
+
 fn check_magic(path: &Path, data: &[u8]) -> Result<()> {
     if data.starts_with(b"\x7fELF") {
         return Ok(());
@@ -311,18 +324,18 @@ fn read_headers<Elf: FileHeader<Endian = Endianness>>(path: &Path, data: &[u8]) 
         path: path.to_path_buf(),
         what: format!("{what}: {e}"),
     };
-    let file = object::read::elf::ElfFile::<Elf, &[u8]>::parse(data)
-        .map_err(|e| malformed("headers", e))?;
-    let endian = file.endian();
-    let raw = file.elf_header();
+    let raw = Elf::parse(data).map_err(|e| malformed("ELF header", e))?;
+    let endian = raw.endian().map_err(|e| malformed("ELF header", e))?;
     let header = ElfHeaderInfo {
         is_64: raw.is_class_64(),
         big_endian: endian == Endianness::Big,
         machine: raw.e_machine(endian).0,
         file_type: raw.e_type(endian).0,
     };
-    let loads = file
-        .elf_program_headers()
+    let program_headers = raw
+        .program_headers(endian, data)
+        .map_err(|e| malformed("program headers", e))?;
+    let loads = program_headers
         .iter()
         .filter(|ph| ph.p_type(endian) == elf::PT_LOAD)
         .map(|ph| LoadSegment {
@@ -333,7 +346,7 @@ fn read_headers<Elf: FileHeader<Endian = Endianness>>(path: &Path, data: &[u8]) 
             executable: ph.p_flags(endian).0 & elf::PF_X.0 != 0,
         })
         .collect();
-    let build_id = match file.build_id() {
+    let build_id = match find_build_id(raw, endian, data, program_headers) {
         Ok(id) => id.map(|id| range_of(data, id)),
         Err(e) => {
             // A broken note does not make the symbols unusable; say why the id is missing.
@@ -342,6 +355,35 @@ fn read_headers<Elf: FileHeader<Endian = Endianness>>(path: &Path, data: &[u8]) 
         }
     };
     Ok((header, Segments::new(loads), build_id))
+}
+
+/// The `NT_GNU_BUILD_ID` note's descriptor, from the note sections, or from `PT_NOTE`
+/// segments when the file has no section headers (as in a core dump or a stripped vDSO).
+fn find_build_id<'data, Elf: FileHeader<Endian = Endianness>>(
+    raw: &Elf,
+    endian: Endianness,
+    data: &'data [u8],
+    program_headers: &'data [Elf::ProgramHeader],
+) -> object::Result<Option<&'data [u8]>> {
+    let sections = raw.sections(endian, data)?;
+    let mut note_iters = Vec::new();
+    if sections.is_empty() {
+        for ph in program_headers {
+            note_iters.extend(ph.notes(endian, data)?);
+        }
+    } else {
+        for section in sections.iter() {
+            note_iters.extend(section.notes(endian, data)?);
+        }
+    }
+    for mut notes in note_iters {
+        while let Some(note) = notes.next()? {
+            if note.name() == elf::ELF_NOTE_GNU && note.n_type(endian) == elf::NT_GNU_BUILD_ID {
+                return Ok(Some(note.desc()));
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// Where `part` (a slice borrowed from `data`) lies inside `data`.

@@ -97,10 +97,26 @@ pub(crate) fn build_symbol_tables<Elf: FileHeader<Endian = Endianness>>(
         path: path.to_path_buf(),
         what,
     };
-    let file = object::read::elf::ElfFile::<Elf, &[u8]>::parse(data)
-        .map_err(|e| malformed(format!("headers: {e}")))?;
-    let endian = file.endian();
-    let sections = file.elf_section_table();
+    let raw = Elf::parse(data).map_err(|e| malformed(format!("ELF header: {e}")))?;
+    let endian = raw
+        .endian()
+        .map_err(|e| malformed(format!("ELF header: {e}")))?;
+    let sections = &raw
+        .sections(endian, data)
+        .map_err(|e| malformed(format!("section headers: {e}")))?;
+    // Each table is read on its own: a broken .symtab leaves .dynsym usable (and says so in
+    // the log); only when every table present is broken is the file an error.
+    let mut broken_tables = Vec::new();
+    let mut read_table = |sh_type, label: &str| match sections.symbols(endian, data, sh_type) {
+        Ok(table) => table,
+        Err(e) => {
+            log::debug!("{}: ignoring unreadable {label}: {e}", path.display());
+            broken_tables.push(format!("{label}: {e}"));
+            SymbolTable::default()
+        }
+    };
+    let symtab = read_table(elf::SHT_SYMTAB, ".symtab");
+    let dynsym = read_table(elf::SHT_DYNSYM, ".dynsym");
     let mut tables = SymbolTables::default();
     let mut code = Vec::new();
     let mut objects = Vec::new();
@@ -131,14 +147,19 @@ pub(crate) fn build_symbol_tables<Elf: FileHeader<Endian = Endianness>>(
         }
     }
 
-    for (table, symbols) in [
-        (NameTable::Symtab, file.elf_symbol_table()),
-        (NameTable::Dynsym, file.elf_dynamic_symbol_table()),
-    ] {
+    for (table, symbols) in [(NameTable::Symtab, &symtab), (NameTable::Dynsym, &dynsym)] {
         if symbols.is_empty() {
             continue;
         }
-        let strings = string_table_range(path, sections, endian, data, symbols.string_section())?;
+        let strings =
+            match string_table_range(path, sections, endian, data, symbols.string_section()) {
+                Ok(strings) => strings,
+                Err(e) => {
+                    log::debug!("{e}; ignoring its symbol table");
+                    broken_tables.push(e.to_string());
+                    continue;
+                }
+            };
         let versyms = match (table, &versions) {
             (NameTable::Dynsym, Some(v)) => Some(v),
             _ => None,
@@ -163,13 +184,16 @@ pub(crate) fn build_symbol_tables<Elf: FileHeader<Endian = Endianness>>(
         }
     }
 
-    let machine = file.elf_header().e_machine(endian);
+    if !broken_tables.is_empty() && code.is_empty() && objects.is_empty() {
+        return Err(malformed(broken_tables.join("; ")));
+    }
+    let machine = raw.e_machine(endian);
     let plt = plt_entries::<Elf>(
         sections,
         endian,
         data,
         machine,
-        file.elf_dynamic_symbol_table(),
+        &dynsym,
         &tables.dynsym_strings,
     );
     for (addr, size, target) in plt {
@@ -187,7 +211,7 @@ pub(crate) fn build_symbol_tables<Elf: FileHeader<Endian = Endianness>>(
             // PLT entries have no symbol of their own to compete with; rank them last.
             rank: u32::MAX,
             name,
-            section_end: addr + size,
+            section_end: addr.saturating_add(size),
             versym: 0,
         });
     }
@@ -439,29 +463,6 @@ fn merge_aliases(candidates: Vec<Candidate>) -> (AddrIndex, Vec<(u32, u16)>) {
     (AddrIndex::from_sorted(addrs, entries), versions)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn measuring_names_agrees_with_the_general_path() {
-        let table: &[u8] = b"\0main\0memcpy@@GLIBC_2.14\0memcpy@GLIBC_2.2.5\0caf\xc3\xa9\0bad\xff\0@odd\0_ZN4core3fmt5write17h0123456789abcdefE\0x@\xc3\xa9\0unterminated";
-        let mut offset = 0;
-        while offset < table.len() {
-            for t in [NameTable::Symtab, NameTable::Dynsym] {
-                let fast = measure_name(t, table, offset as u32);
-                let slow =
-                    c_str_in(table, offset).map(|name| NameInfo::measure(t, offset as u32, name));
-                assert_eq!(
-                    fast.map(|n| (n.len, n.utf8, n.version)),
-                    slow.map(|n| (n.len, n.utf8, n.version)),
-                    "offset {offset} table {t:?}"
-                );
-            }
-            offset += 1;
-        }
-    }
-}
 /// `(address, size, target name)` of each PLT entry that a jump-slot relocation names.
 ///
 /// Entries are matched to relocations by position, as perf does: `.plt.sec` (present with
@@ -522,4 +523,28 @@ fn plt_entries<'data, Elf: FileHeader<Endian = Endianness>>(
         }
     }
     entries
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn measuring_names_agrees_with_the_general_path() {
+        let table: &[u8] = b"\0main\0memcpy@@GLIBC_2.14\0memcpy@GLIBC_2.2.5\0caf\xc3\xa9\0bad\xff\0@odd\0_ZN4core3fmt5write17h0123456789abcdefE\0x@\xc3\xa9\0unterminated";
+        let mut offset = 0;
+        while offset < table.len() {
+            for t in [NameTable::Symtab, NameTable::Dynsym] {
+                let fast = measure_name(t, table, offset as u32);
+                let slow =
+                    c_str_in(table, offset).map(|name| NameInfo::measure(t, offset as u32, name));
+                assert_eq!(
+                    fast.map(|n| (n.len, n.utf8, n.version)),
+                    slow.map(|n| (n.len, n.utf8, n.version)),
+                    "offset {offset} table {t:?}"
+                );
+            }
+            offset += 1;
+        }
+    }
 }

@@ -59,7 +59,11 @@ impl Segments {
             .loads
             .iter()
             .find(|seg| addr.0 >= seg.virt_addr.0 && addr.0 - seg.virt_addr.0 < seg.file_size)?;
-        Some(FileOffset(seg.file_offset.0 + (addr.0 - seg.virt_addr.0)))
+        // A hostile p_offset near u64::MAX would overflow; such a byte is in no file.
+        seg.file_offset
+            .0
+            .checked_add(addr.0 - seg.virt_addr.0)
+            .map(FileOffset)
     }
 }
 
@@ -99,6 +103,12 @@ mod tests {
             Some(FileOffset(0x2e00))
         );
         assert_eq!(segs.virt_to_file_offset(VirtAddr(0x5000)), None);
+    }
+
+    #[test]
+    fn offsets_past_u64_max_are_in_no_file() {
+        let segs = Segments::new(vec![seg(u64::MAX - 4, 0x100, 0x1000, true)]);
+        assert_eq!(segs.virt_to_file_offset(VirtAddr(0x1010)), None);
     }
 
     #[test]
