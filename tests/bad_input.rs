@@ -6,27 +6,11 @@
 
 use std::path::{Path, PathBuf};
 
+mod support;
+
 use stacksym::elf::ElfFile;
 use stacksym::{Error, FileOffset, Input, Source, Symbolizer, VirtAddr};
-
-const ALL_BINARIES: &[&str] = &[
-    "c-aarch64",
-    "c-i386",
-    "c-ibt",
-    "c-nopie",
-    "c-pie-g",
-    "c-stripped-dynsym",
-    "cpp-O2-g",
-    "libversioned.so",
-    "rust-legacy",
-    "rust-v0",
-];
-
-fn bin(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("testdata/bin")
-        .join(name)
-}
+use support::{bin, ALL_BINARIES};
 
 fn read_bin(name: &str) -> Vec<u8> {
     std::fs::read(bin(name)).unwrap()

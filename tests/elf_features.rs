@@ -8,33 +8,16 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod support;
+
 use stacksym::elf::{ElfFile, SymbolKind, SymbolOrigin};
 use stacksym::symbolize::FileId;
 use stacksym::{Input, Source, Symbolizer, VirtAddr};
+use support::{bin, ALL_BINARIES};
 
 // ------------------------------------------------------------------------------------------
 // Helpers: the binaries, binutils' view of them, and owned copies of results.
 // ------------------------------------------------------------------------------------------
-
-/// Every committed test binary.
-const ALL_BINARIES: &[&str] = &[
-    "c-aarch64",
-    "c-i386",
-    "c-ibt",
-    "c-nopie",
-    "c-pie-g",
-    "c-stripped-dynsym",
-    "cpp-O2-g",
-    "libversioned.so",
-    "rust-legacy",
-    "rust-v0",
-];
-
-fn bin(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("testdata/bin")
-        .join(name)
-}
 
 /// Runs a binutils tool and returns its stdout; panics with a hint when it is missing.
 fn tool(program: &str, args: &[&str], path: &Path) -> String {

@@ -1,11 +1,34 @@
-//! Independent references for `tests/agreement.rs`: binutils `readelf` reads the symbol
-//! tables, `llvm-symbolizer` looks addresses up, `c++filt` demangles. Nothing here uses
-//! stacksym's code, so the tests compare stacksym with tools that share none of it.
+//! Shared by the integration tests: the committed test binaries, and independent references
+//! (binutils `readelf` reads the symbol tables, `llvm-symbolizer` looks addresses up,
+//! `c++filt` demangles). Nothing here uses stacksym's code, so the tests compare stacksym
+//! with tools that share none of it. Each test file uses a part of it.
+#![allow(dead_code)]
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+
+/// Every committed test binary (see testdata/README.md for what each one is for).
+pub const ALL_BINARIES: &[&str] = &[
+    "c-aarch64",
+    "c-i386",
+    "c-ibt",
+    "c-nopie",
+    "c-pie-g",
+    "c-stripped-dynsym",
+    "cpp-O2-g",
+    "libversioned.so",
+    "rust-legacy",
+    "rust-v0",
+];
+
+/// The path of the test binary `name`.
+pub fn bin(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/bin")
+        .join(name)
+}
 
 /// The path of `name` if it is an executable file in `$PATH`.
 pub fn find_tool(name: &str) -> Option<PathBuf> {
