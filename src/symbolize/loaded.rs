@@ -67,7 +67,10 @@ impl LoadedElf {
 }
 
 fn shown_name(symbol: &ElfSymbol<'_>) -> Option<Box<str>> {
-    let name = String::from_utf8_lossy(symbol.name);
+    let name = match symbol.name_str {
+        Some(name) => std::borrow::Cow::Borrowed(name),
+        None => String::from_utf8_lossy(symbol.name),
+    };
     match demangle(&name) {
         std::borrow::Cow::Owned(demangled) => Some(demangled.into_boxed_str()),
         std::borrow::Cow::Borrowed(_) if symbol.name_str.is_none() => Some(name.into()),
