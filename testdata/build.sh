@@ -25,6 +25,7 @@ need() { # need COMMAND "how to install"
 need gcc "apt-get install gcc"
 need g++ "apt-get install g++"
 need aarch64-linux-gnu-gcc "apt-get install gcc-aarch64-linux-gnu"
+need s390x-linux-gnu-gcc "apt-get install gcc-s390x-linux-gnu"
 need rustc "install Rust (rustup, or apt-get install rustc)"
 need strip "apt-get install binutils"
 need nm "apt-get install binutils"
@@ -125,6 +126,12 @@ rustc "${RUSTFLAGS_COMMON[@]}" -C symbol-mangling-version=v0 \
 # so that process_value.cold exists here too.
 aarch64-linux-gnu-gcc -O2 -g -freorder-blocks-and-partition -DDEMO_NO_LIB \
     "${DET[@]}" src/demo.c -o bin/c-aarch64
+
+# --------------------------------------------------------------- c-s390x
+# s390x-linux-gnu-gcc -O2 -g -DDEMO_NO_LIB
+# Big-endian ELF64 (EM_S390); never run, only read.  The one big-endian file:
+# it checks that every header, symbol and note is read in the file's byte order.
+s390x-linux-gnu-gcc -O2 -g -DDEMO_NO_LIB "${DET[@]}" src/demo.c -o bin/c-s390x
 
 # ------------------------------------------------------------------ c-i386
 # gcc -m32 -O2 -g -DDEMO_NO_LIB

@@ -58,24 +58,34 @@ struct RawElf {
     sections: Vec<Section>,
 }
 
-fn rd(data: &[u8], at: usize, width: usize) -> u64 {
-    let mut v = 0u64;
-    for i in (0..width).rev() {
-        v = (v << 8) | u64::from(data[at + i]);
-    }
-    v
+/// Whether `data`, a whole ELF file, is big-endian (`EI_DATA` is 2; c-s390x is).
+fn big_endian(data: &[u8]) -> bool {
+    data.get(5) == Some(&2)
 }
 
+/// Reads a `width`-byte field at `at` of the whole ELF file `data`, in the file's byte order.
+fn rd(data: &[u8], at: usize, width: usize) -> u64 {
+    let bytes = &data[at..at + width];
+    let fold = |v: u64, b: &u8| (v << 8) | u64::from(*b);
+    if big_endian(data) {
+        bytes.iter().fold(0, fold)
+    } else {
+        bytes.iter().rev().fold(0, fold)
+    }
+}
+
+/// Writes a `width`-byte field at `at` of the whole ELF file `data`, in the file's byte order.
 fn wr(data: &mut [u8], at: usize, width: usize, value: u64) {
+    let big = big_endian(data);
     for i in 0..width {
-        data[at + i] = (value >> (8 * i)) as u8;
+        let shift = if big { 8 * (width - 1 - i) } else { 8 * i };
+        data[at + i] = (value >> shift) as u8;
     }
 }
 
 impl RawElf {
     fn parse(data: &[u8]) -> RawElf {
         assert_eq!(&data[..4], b"\x7fELF");
-        assert_eq!(data[5], 1, "little-endian test binaries");
         let is64 = data[4] == 2;
         let mut elf = RawElf {
             is64,

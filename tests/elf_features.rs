@@ -800,6 +800,52 @@ fn elf32_i386() {
     assert_eq!(one(&path, sym(&syms, "demo_impl").value).name, "demo_impl");
 }
 
+/// c-s390x (`EM_S390`, ELF64 big-endian) is the one big-endian binary: every sized function
+/// and object readelf lists is found at its start, middle and last byte with readelf's start
+/// and size, so headers, symbols and segments are read in the file's byte order; its build-id
+/// matches readelf's, and file offsets give the same answers as virtual addresses.
+#[test]
+fn big_endian_s390x() {
+    let path = bin("c-s390x");
+    let elf = ElfFile::open(&path).unwrap();
+    let h = elf.header();
+    assert!(h.is_64 && h.big_endian, "{h:?}");
+    assert_eq!(h.machine, 22, "EM_S390");
+    let syms = readelf_syms(&path);
+    let sized: Vec<&RSym> = syms
+        .iter()
+        .filter(|s| s.defined() && s.size > 0 && (s.is_func() || s.typ == "OBJECT"))
+        .collect();
+    assert!(sized.len() >= 10, "c-s390x has its functions and objects");
+    for s in &sized {
+        for addr in [s.value, s.value + s.size / 2, s.value + s.size - 1] {
+            let g = one(&path, addr);
+            assert_eq!(
+                (g.addr, g.size),
+                (s.value, s.size),
+                "{} at {addr:#x}",
+                s.name
+            );
+        }
+    }
+    for name in ["checksum", "process_value", "demo_global_table"] {
+        let s = sym(&syms, name);
+        assert_eq!(one(&path, s.value).name, name);
+    }
+    let notes = tool("readelf", &["-n"], &path);
+    let id = elf.build_id().expect("gcc writes a build-id");
+    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+    assert!(notes.contains(&hex), "build-id {hex} not in readelf -n");
+    let main = sym(&syms, "main").value;
+    let offset = elf.segments().virt_to_file_offset(VirtAddr(main)).unwrap();
+    let by_offset = symbolize_with(
+        &Symbolizer::default(),
+        &path,
+        Input::FileOffsets(&[offset.0]),
+    );
+    assert_eq!(by_offset[0].as_ref().unwrap().name, "main");
+}
+
 /// c-aarch64 (`EM_AARCH64`, PIE, ELF64 LE) is only read: functions, local `vfunc`, data, and
 /// the aarch64 `.plt` (32-byte PLT0) entries that objdump names.
 #[test]
@@ -1123,6 +1169,18 @@ fn hard_link_shares_identity() {
         .collect();
     assert!(answers.windows(2).all(|w| w[0] == w[1]), "{answers:?}");
     assert_eq!(answers[0][0].as_ref().unwrap().name, "mix");
+    // The original, the hard link and the symlink share one opened file; the copy is another.
+    let stats = symbolizer.stats();
+    assert_eq!((stats.files.misses, stats.files.hits), (2, 2), "{stats:?}");
+    assert_eq!(stats.open_files, 2);
+    // Each result names the path it was asked with, not the one that opened the file.
+    for path in [&original, &hard, &soft] {
+        let symbols = symbolizer
+            .symbolize(&Source::Elf { path }, Input::VirtAddrs(&[addr]))
+            .unwrap();
+        assert_eq!(symbols.module(), path.as_path());
+        assert_eq!(symbols.get(0).unwrap().module, path.as_path());
+    }
 
     let missing = dir.path().join("missing");
     let err = FileId::of_path(&missing).unwrap_err();

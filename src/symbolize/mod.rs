@@ -9,7 +9,7 @@ mod loaded;
 mod output;
 
 use std::num::NonZeroUsize;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 pub use cache::{CacheStats, FileId};
@@ -122,7 +122,7 @@ impl SymbolizerBuilder {
 /// ```
 pub struct Symbolizer {
     demangle: bool,
-    files: SharedLru<(FileId, PathBuf), LoadedElf>,
+    files: SharedLru<FileId, LoadedElf>,
 }
 
 impl std::fmt::Debug for Symbolizer {
@@ -195,18 +195,19 @@ impl Symbolizer {
         }
         Ok(Symbols {
             file,
+            module: path.to_path_buf(),
             found,
             demangle: self.demangle,
         })
     }
 
     fn open_elf(&self, path: &Path) -> Result<Arc<LoadedElf>> {
+        // Keyed by identity alone: a hard link or a symlink reaches the same opened file,
+        // and a replaced file (new inode, size or mtime) is opened anew. Results name the
+        // path the caller gave (`Symbols::module`), not the one that opened the file.
         let id = FileId::of_path(path)?;
-        // The path is part of the key so that results name the path the caller gave; a hard
-        // link reached by two names is then opened twice, which costs a mapping, not answers.
-        self.files.get_or_load(&(id, path.to_path_buf()), || {
-            ElfFile::open(path).map(LoadedElf::new)
-        })
+        self.files
+            .get_or_load(&id, || ElfFile::open(path).map(LoadedElf::new))
     }
 
     /// Counters for hits, misses, evictions and mapped bytes.

@@ -1,6 +1,6 @@
 //! What a symbolization returns: [`Symbols`], one optional [`Sym`] per input address.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::addr::VirtAddr;
@@ -47,6 +47,8 @@ pub(crate) struct Found {
 /// came from open, so names are borrowed without copies.
 pub struct Symbols {
     pub(crate) file: Arc<LoadedElf>,
+    /// The path the caller gave (the file may have been opened through another link).
+    pub(crate) module: PathBuf,
     pub(crate) found: Vec<Option<Found>>,
     pub(crate) demangle: bool,
 }
@@ -70,7 +72,7 @@ impl Symbols {
 
     /// The file these symbols are from.
     pub fn module(&self) -> &Path {
-        self.file.elf.path()
+        &self.module
     }
 
     /// The symbol of the `index`-th input address; `None` if no symbol covers it (or `index`
@@ -98,7 +100,7 @@ impl Symbols {
             size: symbol.size,
             offset: found.offset,
             kind: symbol.kind,
-            module: self.file.elf.path(),
+            module: &self.module,
         })
     }
 

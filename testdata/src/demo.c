@@ -65,12 +65,18 @@ static NOINLINE int vhelper(int x) { return x ^ 0x5a; }
 
 /* A function symbol with no .size directive: st_size == 0.  It is a single
  * `ret`, so calling it directly is harmless on x86, x86-64 and AArch64. */
+/* The return instruction: `ret` on x86 and aarch64, `br %r14` on s390x. */
+#if defined(__s390x__)
+#define DEMO_RET "\tbr %r14\n"
+#else
+#define DEMO_RET "\tret\n"
+#endif
 __asm__(".pushsection .text\n"
         ".p2align 4\n"
         ".globl zero_size_fn\n"
         ".type zero_size_fn, @function\n"
         "zero_size_fn:\n"
-        "\tret\n"
+        DEMO_RET
         ".popsection\n");
 extern void zero_size_fn(void);
 

@@ -16,6 +16,7 @@ pub const ALL_BINARIES: &[&str] = &[
     "c-ibt",
     "c-nopie",
     "c-pie-g",
+    "c-s390x",
     "c-stripped-dynsym",
     "cpp-O2-g",
     "libversioned.so",
