@@ -12,6 +12,12 @@ use std::fmt;
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct VirtAddr(pub u64);
 
+/// An absolute address in a process's address space, as a profiler or tracer captures it
+/// (an instruction pointer, a return address). Converted to a [`FileOffset`] through the
+/// mapping that covers it ([`crate::process::Mapping::file_offset`]).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct AbsAddr(pub u64);
+
 /// An offset into the file's bytes, as `/proc/PID/maps` offsets and perf's `pgoff` give them.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct FileOffset(pub u64);
@@ -35,6 +41,18 @@ impl fmt::LowerHex for VirtAddr {
 }
 
 impl fmt::LowerHex for FileOffset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::LowerHex::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Debug for AbsAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "AbsAddr({:#x})", self.0)
+    }
+}
+
+impl fmt::LowerHex for AbsAddr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::LowerHex::fmt(&self.0, f)
     }

@@ -55,6 +55,27 @@ pub enum Error {
         /// What is not supported.
         what: String,
     },
+    /// A process could not be inspected: its `/proc/PID/maps` is malformed (the message names
+    /// the line), or the process does not exist or exited while it was being read. `path` is
+    /// the maps file (`/proc/PID/maps`), which names the pid.
+    #[error("{path}: {what}")]
+    Process {
+        /// The process's maps file, e.g. `/proc/1234/maps`.
+        path: PathBuf,
+        /// What was wrong (with the line number for a malformed line, the pid for a process
+        /// that is gone).
+        what: String,
+    },
+    /// A kallsyms file (`/proc/kallsyms` or a copy) cannot be used: every address in it is 0
+    /// (the kernel hides them: `kernel.kptr_restrict`, no `CAP_SYSLOG`), no line in it is a
+    /// symbol line, or it is too large. The message says which and how to fix it.
+    #[error("{path}: {what}")]
+    Kallsyms {
+        /// The kallsyms file.
+        path: PathBuf,
+        /// What was wrong, and what to do about it.
+        what: String,
+    },
 }
 
 impl Error {
@@ -65,7 +86,9 @@ impl Error {
             | Error::NotAFile { path, .. }
             | Error::NotElf { path, .. }
             | Error::MalformedElf { path, .. }
-            | Error::Unsupported { path, .. } => path,
+            | Error::Unsupported { path, .. }
+            | Error::Process { path, .. }
+            | Error::Kallsyms { path, .. } => path,
         }
     }
 }
@@ -92,6 +115,14 @@ impl Error {
                 what: what.clone(),
             },
             Error::Unsupported { path, what } => Error::Unsupported {
+                path: path.clone(),
+                what: what.clone(),
+            },
+            Error::Process { path, what } => Error::Process {
+                path: path.clone(),
+                what: what.clone(),
+            },
+            Error::Kallsyms { path, what } => Error::Kallsyms {
                 path: path.clone(),
                 what: what.clone(),
             },

@@ -24,6 +24,8 @@ pub mod addr;
 pub mod demangle;
 pub mod elf;
 mod error;
+pub mod kernel;
+pub mod process;
 pub mod symbolize;
 
 pub use addr::{FileOffset, VirtAddr};

@@ -138,6 +138,13 @@ s390x-linux-gnu-gcc -O2 -g -DDEMO_NO_LIB "${DET[@]}" src/demo.c -o bin/c-s390x
 # ELF32 (EM_386) PIE, built without libversioned.so.
 gcc -m32 -O2 -g -DDEMO_NO_LIB "${DET[@]}" src/demo.c -o bin/c-i386
 
+# ------------------------------------------------------------------- c-wait
+# gcc -O2 -g, PIE (the default), linked with libversioned.so.
+# The live-process tests' subject (tests/process.rs): prints its pid and the
+# addresses of its own functions, of vhelper in libversioned.so and of puts in
+# libc, then blocks reading stdin.
+gcc -O2 -g "${DET[@]}" src/wait.c "${LIB[@]}" -o bin/c-wait
+
 # ------------------------------------------------------------ sanity checks
 # Fail loudly if a toolchain change drops something the tests rely on.
 # (grep >/dev/null, not grep -q: with pipefail, grep -q exiting early can
@@ -159,6 +166,10 @@ readelf --dyn-syms -W bin/libversioned.so | grep 'vfunc@VERS_1$' >/dev/null || d
 readelf --dyn-syms -W bin/libversioned.so | grep 'vfunc@@VERS_2$' >/dev/null || die "libversioned.so: no vfunc@@VERS_2"
 nm bin/rust-legacy | grep ' _ZN4demo4main17h' >/dev/null || die "rust-legacy: crate is not legacy-mangled"
 nm bin/rust-v0 | grep ' _RNvCs[0-9a-zA-Z_]*_4demo4main$' >/dev/null || die "rust-v0: crate is not v0-mangled"
+has_sym bin/c-wait wait_target || die "c-wait: no wait_target"
+has_sym bin/c-wait wait_local || die "c-wait: no wait_local"
+readelf -h bin/c-wait | grep 'DYN' >/dev/null || die "c-wait: not PIE"
+readelf -n bin/c-wait | grep 'Build ID' >/dev/null || die "c-wait: no build-id"
 nm -C bin/cpp-O2-g | grep 'checked_div(int, int) \[clone \.cold\]' >/dev/null || die "cpp-O2-g: no [clone .cold]"
 
 # ------------------------------------------------------------- dumps/demo.txt

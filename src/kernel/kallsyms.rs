@@ -1,0 +1,874 @@
+//! The kallsyms parser and its address index.
+//!
+//! Input: the text of `/proc/kallsyms` (or a copy), one symbol per line:
+//! `ADDR TYPE NAME` or `ADDR TYPE NAME [MODULE]`, fields separated by spaces or tabs (the
+//! kernel writes `%px %c %s\t[%s]`). `ADDR` is 1 to 16 hex digits without `0x`, `TYPE` one
+//! character as `nm` prints it (`t`/`T` text, `w`/`W` weak, `d`/`D`, `b`/`B`, `r`/`R` data,
+//! `a`/`A` absolute, ...; lower case is local), `MODULE` is bracketed (`[ext4]`, and the
+//! kernel's pseudo-modules such as `[bpf]` or `[__builtin__ftrace]`).
+//!
+//! # The index
+//! No string is copied: the file's text is kept (as one `String`: lines that are not UTF-8 are
+//! blanked first) and each symbol is an 8-byte address in a sorted array (searched through a
+//! summary of every 64th address) plus a 12-byte entry: name offset, size, name length and
+//! type character, module number. Module names are stored once per module, as offsets too.
+//!
+//! The rules for bad lines, duplicate addresses and symbol ends are in [`Kallsyms`]'s docs.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// Where the running kernel lists its symbols.
+pub const PROC_KALLSYMS: &str = "/proc/kallsyms";
+
+/// Longest line accepted (the kernel's longest is about 600 bytes: a 511-byte name, a
+/// 16-digit address and a module name); longer lines are skipped as malformed.
+pub const MAX_LINE_LEN: usize = 1024;
+
+/// Longest name accepted: the kernel's `KSYM_NAME_LEN` (512) less its terminating NUL.
+pub const MAX_NAME_LEN: usize = 511;
+
+/// Addresses per summary slot (as in the ELF index): a block of 64 addresses is 8 cache lines.
+const BLOCK: usize = 64;
+
+/// The end of a group's last symbol is at most the end of its page of this size.
+const PAGE: u64 = 4096;
+
+/// `Entry::len_type`: the name length in the low 9 bits, the type character above them.
+const LEN_BITS: u16 = 9;
+const LEN_MASK: u16 = (1 << LEN_BITS) - 1;
+// MAX_NAME_LEN must fit in the length bits.
+const _: () = assert!(MAX_NAME_LEN <= LEN_MASK as usize);
+
+/// One indexed symbol, less its address (kept in [`Kallsyms::addrs`]).
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    /// Byte offset of the name in the text.
+    name_offset: u32,
+    /// Bytes up to where the symbol ends (see [`Kallsyms`]), clamped to `u32::MAX`.
+    size: u32,
+    /// Name length (9 bits) and the ASCII type character (7 bits).
+    len_type: u16,
+    /// 0 for the kernel image, else 1 + the index in [`Kallsyms::modules`].
+    module: u16,
+}
+
+impl Entry {
+    fn name_len(self) -> usize {
+        usize::from(self.len_type & LEN_MASK)
+    }
+
+    fn type_byte(self) -> u8 {
+        // 7 bits are left after the 9 of the length: an ASCII byte, as parse_line checked.
+        (self.len_type >> LEN_BITS) as u8
+    }
+}
+
+/// A kernel symbol covering an address, borrowed from the [`Kallsyms`] it was found in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelSym<'a> {
+    /// The symbol's name as kallsyms lists it, e.g. `do_sys_openat2`.
+    pub name: &'a str,
+    /// The symbol's start address.
+    pub addr: u64,
+    /// How far into the symbol the looked-up address is (`0` in [`Kallsyms::symbols`]).
+    pub offset: u64,
+    /// The bytes up to where the symbol is taken to end (kallsyms has no sizes: see
+    /// [`Kallsyms`] for the rule).
+    pub size: u64,
+    /// The module the symbol belongs to, without brackets (`ext4`); `None` for the kernel
+    /// image (vmlinux) itself.
+    pub module: Option<&'a str>,
+    /// The type character as kallsyms lists it: `t`/`T` text, `w`/`W` weak, `d`/`D`,
+    /// `b`/`B`, `r`/`R` data, `a`/`A` absolute, ...; lower case is local.
+    pub type_char: char,
+}
+
+impl KernelSym<'_> {
+    /// Whether this is a text (code) symbol: type `t`, `T`, `w` or `W`.
+    pub fn is_text(&self) -> bool {
+        is_text(self.type_char as u8)
+    }
+}
+
+/// The symbols of a kallsyms file, indexed by address.
+///
+/// Build it with [`Kallsyms::open`] (a path, e.g. [`PROC_KALLSYMS`]) or
+/// [`Kallsyms::from_bytes`]; look addresses up with [`Kallsyms::find_symbol`] (code) or
+/// [`Kallsyms::find_any_symbol`] (code or data). It is immutable, `Send` and `Sync`.
+///
+/// # Bad lines
+/// Each line is `ADDR TYPE NAME` or `ADDR TYPE NAME [MODULE]` (see [`crate::kernel`]). A
+/// line that is not of that shape (bad hex, a missing or extra field, a `TYPE` of more than
+/// one character, a line over [`MAX_LINE_LEN`] bytes or a name over [`MAX_NAME_LEN`], bytes
+/// that are not UTF-8) is skipped and counted ([`Kallsyms::skipped_lines`]); the count and
+/// the first such line are logged with `log::debug!`. Blank lines are ignored. When no line
+/// at all is a symbol line (an empty file, binary garbage), opening fails with
+/// [`Error::Kallsyms`]. When every address is 0 the kernel is hiding them (`kptr_restrict`,
+/// no `CAP_SYSLOG`), and opening fails with an error that says so and how to fix it.
+///
+/// # One symbol per address
+/// When several lines share an address, one is kept, chosen by these rules in order (the
+/// first that differs decides):
+/// 1. a text symbol (`t T w W`) over a data symbol (`d D b B r R v V g G s S u`) over any
+///    other type;
+/// 2. global (upper-case type) over weak (`w W v V`) over local (lower-case);
+/// 3. a name without the `__pfx_` / `__cfi_` prefix (the padding and CFI stubs kernels built
+///    with `CONFIG_FUNCTION_PADDING` / kCFI emit 16 bytes before each function) over one with;
+/// 4. the earlier line in the file.
+///
+/// `__pfx_foo` and `foo` have different addresses, so both are kept: an address inside
+/// `foo` is named `foo`, one inside its 16 bytes of padding `__pfx_foo`.
+///
+/// # Where a symbol ends
+/// kallsyms has no sizes. A symbol of the kernel image ends at the next symbol of the kernel
+/// image; a module's symbol at the next symbol of the same module (module memory is
+/// allocated apart, so another module's symbols may lie in between). The last symbol of the
+/// image or of a module ends at the next symbol of any module, and at the latest at the end
+/// of its 4 KiB page. Sizes are kept as 32 bits: a symbol longer than 4 GiB is cut there.
+///
+/// A lookup takes the symbol with the highest address at or below the looked-up one, and
+/// answers it when the address is before that symbol's end (`Ok(None)` otherwise: it does
+/// not look further down, at another module's symbols).
+#[derive(Debug)]
+pub struct Kallsyms {
+    /// The file the symbols came from (or the name given to [`Kallsyms::from_bytes`]).
+    path: PathBuf,
+    /// The file's text; lines that were not UTF-8 are blanked.
+    text: String,
+    /// Start addresses, sorted, unique.
+    addrs: Vec<u64>,
+    /// Every [`BLOCK`]th address of `addrs`.
+    summary: Vec<u64>,
+    /// One per address in `addrs`.
+    entries: Vec<Entry>,
+    /// Module names as (offset, length) in `text`, without the brackets.
+    modules: Vec<(u32, u16)>,
+    /// Lines skipped as malformed.
+    skipped: usize,
+}
+
+impl Kallsyms {
+    /// Reads and indexes a kallsyms file: [`PROC_KALLSYMS`] for the running kernel, or a copy.
+    ///
+    /// Fails when the file cannot be read, when no line in it is a symbol line, or when every
+    /// address in it is 0 (the kernel hides addresses from this reader; the error says how to
+    /// change that). Malformed lines are skipped (see [`Kallsyms::skipped_lines`]).
+    pub fn open(path: impl AsRef<Path>) -> Result<Kallsyms> {
+        let path = path.as_ref();
+        let io_error = |source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut file = std::fs::File::open(path).map_err(io_error)?;
+        let meta = file.metadata().map_err(io_error)?;
+        if !meta.is_file() {
+            // A FIFO would block and a directory cannot be read.
+            return Err(Error::NotAFile {
+                path: path.to_path_buf(),
+                kind: if meta.is_dir() {
+                    "a directory"
+                } else {
+                    "not a regular file"
+                },
+            });
+        }
+        // /proc/kallsyms says its size is 0: start with room for a typical one (4-8 MB).
+        let hint = usize::try_from(meta.len()).unwrap_or(0);
+        let mut bytes = Vec::with_capacity(if hint == 0 { 8 << 20 } else { hint + 1 });
+        file.read_to_end(&mut bytes).map_err(io_error)?;
+        Kallsyms::from_bytes(path, bytes)
+    }
+
+    /// Indexes kallsyms text already in memory. `name` stands for a path in errors.
+    pub fn from_bytes(name: impl Into<PathBuf>, bytes: impl Into<Vec<u8>>) -> Result<Kallsyms> {
+        build(name.into(), bytes.into())
+    }
+
+    /// The path given to [`Kallsyms::open`] or the name given to [`Kallsyms::from_bytes`].
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// How many symbols are indexed (one per distinct address).
+    pub fn len(&self) -> usize {
+        self.addrs.len()
+    }
+
+    /// Whether no symbol is indexed (never true for a successfully opened file).
+    pub fn is_empty(&self) -> bool {
+        self.addrs.is_empty()
+    }
+
+    /// How many lines were skipped as malformed (blank lines are not counted).
+    pub fn skipped_lines(&self) -> usize {
+        self.skipped
+    }
+
+    /// The names of the modules that have symbols, in the order they first appear.
+    pub fn modules(&self) -> impl Iterator<Item = &str> + '_ {
+        self.modules
+            .iter()
+            .filter_map(|&(offset, len)| self.str_at(offset, usize::from(len)))
+    }
+
+    /// The text (code) symbol covering `addr`: `Ok(None)` when no symbol covers it or the
+    /// symbol covering it is a data symbol.
+    ///
+    /// The `Result` is for symmetry with the other sources; with the index built when the
+    /// file was opened, a lookup does not fail.
+    pub fn find_symbol(&self, addr: u64) -> Result<Option<KernelSym<'_>>> {
+        Ok(self
+            .find_any_symbol(addr)?
+            .filter(|sym| is_text(sym.type_char as u8)))
+    }
+
+    /// The symbol of any type (code, data, absolute, ...) covering `addr`.
+    pub fn find_any_symbol(&self, addr: u64) -> Result<Option<KernelSym<'_>>> {
+        let Some(i) = self.index_at_or_below(addr) else {
+            return Ok(None);
+        };
+        let (Some(&start), Some(&entry)) = (self.addrs.get(i), self.entries.get(i)) else {
+            return Ok(None);
+        };
+        let offset = addr - start; // start <= addr: index_at_or_below's contract.
+        if offset >= u64::from(entry.size) {
+            return Ok(None);
+        }
+        let mut sym = self
+            .symbol(start, entry)
+            .ok_or_else(|| self.internal_error(i))?;
+        sym.offset = offset;
+        Ok(Some(sym))
+    }
+
+    /// Every indexed symbol, by address (`offset` is 0).
+    pub fn symbols(&self) -> impl Iterator<Item = KernelSym<'_>> + '_ {
+        self.addrs
+            .iter()
+            .zip(&self.entries)
+            .filter_map(|(&addr, &entry)| self.symbol(addr, entry))
+    }
+
+    /// The index of the last address `<= addr`.
+    fn index_at_or_below(&self, addr: u64) -> Option<usize> {
+        let block = self
+            .summary
+            .partition_point(|&a| a <= addr)
+            .checked_sub(1)?;
+        let start = block * BLOCK;
+        let end = (start + BLOCK).min(self.addrs.len());
+        let within = self.addrs.get(start..end)?.partition_point(|&a| a <= addr);
+        // within >= 1: the block's first address is the summary's, which is <= addr.
+        Some(start + within.checked_sub(1)?)
+    }
+
+    fn symbol(&self, addr: u64, entry: Entry) -> Option<KernelSym<'_>> {
+        let name = self.str_at(entry.name_offset, entry.name_len())?;
+        let module = match entry.module.checked_sub(1) {
+            None => None,
+            Some(m) => {
+                let &(offset, len) = self.modules.get(usize::from(m))?;
+                Some(self.str_at(offset, usize::from(len))?)
+            }
+        };
+        Some(KernelSym {
+            name,
+            addr,
+            offset: 0,
+            size: u64::from(entry.size),
+            module,
+            type_char: char::from(entry.type_byte()),
+        })
+    }
+
+    fn str_at(&self, offset: u32, len: usize) -> Option<&str> {
+        let start = usize::try_from(offset).ok()?;
+        self.text.get(start..start.checked_add(len)?)
+    }
+
+    /// Names and modules are checked when the index is built; this is for the impossible case.
+    fn internal_error(&self, i: usize) -> Error {
+        Error::Kallsyms {
+            path: self.path.clone(),
+            what: format!("internal error: symbol {i} points outside the text"),
+        }
+    }
+}
+
+fn is_text(t: u8) -> bool {
+    matches!(t, b't' | b'T' | b'w' | b'W')
+}
+
+/// Rules 1 and 2 of [`Kallsyms`]'s duplicate rule, as a number: lower wins.
+fn type_rank(t: u8) -> u64 {
+    let class = if is_text(t) {
+        0
+    } else if b"dDbBrRvVgGsSu".contains(&t) {
+        1
+    } else {
+        2
+    };
+    let binding = if matches!(t, b'w' | b'W' | b'v' | b'V') {
+        1
+    } else if t.is_ascii_uppercase() {
+        0
+    } else {
+        2
+    };
+    class * 4 + binding
+}
+
+/// Why the first skipped line was skipped, for the debug log.
+struct FirstBad {
+    line_no: usize,
+    why: &'static str,
+}
+
+fn build(path: PathBuf, bytes: Vec<u8>) -> Result<Kallsyms> {
+    if u32::try_from(bytes.len()).is_err() {
+        return Err(Error::Kallsyms {
+            path,
+            what: format!(
+                "{} bytes is too large for a kallsyms file (at most 4 GiB; the kernel's is a few MB)",
+                bytes.len()
+            ),
+        });
+    }
+    let (text, non_utf8) = into_text(bytes);
+    let mut skipped = non_utf8.count;
+    let mut first_bad = non_utf8.first_line.map(|line_no| FirstBad {
+        line_no,
+        why: "not UTF-8",
+    });
+
+    // Parallel: one address and one entry per symbol line, in file order.
+    let mut addrs: Vec<u64> = Vec::with_capacity(text.len() / 40);
+    let mut entries: Vec<Entry> = Vec::with_capacity(text.len() / 40);
+    let mut modules: Vec<(u32, u16)> = Vec::new();
+    let mut module_ids: HashMap<&str, u16> = HashMap::new();
+    let mut last_module: Option<(&str, u16)> = None;
+    let mut all_zero = true;
+
+    let bytes = text.as_bytes();
+    let mut line_start = 0;
+    let mut line_no = 0;
+    while line_start < bytes.len() {
+        line_no += 1;
+        let (parsed, line_end) = match parse_canonical(bytes, line_start) {
+            Some((parsed, line_end)) => (Ok(Some(parsed)), line_end),
+            None => {
+                let line_end = bytes
+                    .get(line_start..)
+                    .and_then(|rest| rest.iter().position(|&b| b == b'\n'))
+                    .map_or(bytes.len(), |n| line_start + n);
+                let line = bytes.get(line_start..line_end).unwrap_or_default();
+                (parse_line(line), line_end)
+            }
+        };
+        let this_start = line_start;
+        line_start = line_end + 1;
+
+        let parsed = match parsed {
+            Ok(Some(parsed)) => parsed,
+            Ok(None) => continue, // blank
+            Err(why) => {
+                skipped += 1;
+                if first_bad.as_ref().is_none_or(|f| f.line_no > line_no) {
+                    first_bad = Some(FirstBad { line_no, why });
+                }
+                continue;
+            }
+        };
+        let module = match parsed.module {
+            None => 0,
+            Some((m_start, m_end)) => {
+                let name = text
+                    .get(this_start + m_start..this_start + m_end)
+                    .unwrap_or("");
+                match last_module {
+                    Some((last, id)) if last == name => id,
+                    _ => {
+                        let id = match module_ids.get(name) {
+                            Some(&id) => id,
+                            None => {
+                                let Ok(id) = u16::try_from(modules.len() + 1) else {
+                                    skipped += 1;
+                                    if first_bad.is_none() {
+                                        first_bad = Some(FirstBad {
+                                            line_no,
+                                            why: "more than 65535 modules",
+                                        });
+                                    }
+                                    continue;
+                                };
+                                // Offsets fit: the text is under 4 GiB, lines under 1 KiB.
+                                modules.push((
+                                    (this_start + m_start) as u32,
+                                    (m_end - m_start) as u16,
+                                ));
+                                module_ids.insert(name, id);
+                                id
+                            }
+                        };
+                        last_module = Some((name, id));
+                        id
+                    }
+                }
+            }
+        };
+        all_zero &= parsed.addr == 0;
+        addrs.push(parsed.addr);
+        // Fits: the text is under 4 GiB, the name at most MAX_NAME_LEN bytes.
+        entries.push(Entry {
+            name_offset: (this_start + parsed.name.0) as u32,
+            size: 0,
+            len_type: (parsed.name.1 - parsed.name.0) as u16
+                | u16::from(parsed.type_byte) << LEN_BITS,
+            module,
+        });
+    }
+
+    drop(module_ids);
+
+    if let Some(bad) = &first_bad {
+        log::debug!(
+            "{}: skipped {skipped} malformed kallsyms line(s); the first is line {}: {}",
+            path.display(),
+            bad.line_no,
+            bad.why
+        );
+    }
+    if addrs.is_empty() {
+        let what = match &first_bad {
+            None => "no symbols: the file is empty (a kallsyms file has lines `ADDR TYPE NAME [MODULE]`)".to_string(),
+            Some(bad) => format!(
+                "no symbols: none of its {skipped} non-blank line(s) is a kallsyms line `ADDR TYPE NAME [MODULE]` (line {}: {})",
+                bad.line_no, bad.why
+            ),
+        };
+        return Err(Error::Kallsyms { path, what });
+    }
+    if all_zero {
+        return Err(Error::Kallsyms {
+            path,
+            what: format!(
+                "all {} symbol addresses are 0: the kernel hides them from this reader \
+                 (kernel.kptr_restrict, or no CAP_SYSLOG). Read it as root (with CAP_SYSLOG) \
+                 and `sysctl kernel.kptr_restrict=0` (with kptr_restrict=1 only CAP_SYSLOG \
+                 holders see addresses; with 2 nobody does)",
+                addrs.len()
+            ),
+        });
+    }
+
+    if !addrs.is_sorted() {
+        // Stable, by address only, so that lines at one address stay in file order (rule 4).
+        let mut order: Vec<u32> = (0..addrs.len() as u32).collect(); // < 2^32 lines
+        order.sort_by_key(|&i| addrs.get(i as usize).copied().unwrap_or(u64::MAX));
+        let pick = |i: &u32| usize::try_from(*i).ok();
+        addrs = order
+            .iter()
+            .filter_map(|i| addrs.get(pick(i)?).copied())
+            .collect();
+        entries = order
+            .iter()
+            .filter_map(|i| entries.get(pick(i)?).copied())
+            .collect();
+    }
+    keep_one_per_address(&text, &mut addrs, &mut entries);
+    set_sizes(&addrs, &mut entries, modules.len());
+    let summary = addrs.iter().step_by(BLOCK).copied().collect();
+
+    Ok(Kallsyms {
+        path,
+        text,
+        addrs,
+        summary,
+        entries,
+        modules,
+        skipped,
+    })
+}
+
+/// Keeps the best symbol of each address (the rule in [`Kallsyms`]'s docs); `addrs` is sorted and
+/// lines at one address are in file order.
+fn keep_one_per_address(text: &str, addrs: &mut Vec<u64>, entries: &mut Vec<Entry>) {
+    let rank = |entry: &Entry| {
+        let start = entry.name_offset as usize;
+        let name = text.as_bytes().get(start..).unwrap_or_default();
+        let prefixed = name.starts_with(b"__pfx_") || name.starts_with(b"__cfi_");
+        type_rank(entry.type_byte()) * 2 + u64::from(prefixed)
+    };
+    let mut kept: usize = 0;
+    for i in 0..addrs.len().min(entries.len()) {
+        let (Some(&addr), Some(&entry)) = (addrs.get(i), entries.get(i)) else {
+            break;
+        };
+        if let (Some(last), Some(last_entry)) = (
+            kept.checked_sub(1).and_then(|k| addrs.get(k)),
+            kept.checked_sub(1).and_then(|k| entries.get_mut(k)),
+        ) {
+            if *last == addr {
+                // Strictly better only: of equal ranks the earlier line stays.
+                if rank(&entry) < rank(last_entry) {
+                    *last_entry = entry;
+                }
+                continue;
+            }
+        }
+        if let (Some(a), Some(e)) = (addrs.get_mut(kept), entries.get_mut(kept)) {
+            *a = addr;
+            *e = entry;
+        }
+        kept += 1;
+    }
+    addrs.truncate(kept);
+    entries.truncate(kept);
+}
+
+/// Sizes by the rule in [`Kallsyms`]'s docs. `addrs` is sorted and unique.
+fn set_sizes(addrs: &[u64], entries: &mut [Entry], module_count: usize) {
+    const NONE: usize = usize::MAX;
+    let mut last_of: Vec<usize> = vec![NONE; module_count + 1];
+    let clamp = |len: u64| u32::try_from(len).unwrap_or(u32::MAX);
+    for (i, &addr) in addrs.iter().enumerate() {
+        let Some(module) = entries.get(i).map(|e| usize::from(e.module)) else {
+            break;
+        };
+        if let Some(prev) = last_of.get_mut(module) {
+            let p = std::mem::replace(prev, i);
+            if let (Some(entry), Some(&start)) = (entries.get_mut(p), addrs.get(p)) {
+                entry.size = clamp(addr - start);
+            }
+        }
+    }
+    for p in last_of.into_iter().filter(|&p| p != NONE) {
+        let Some(&start) = addrs.get(p) else { continue };
+        let page_end = (start / PAGE).saturating_add(1).saturating_mul(PAGE);
+        let end = addrs
+            .get(p + 1)
+            .map_or(page_end, |&next| next.min(page_end));
+        if let Some(entry) = entries.get_mut(p) {
+            entry.size = clamp(end.saturating_sub(start));
+        }
+    }
+}
+
+/// Lines that were not UTF-8, blanked by [`into_text`].
+struct NonUtf8 {
+    count: usize,
+    first_line: Option<usize>,
+}
+
+/// The bytes as a `String`, with every line that is not UTF-8 overwritten by spaces (then
+/// blank, so it is not parsed). No copy when the bytes are UTF-8, the usual case.
+fn into_text(bytes: Vec<u8>) -> (String, NonUtf8) {
+    let mut report = NonUtf8 {
+        count: 0,
+        first_line: None,
+    };
+    let mut bytes = match String::from_utf8(bytes) {
+        Ok(text) => return (text, report),
+        Err(e) => e.into_bytes(),
+    };
+    let mut checked = 0;
+    while let Some(Err(e)) = bytes.get(checked..).map(std::str::from_utf8) {
+        let bad_at = checked + e.valid_up_to();
+        let line_start = bytes
+            .get(..bad_at)
+            .and_then(|b| b.iter().rposition(|&c| c == b'\n'))
+            .map_or(0, |n| n + 1);
+        let line_end = bytes
+            .get(bad_at..)
+            .and_then(|b| b.iter().position(|&c| c == b'\n'))
+            .map_or(bytes.len(), |n| bad_at + n);
+        if report.first_line.is_none() {
+            let newlines = bytes.get(..line_start).unwrap_or_default();
+            report.first_line = Some(newlines.iter().filter(|&&c| c == b'\n').count() + 1);
+        }
+        report.count += 1;
+        if let Some(line) = bytes.get_mut(line_start..line_end) {
+            line.fill(b' ');
+        }
+        checked = line_end;
+    }
+    // Every line that held a byte sequence that is not UTF-8 is now spaces.
+    let text = String::from_utf8(bytes)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    (text, report)
+}
+
+/// A parsed line; the ranges are byte offsets in the line.
+struct Line {
+    addr: u64,
+    type_byte: u8,
+    name: (usize, usize),
+    /// Inside the brackets.
+    module: Option<(usize, usize)>,
+}
+
+/// The line starting at `bytes[start]` when it is exactly as the kernel writes it
+/// (`%px %c %s` or `%px %c %s\t[%s]`, then a newline or the end), with the end of the line;
+/// `None` for anything else, which [`parse_line`] then reads (or rejects). One pass over the
+/// bytes, for speed; it accepts only lines that [`parse_line`] reads the same way.
+fn parse_canonical(bytes: &[u8], start: usize) -> Option<(Line, usize)> {
+    let rest = bytes.get(start..)?;
+    let mut i = 0;
+    let mut addr: u64 = 0;
+    while let Some(&b) = rest.get(i) {
+        let digit = match b {
+            b'0'..=b'9' => b - b'0',
+            b'a'..=b'f' => b - b'a' + 10,
+            b'A'..=b'F' => b - b'A' + 10,
+            _ => break,
+        };
+        addr = addr << 4 | u64::from(digit);
+        i += 1;
+    }
+    if i == 0 || i > 16 || rest.get(i) != Some(&b' ') || rest.get(i + 2) != Some(&b' ') {
+        return None;
+    }
+    let type_byte = *rest.get(i + 1)?;
+    if !type_byte.is_ascii_graphic() {
+        return None;
+    }
+    let name_start = i + 3;
+    let mut end = name_end(rest, name_start);
+    let name = (name_start, end);
+    if end == name_start || end - name_start > MAX_NAME_LEN {
+        return None;
+    }
+    let module = match rest.get(end) {
+        None | Some(b'\n') => None,
+        Some(b'\t') if rest.get(end + 1) == Some(&b'[') => {
+            let module_start = end + 2;
+            end = module_start;
+            while rest.get(end).is_some_and(|&b| b > b' ' && b != b']') {
+                end += 1;
+            }
+            if end == module_start || rest.get(end) != Some(&b']') {
+                return None;
+            }
+            let module = (module_start, end);
+            end += 1;
+            if !matches!(rest.get(end), None | Some(b'\n')) {
+                return None;
+            }
+            Some(module)
+        }
+        _ => return None,
+    };
+    if end > MAX_LINE_LEN {
+        return None;
+    }
+    let line = Line {
+        addr,
+        type_byte,
+        name,
+        module,
+    };
+    Some((line, start + end))
+}
+
+/// The index of the first byte at or after `i` that is a space, a control character or the
+/// end: where a name ends. Eight bytes at a time (the "has a byte less than n" bit trick:
+/// the lowest flagged byte is exact, a borrow only flags bytes above it).
+fn name_end(bytes: &[u8], mut i: usize) -> usize {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGH: u64 = ONES << 7;
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let word = u64::from_le_bytes(<[u8; 8]>::try_from(chunk).unwrap_or_default());
+        let below = word.wrapping_sub(ONES * u64::from(b' ' + 1)) & !word & HIGH;
+        if below != 0 {
+            return i + (below.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while bytes.get(i).is_some_and(|&b| b > b' ') {
+        i += 1;
+    }
+    i
+}
+
+/// `Ok(None)` for a blank line, `Err(why)` for a malformed one.
+fn parse_line(line: &[u8]) -> Result<Option<Line>, &'static str> {
+    if line.len() > MAX_LINE_LEN {
+        return Err("line longer than 1024 bytes");
+    }
+    let mut fields = [(0usize, 0usize); 4];
+    let mut count = 0;
+    let mut i = 0;
+    let is_space = |b: u8| matches!(b, b' ' | b'\t' | b'\r');
+    while i < line.len() {
+        while line.get(i).is_some_and(|&b| is_space(b)) {
+            i += 1;
+        }
+        if i >= line.len() {
+            break;
+        }
+        let start = i;
+        while line.get(i).is_some_and(|&b| !is_space(b)) {
+            i += 1;
+        }
+        let Some(slot) = fields.get_mut(count) else {
+            return Err("more than 4 fields (want ADDR TYPE NAME [MODULE])");
+        };
+        *slot = (start, i);
+        count += 1;
+    }
+    match count {
+        0 => return Ok(None),
+        1 | 2 => return Err("missing fields (want ADDR TYPE NAME [MODULE])"),
+        _ => {}
+    }
+    let [addr, kind, name, module] = fields;
+    let field = |(start, end): (usize, usize)| line.get(start..end).unwrap_or_default();
+
+    let addr_text = field(addr);
+    if addr_text.len() > 16 {
+        return Err("address longer than 16 hex digits");
+    }
+    let mut value: u64 = 0;
+    for &b in addr_text {
+        let digit = match b {
+            b'0'..=b'9' => b - b'0',
+            b'a'..=b'f' => b - b'a' + 10,
+            b'A'..=b'F' => b - b'A' + 10,
+            _ => return Err("address is not hexadecimal"),
+        };
+        value = value << 4 | u64::from(digit);
+    }
+    let &[type_byte] = field(kind) else {
+        return Err("type is not one character");
+    };
+    if !type_byte.is_ascii_graphic() {
+        return Err("type is not a printable ASCII character");
+    }
+    if name.1 - name.0 > MAX_NAME_LEN {
+        return Err("name longer than 511 bytes");
+    }
+    let module = if count == 4 {
+        let m = field(module);
+        if m.len() < 3 || m.first() != Some(&b'[') || m.last() != Some(&b']') {
+            return Err("fourth field is not a bracketed [module]");
+        }
+        Some((module.0 + 1, module.1 - 1))
+    } else {
+        None
+    };
+    Ok(Some(Line {
+        addr: value,
+        type_byte,
+        name,
+        module,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_is_12_bytes() {
+        assert_eq!(std::mem::size_of::<Entry>(), 12);
+    }
+
+    #[test]
+    fn kallsyms_is_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<Kallsyms>();
+    }
+
+    #[test]
+    fn parses_lines() {
+        let line = parse_line(b"ffffffffc0001000 t ext4_fill_super\t[ext4]")
+            .ok()
+            .flatten()
+            .map(|l| (l.addr, l.type_byte, l.name, l.module));
+        assert_eq!(
+            line,
+            Some((0xffffffffc0001000, b't', (19, 34), Some((36, 40))))
+        );
+        assert!(matches!(parse_line(b"  \t\r"), Ok(None)));
+        for bad in [
+            &b"xyz T foo"[..],
+            b"1234 T",
+            b"12345678901234567 T foo",
+            b"1234 TT foo",
+            b"1234 T foo ext4",
+            b"1234 T foo [ext4] more",
+            b"1234 T foo []",
+        ] {
+            assert!(parse_line(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn canonical_lines_read_as_the_general_parser_reads_them() {
+        let key = |l: &Line| (l.addr, l.type_byte, l.name, l.module);
+        for line in [
+            &b"ffffffffc0001000 t ext4_fill_super\t[ext4]"[..],
+            b"ffffffff81000000 T _stext",
+            b"0 A x",
+            b"ffffffff81000000 T a\x01b",
+            b"ffffffff81000000 T a\t[m]x]",
+            b"ffffffff81000000 T a\t[]",
+            b"ffffffff81000000 T a\t[m] ",
+            b"ffffffff81000000 T a ",
+            b"ffffffff81000000 T a\r",
+            b"ffffffff81000000  T a",
+            b"1ffffffff81000000 T a",
+        ] {
+            let general = parse_line(line).ok().flatten();
+            let mut with_newline = line.to_vec();
+            with_newline.extend_from_slice(b"\nnext");
+            for bytes in [line, &with_newline[..]] {
+                if let Some((canonical, end)) = parse_canonical(bytes, 0) {
+                    assert_eq!(end, line.len());
+                    assert_eq!(Some(key(&canonical)), general.as_ref().map(key));
+                }
+            }
+        }
+        assert!(parse_canonical(b"ffffffff81000000 T _stext\n", 0).is_some());
+    }
+
+    #[test]
+    fn name_end_finds_the_first_space_or_control_byte() {
+        let plain = |bytes: &[u8], i: usize| {
+            (i..bytes.len())
+                .find(|&j| bytes[j] <= b' ')
+                .unwrap_or(bytes.len().max(i))
+        };
+        let mut rng = 0x1234_5678_9abc_def0_u64;
+        for _ in 0..2000 {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let len = (rng % 40) as usize;
+            let bytes: Vec<u8> = (0..len)
+                .map(|k| {
+                    let b = (rng >> (k % 8 * 8)) as u8;
+                    if (rng >> 60) % 3 == 0 {
+                        b
+                    } else {
+                        b | 0x40
+                    }
+                })
+                .collect();
+            for i in 0..=len {
+                assert_eq!(name_end(&bytes, i), plain(&bytes, i), "{bytes:?} from {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn non_utf8_lines_are_blanked() {
+        let (text, report) = into_text(b"1 T a\n2 T \xff\xfe\n3 T c\n4 T \xc3".to_vec());
+        assert_eq!(text, "1 T a\n      \n3 T c\n     ");
+        assert_eq!((report.count, report.first_line), (2, Some(2)));
+    }
+}

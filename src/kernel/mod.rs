@@ -1,0 +1,32 @@
+//! Kernel addresses: the running kernel's symbol table as `/proc/kallsyms` lists it.
+//!
+//! [`Kallsyms`] reads `/proc/kallsyms` (or a copy of it, or bytes already in memory), indexes
+//! its `ADDR TYPE NAME [MODULE]` lines by address (`ADDR` in hex without `0x`, `TYPE` one
+//! character as `nm` prints it, `[MODULE]` bracketed, e.g. `[ext4]`, absent for the kernel
+//! image), and names kernel addresses as perf's and
+//! bpftrace's `kstack` give them: the symbol, the offset into it, and the module it belongs
+//! to (`None` for the kernel image itself).
+//!
+//! What it does not do (yet): read `vmlinux` or `.ko` files (so no source lines and no KASLR
+//! offset computation; kallsyms addresses already include the KASLR slide), and it does not
+//! cache: the `Symbolizer` façade is the place for that.
+//!
+//! ```
+//! use stacksym::kernel::Kallsyms;
+//! # fn main() -> stacksym::Result<()> {
+//! let text = b"ffffffff81000000 T _stext\n\
+//!              ffffffff81000100 t helper\n\
+//!              ffffffffc0001000 t ext4_fill_super\t[ext4]\n\
+//!              ffffffffc0001200 T ext4_init\t[ext4]\n".to_vec();
+//! let kallsyms = Kallsyms::from_bytes("my-kallsyms", text)?;
+//! let sym = kallsyms.find_symbol(0xffffffff81000010)?.expect("inside _stext");
+//! assert_eq!((sym.name, sym.offset, sym.module), ("_stext", 0x10, None));
+//! let sym = kallsyms.find_symbol(0xffffffffc0001004)?.expect("inside a module symbol");
+//! assert_eq!((sym.name, sym.module), ("ext4_fill_super", Some("ext4")));
+//! # Ok(())
+//! # }
+//! ```
+
+mod kallsyms;
+
+pub use kallsyms::{Kallsyms, KernelSym, MAX_LINE_LEN, MAX_NAME_LEN, PROC_KALLSYMS};

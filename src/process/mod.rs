@@ -1,0 +1,336 @@
+//! Live processes: their memory maps, the files behind them, and absolute addresses turned
+//! into file offsets, normalized addresses and symbols.
+//!
+//! Input comes from procfs: `<procfs_root>/<pid>/maps` for the mappings (parsed by the
+//! I/O-free [`maps`] module), `<procfs_root>/<pid>/root/<path>` to open a mapped file as the
+//! process sees it (so a container process's files are its own, not the host's), and
+//! `<procfs_root>/<pid>/map_files/<start>-<end>` for a deleted file or a memfd. The procfs
+//! root is `/proc` unless configured ([`Process::with_procfs_root`]): a tracer in a container
+//! sees the host's procfs elsewhere, e.g. at `/host/proc`.
+//!
+//! Not done here (yet): caching maps per pid, the vDSO of another process (`/proc/PID/mem`),
+//! perf JIT maps, `NSpid`, debug files inside the container root. Each call reads the maps
+//! afresh; pass a [`ProcessMaps`] you keep to the `*_with` functions to read them once.
+//!
+//! [`Process::symbolize`] composes this layer with the [`Symbolizer`](crate::Symbolizer); it is
+//! meant to move into the façade as a `Source::Process`.
+
+pub mod maps;
+mod symbolize;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+pub use maps::{parse_maps, Dev, Mapping, MappingKind, Perms};
+pub use symbolize::{ProcessSym, ProcessSymbol};
+
+use crate::addr::{AbsAddr, FileOffset};
+use crate::elf::ElfFile;
+use crate::error::{Error, Result};
+
+/// The default procfs root.
+pub const DEFAULT_PROCFS_ROOT: &str = "/proc";
+
+/// `ESRCH` on Linux: reading `/proc/PID/maps` of a process whose memory is being torn down.
+const ESRCH: i32 = 3;
+
+/// The mappings of one process, sorted by start address, with lookups.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProcessMaps {
+    mappings: Vec<Mapping>,
+}
+
+impl ProcessMaps {
+    /// Parses the text of a maps file (see [`parse_maps`]); `name` is used in errors.
+    pub fn from_bytes(name: &Path, text: &[u8]) -> Result<ProcessMaps> {
+        Ok(ProcessMaps::from_mappings(parse_maps(name, text)?))
+    }
+
+    /// Wraps mappings, sorting them by start address.
+    pub fn from_mappings(mut mappings: Vec<Mapping>) -> ProcessMaps {
+        mappings.sort_by_key(|m| m.range.start);
+        ProcessMaps { mappings }
+    }
+
+    /// All mappings, by start address.
+    pub fn mappings(&self) -> &[Mapping] {
+        &self.mappings
+    }
+
+    /// The mapping that contains `addr`, if any. Mappings from the kernel never overlap; if
+    /// given ones do, the one with the highest start at or below `addr` is asked.
+    pub fn find(&self, addr: AbsAddr) -> Option<&Mapping> {
+        self.find_index(addr)
+            .and_then(|index| self.mappings.get(index))
+    }
+
+    /// The index (in [`ProcessMaps::mappings`]) of the mapping that contains `addr`.
+    fn find_index(&self, addr: AbsAddr) -> Option<usize> {
+        let index = self
+            .mappings
+            .partition_point(|m| m.range.start <= addr)
+            .checked_sub(1)?;
+        self.mappings.get(index)?.contains(addr).then_some(index)
+    }
+}
+
+/// An absolute address of a process, normalized: which file and where in it, so that it can be
+/// symbolized later or on another machine.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct NormalizedAddr {
+    /// The GNU build-id of the file, if it has one and could be read.
+    pub build_id: Option<Vec<u8>>,
+    /// The offset in the file.
+    pub file_offset: FileOffset,
+    /// The path as the process's maps name it (relative to the process's root directory).
+    /// For a memfd, `/memfd:NAME`.
+    pub path: PathBuf,
+    /// Whether the file was deleted or replaced after it was mapped (always for a memfd).
+    pub deleted: bool,
+}
+
+/// What one absolute address normalizes to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Normalized {
+    /// The address is in a file mapping.
+    File(NormalizedAddr),
+    /// The address is mapped, but not from a file (vDSO, heap, stack, anonymous memory, ...).
+    NotInFile(MappingKind),
+    /// No mapping contains the address.
+    Unmapped,
+}
+
+/// One process, by its pid as seen in the procfs at `procfs_root`. Holds no open handles:
+/// every call reads procfs anew.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Process {
+    procfs_root: PathBuf,
+    pid: u32,
+}
+
+impl Process {
+    /// The process `pid` in `/proc`.
+    pub fn new(pid: u32) -> Process {
+        Process::with_procfs_root(DEFAULT_PROCFS_ROOT, pid)
+    }
+
+    /// The process `pid` in the procfs mounted at `procfs_root` (e.g. `/host/proc` for a
+    /// tracer in a container that sees the host's procfs there; the pid is the host's).
+    pub fn with_procfs_root(procfs_root: impl Into<PathBuf>, pid: u32) -> Process {
+        Process {
+            procfs_root: procfs_root.into(),
+            pid,
+        }
+    }
+
+    /// The pid.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// `<procfs_root>/<pid>`.
+    pub fn proc_dir(&self) -> PathBuf {
+        self.procfs_root.join(self.pid.to_string())
+    }
+
+    /// `<procfs_root>/<pid>/maps`.
+    pub fn maps_path(&self) -> PathBuf {
+        self.proc_dir().join("maps")
+    }
+
+    /// Reads and parses the process's maps. Errors: the process does not exist or exited
+    /// ([`Error::Process`] naming the pid), the maps are not readable (permissions:
+    /// [`Error::Io`]), or a line is malformed ([`Error::Process`] naming the line).
+    pub fn read_maps(&self) -> Result<ProcessMaps> {
+        let path = self.maps_path();
+        let text = match std::fs::read(&path) {
+            Ok(text) => text,
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(ESRCH) =>
+            {
+                return Err(self.gone(&format!("({e})")));
+            }
+            Err(source) => return Err(Error::Io { path, source }),
+        };
+        let maps = ProcessMaps::from_bytes(&path, &text)?;
+        // A zombie has no memory left, and reads as empty maps; a kernel thread has none
+        // either, but is alive. Only the first is an error.
+        if maps.mappings.is_empty() && self.is_gone() {
+            return Err(self.gone("(it is a zombie)"));
+        }
+        Ok(maps)
+    }
+
+    /// The error for a process that does not exist (any more).
+    fn gone(&self, detail: &str) -> Error {
+        Error::Process {
+            path: self.maps_path(),
+            what: format!("process {} does not exist or has exited {detail}", self.pid),
+        }
+    }
+
+    /// Whether the process is gone: its procfs directory is missing, or it is a zombie
+    /// (state `Z` or `X` in `<pid>/stat`).
+    fn is_gone(&self) -> bool {
+        let Ok(stat) = std::fs::read(self.proc_dir().join("stat")) else {
+            return true;
+        };
+        // "PID (COMM) STATE ...": COMM may hold spaces and parentheses, so look after the last ')'.
+        let state = stat
+            .iter()
+            .rposition(|&b| b == b')')
+            .and_then(|at| stat.get(at + 2).copied());
+        matches!(state, Some(b'Z' | b'X'))
+    }
+
+    /// The path through which this process's file behind `mapping` can be opened from here:
+    /// `<procfs_root>/<pid>/root/<path>` for a file (so a container process's own file), or
+    /// `<procfs_root>/<pid>/map_files/<start>-<end>` for a deleted file or a memfd. `None`
+    /// for a mapping not backed by a file.
+    ///
+    /// Opening a `map_files` entry needs `CAP_SYS_ADMIN` (or `CAP_CHECKPOINT_RESTORE`).
+    pub fn open_path(&self, mapping: &Mapping) -> Option<PathBuf> {
+        match &mapping.kind {
+            MappingKind::File {
+                path,
+                deleted: false,
+            } => {
+                // The maps path is absolute; joining an absolute path would replace the root.
+                let relative = path.strip_prefix("/").unwrap_or(path);
+                Some(self.proc_dir().join("root").join(relative))
+            }
+            MappingKind::File { deleted: true, .. } | MappingKind::Memfd { .. } => Some(
+                self.proc_dir()
+                    .join("map_files")
+                    .join(mapping.map_files_name()),
+            ),
+            _ => None,
+        }
+    }
+
+    /// Normalizes absolute addresses of the process (reads its maps first); one result per
+    /// address, in input order. See [`Process::normalize_with`].
+    pub fn normalize(&self, addrs: &[AbsAddr]) -> Result<Vec<Normalized>> {
+        let maps = self.read_maps()?;
+        Ok(self.normalize_with(&maps, addrs))
+    }
+
+    /// Normalizes absolute addresses with maps read before: for each address its file, file
+    /// offset and the file's build-id; [`Normalized::NotInFile`] or [`Normalized::Unmapped`]
+    /// where it is in no file. Each mapped file is opened once per call, through
+    /// [`Process::open_path`], to read its build-id; a file that cannot be opened or is not ELF
+    /// gets `build_id: None` (logged with `log::debug!`), not an error.
+    pub fn normalize_with(&self, maps: &ProcessMaps, addrs: &[AbsAddr]) -> Vec<Normalized> {
+        // Build-ids per file: the mappings of one file share an entry.
+        let mut build_ids: HashMap<FileKey, Option<Vec<u8>>> = HashMap::new();
+        addrs
+            .iter()
+            .map(|&addr| {
+                let Some(mapping) = maps.find(addr) else {
+                    return Normalized::Unmapped;
+                };
+                let (Some(open_path), Some(path), Some(file_offset)) = (
+                    self.open_path(mapping),
+                    mapping.file_path(),
+                    mapping.file_offset(addr),
+                ) else {
+                    return Normalized::NotInFile(mapping.kind.clone());
+                };
+                let build_id = build_ids
+                    .entry(FileKey::of(mapping))
+                    .or_insert_with(|| match ElfFile::open(&open_path) {
+                        Ok(elf) => elf.build_id().map(<[u8]>::to_vec),
+                        Err(e) => {
+                            log::debug!("no build-id for a mapping of process {}: {e}", self.pid);
+                            None
+                        }
+                    })
+                    .clone();
+                Normalized::File(NormalizedAddr {
+                    build_id,
+                    file_offset,
+                    path,
+                    deleted: mapping.is_deleted(),
+                })
+            })
+            .collect()
+    }
+}
+
+/// Identifies a mapped file within one process's maps: the mappings of one file (its
+/// read-only, code and data segments) share a key; a file replaced at the same path does not.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct FileKey {
+    dev: Dev,
+    inode: u64,
+    path: Option<PathBuf>,
+}
+
+impl FileKey {
+    fn of(mapping: &Mapping) -> FileKey {
+        FileKey {
+            dev: mapping.dev,
+            inode: mapping.inode,
+            path: mapping.file_path(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MAPS: &str = "\
+1000-2000 r--p 00000000 08:01 12   /bin/a b
+2000-3000 r-xp 00001000 08:01 12   /bin/a b
+5000-6000 rw-p 00000000 00:00 0    [heap]
+7000-8000 r-xp 00002000 08:01 13   /lib/gone.so (deleted)
+9000-a000 r-xp 00000000 00:01 14   /memfd:jit (deleted)
+";
+
+    #[test]
+    fn lookups_and_paths() {
+        let maps = ProcessMaps::from_bytes(Path::new("t"), MAPS.as_bytes()).unwrap();
+        assert!(maps.find(AbsAddr(0xfff)).is_none());
+        assert_eq!(
+            maps.find(AbsAddr(0x1000)).unwrap().range.start,
+            AbsAddr(0x1000)
+        );
+        assert_eq!(
+            maps.find(AbsAddr(0x2fff)).unwrap().range.start,
+            AbsAddr(0x2000)
+        );
+        assert!(maps.find(AbsAddr(0x3000)).is_none());
+        assert!(maps.find(AbsAddr(u64::MAX)).is_none());
+        assert_eq!(maps.find_index(AbsAddr(0x5000)), Some(2));
+
+        let p = Process::with_procfs_root("/host/proc", 42);
+        let m = |a| maps.find(AbsAddr(a)).unwrap();
+        assert_eq!(
+            p.open_path(m(0x2000)).unwrap(),
+            Path::new("/host/proc/42/root/bin/a b")
+        );
+        assert_eq!(
+            p.open_path(m(0x7000)).unwrap(),
+            Path::new("/host/proc/42/map_files/7000-8000")
+        );
+        assert_eq!(
+            p.open_path(m(0x9000)).unwrap(),
+            Path::new("/host/proc/42/map_files/9000-a000")
+        );
+        assert_eq!(p.open_path(m(0x5000)), None);
+
+        let norm = p.normalize_with(&maps, &[AbsAddr(0x2010), AbsAddr(0x5000), AbsAddr(0)]);
+        assert_eq!(
+            norm[0],
+            Normalized::File(NormalizedAddr {
+                build_id: None,
+                file_offset: FileOffset(0x1010),
+                path: "/bin/a b".into(),
+                deleted: false,
+            })
+        );
+        assert_eq!(norm[1], Normalized::NotInFile(MappingKind::Heap));
+        assert_eq!(norm[2], Normalized::Unmapped);
+    }
+}

@@ -1,0 +1,178 @@
+//! Symbolizing absolute addresses of a process with a [`Symbolizer`]: addresses are grouped by
+//! the file mapped at them, each file is symbolized once with its file offsets, and the results
+//! come back in input order, owning their names.
+//!
+//! This composes `process` with `symbolize` from below; it is a first pass meant to become a
+//! `Source::Process` of the façade.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use super::{FileKey, MappingKind, Process, ProcessMaps};
+use crate::addr::{AbsAddr, FileOffset, VirtAddr};
+use crate::error::{Error, Result};
+use crate::symbolize::{Input, Source, Symbolizer};
+
+/// A symbol an absolute address resolved to. Owns its strings, so it outlives the batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessSym {
+    /// The name to show (demangled if the symbolizer demangles), as in [`crate::Sym::name`].
+    pub name: String,
+    /// How far into the symbol the address is.
+    pub offset: u64,
+    /// The start of the symbol, as an ELF virtual address of its file.
+    pub sym_addr: VirtAddr,
+    /// The size the file states (0 if unsized).
+    pub size: u64,
+    /// The file, as the process's maps name it (`/memfd:NAME` for a memfd).
+    pub path: PathBuf,
+    /// The address's offset in that file.
+    pub file_offset: FileOffset,
+}
+
+/// What one absolute address of a process resolved to.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ProcessSymbol {
+    /// A symbol covers the address.
+    Found(ProcessSym),
+    /// The address is in a file, but no symbol of the file covers it.
+    NoSymbol {
+        /// The file, as the process's maps name it.
+        path: PathBuf,
+        /// The address's offset in it.
+        file_offset: FileOffset,
+    },
+    /// The address is mapped, but not from a file (vDSO, heap, stack, anonymous memory, ...).
+    NotInFile(MappingKind),
+    /// No mapping contains the address.
+    Unmapped,
+    /// The file mapped at the address could not be read (not ELF, malformed, no permission):
+    /// the error names the path it was opened through. The other addresses are unaffected.
+    FileError(Error),
+}
+
+impl ProcessSymbol {
+    /// The symbol, if one was found.
+    pub fn sym(&self) -> Option<&ProcessSym> {
+        match self {
+            ProcessSymbol::Found(sym) => Some(sym),
+            _ => None,
+        }
+    }
+}
+
+impl Process {
+    /// Symbolizes absolute addresses of the process (reads its maps first); one result per
+    /// address, in input order. See [`Process::symbolize_with`].
+    ///
+    /// ```no_run
+    /// use stacksym::process::Process;
+    /// use stacksym::{addr::AbsAddr, Symbolizer};
+    /// # fn main() -> stacksym::Result<()> {
+    /// let symbolizer = Symbolizer::builder().build();
+    /// let results = Process::new(1234).symbolize(&symbolizer, &[AbsAddr(0x7f00_1234_5678)])?;
+    /// if let Some(sym) = results[0].sym() {
+    ///     println!("{}+{:#x} in {}", sym.name, sym.offset, sym.path.display());
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn symbolize(
+        &self,
+        symbolizer: &Symbolizer,
+        addrs: &[AbsAddr],
+    ) -> Result<Vec<ProcessSymbol>> {
+        let maps = self.read_maps()?;
+        self.symbolize_with(symbolizer, &maps, addrs)
+    }
+
+    /// Symbolizes absolute addresses with maps read before. Each mapped file is symbolized
+    /// with one `Symbolizer::symbolize` call for all its addresses, opened through
+    /// [`Process::open_path`]. A file that cannot be read gives [`ProcessSymbol::FileError`]
+    /// for its addresses; if that is because the process has exited, the whole call fails
+    /// with [`Error::Process`] naming the pid.
+    pub fn symbolize_with(
+        &self,
+        symbolizer: &Symbolizer,
+        maps: &ProcessMaps,
+        addrs: &[AbsAddr],
+    ) -> Result<Vec<ProcessSymbol>> {
+        let mut results: Vec<ProcessSymbol> = Vec::with_capacity(addrs.len());
+        // Per file opened: its addresses' indices in `addrs`, their file offsets, the mapping.
+        let mut groups: HashMap<FileKey, Group> = HashMap::new();
+        for (index, &addr) in addrs.iter().enumerate() {
+            let Some(mapping_index) = maps.find_index(addr) else {
+                results.push(ProcessSymbol::Unmapped);
+                continue;
+            };
+            let mapping = &maps.mappings[mapping_index];
+            let (Some(open_path), Some(file_offset)) =
+                (self.open_path(mapping), mapping.file_offset(addr))
+            else {
+                results.push(ProcessSymbol::NotInFile(mapping.kind.clone()));
+                continue;
+            };
+            // A placeholder, replaced below.
+            results.push(ProcessSymbol::Unmapped);
+            // Opened through the path of the first mapping of the file met.
+            let group = groups.entry(FileKey::of(mapping)).or_insert_with(|| Group {
+                open_path,
+                indices: Vec::new(),
+                offsets: Vec::new(),
+                mappings: Vec::new(),
+            });
+            group.indices.push(index);
+            group.offsets.push(file_offset.0);
+            group.mappings.push(mapping_index);
+        }
+
+        for group in groups.into_values() {
+            let symbols = match symbolizer.symbolize(
+                &Source::Elf {
+                    path: &group.open_path,
+                },
+                Input::FileOffsets(&group.offsets),
+            ) {
+                Ok(symbols) => symbols,
+                Err(e) => {
+                    if self.is_gone() {
+                        return Err(self.gone(&format!("(while reading its files: {e})")));
+                    }
+                    log::debug!("process {}: {e}", self.pid);
+                    for &index in &group.indices {
+                        results[index] = ProcessSymbol::FileError(e.clone_for_cache());
+                    }
+                    continue;
+                }
+            };
+            for (j, &index) in group.indices.iter().enumerate() {
+                let path = maps.mappings[group.mappings[j]]
+                    .file_path()
+                    .unwrap_or_default();
+                let file_offset = FileOffset(group.offsets[j]);
+                results[index] = match symbols.get(j) {
+                    Some(sym) => ProcessSymbol::Found(ProcessSym {
+                        name: sym.name.to_string(),
+                        offset: sym.offset,
+                        sym_addr: sym.addr,
+                        size: sym.size,
+                        path,
+                        file_offset,
+                    }),
+                    None => ProcessSymbol::NoSymbol { path, file_offset },
+                };
+            }
+        }
+        Ok(results)
+    }
+}
+
+/// The addresses of one file in a batch.
+struct Group {
+    /// Where the file is opened from.
+    open_path: PathBuf,
+    indices: Vec<usize>,
+    offsets: Vec<u64>,
+    mappings: Vec<usize>,
+}

@@ -1,0 +1,385 @@
+//! Kernel symbols from kallsyms: the committed fixtures (`testdata/kallsyms/`), bad input, and,
+//! when this machine's `/proc/kallsyms` is readable with real addresses (root), the live file
+//! against a reference computed here, naively, from the same text.
+
+use std::path::Path;
+
+use stacksym::kernel::{Kallsyms, KernelSym, PROC_KALLSYMS};
+use stacksym::Error;
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/kallsyms");
+
+fn fixture(name: &str) -> std::path::PathBuf {
+    Path::new(FIXTURES).join(name)
+}
+
+/// (name, offset, module) of a text symbol found at an address.
+type Found = Option<(String, u64, Option<String>)>;
+
+/// (name, offset, module) of the text symbol at `addr`.
+fn text_at(k: &Kallsyms, addr: u64) -> Found {
+    let sym = k.find_symbol(addr).expect("lookups do not fail")?;
+    assert!(sym.is_text());
+    assert_eq!(sym.addr + sym.offset, addr);
+    Some((
+        sym.name.to_string(),
+        sym.offset,
+        sym.module.map(str::to_string),
+    ))
+}
+
+fn named(name: &str, offset: u64, module: Option<&str>) -> Found {
+    Some((name.to_string(), offset, module.map(str::to_string)))
+}
+
+#[test]
+fn synthetic_fixture() {
+    let k = Kallsyms::open(fixture("synthetic.txt")).unwrap();
+    assert_eq!(k.skipped_lines(), 0);
+    // 25 lines, 6 of them at an address another line already has.
+    assert_eq!(k.len(), 25 - 6);
+    assert_eq!(k.modules().collect::<Vec<_>>(), ["ext4", "xfs", "bpf"]);
+
+    let cases: &[(u64, Found)] = &[
+        // Four names at _stext's address: text over data, global over local, then file order.
+        (0xffffffff81000000, named("_stext", 0, None)),
+        (0xffffffff8100003f, named("_stext", 0x3f, None)),
+        (0xffffffff81000040, named("entry_SYSCALL_64", 0, None)),
+        // __pfx_do_work is 16 bytes of padding before do_work.
+        (0xffffffff810000f0, named("__pfx_do_work", 0, None)),
+        (0xffffffff810000ff, named("__pfx_do_work", 0xf, None)),
+        (0xffffffff81000100, named("do_work", 0, None)),
+        (0xffffffff81000150, named("do_work", 0x50, None)),
+        // Weak over local.
+        (0xffffffff81000181, named("weak_func", 1, None)),
+        // Same binding: the name without __pfx_ wins.
+        (0xffffffff810001c4, named("end_marker", 4, None)),
+        (0xffffffff810001d4, named("after", 4, None)),
+        (0xffffffff81000300, named("_etext", 0x100, None)),
+        // Module symbols; ext4 and xfs interleave: ext4_init ends at ext4_exit, not xfs_mount.
+        (
+            0xffffffffc0001000,
+            named("ext4_fill_super", 0, Some("ext4")),
+        ),
+        (
+            0xffffffffc00011ff,
+            named("ext4_fill_super", 0x1ff, Some("ext4")),
+        ),
+        (0xffffffffc0001f00, named("ext4_init", 0xd00, Some("ext4"))),
+        (0xffffffffc0002010, named("xfs_mount", 0x10, Some("xfs"))),
+        // The last xfs symbol ends at the next symbol of any module.
+        (0xffffffffc00020ff, named("xfs_fs_fill", 0x7f, Some("xfs"))),
+        (0xffffffffc0002100, named("ext4_exit", 0, Some("ext4"))),
+        // ext4's last symbol ends at the next symbol, [bpf]'s.
+        (0xffffffffc0002fff, named("ext4_exit", 0xeff, Some("ext4"))),
+        // The very last symbol ends at its page's end.
+        (
+            0xffffffffc0003fff,
+            named(
+                "bpf_prog_6deef7357e7b4530_sd_fw_ingress",
+                0xfff,
+                Some("bpf"),
+            ),
+        ),
+        (0xffffffffc0004000, None),
+        // Data is not text.
+        (0xffffffff82000000, None),
+        (0x10, None),
+        (0xffffffff80ffffff, None),
+        (u64::MAX, None),
+    ];
+    for (addr, want) in cases {
+        assert_eq!(&text_at(&k, *addr), want, "at {addr:#x}");
+    }
+
+    // Data symbols are named by find_any_symbol.
+    let data = |addr| {
+        k.find_any_symbol(addr)
+            .unwrap()
+            .map(|s: KernelSym<'_>| (s.name, s.offset, s.type_char))
+    };
+    assert_eq!(data(0x10), Some(("fixed_percpu_data", 0x10, 'A')));
+    assert_eq!(data(0x1010), Some(("cpu_number", 0x10, 'D')));
+    assert_eq!(data(0xffffffff82000010), Some(("init_task", 0x10, 'D')));
+    assert_eq!(data(0xffffffff82000110), Some(("local_data", 0x10, 'd')));
+    // The kernel image's last symbol ends at its page's end (before the first module).
+    assert_eq!(data(0xffffffff82000fff), Some(("__bss_start", 0xdff, 'B')));
+    assert_eq!(data(0xffffffff82001000), None);
+    assert_eq!(data(0xffffffff81000150), Some(("do_work", 0x50, 'T')));
+
+    // symbols(): by address, one per address.
+    let all: Vec<_> = k.symbols().collect();
+    assert_eq!(all.len(), k.len());
+    assert!(all.windows(2).all(|w| w[0].addr < w[1].addr));
+    assert_eq!(all[2].name, "_stext");
+    assert_eq!(all[2].size, 0x40);
+}
+
+#[test]
+fn zeroed_file_says_kptr_restrict() {
+    let path = fixture("zeroed.txt");
+    let err = Kallsyms::open(&path).unwrap_err();
+    assert!(matches!(err, Error::Kallsyms { .. }), "{err:?}");
+    assert_eq!(err.path(), path);
+    let shown = err.to_string();
+    for needed in ["zeroed.txt", "are 0", "kptr_restrict", "CAP_SYSLOG", "root"] {
+        assert!(shown.contains(needed), "{needed:?} missing in: {shown}");
+    }
+}
+
+#[test]
+fn malformed_lines_are_skipped_and_counted() {
+    let k = Kallsyms::open(fixture("malformed.txt")).unwrap();
+    assert_eq!(k.skipped_lines(), 9);
+    let names: Vec<_> = k.symbols().map(|s| (s.name, s.module)).collect();
+    assert_eq!(
+        names,
+        [
+            ("_stext", None),
+            ("good_one", Some("mod_a")),
+            ("good_two", None),
+            ("last_good", None)
+        ]
+    );
+    assert_eq!(
+        text_at(&k, 0xffffffff81000a10),
+        named("good_two", 0x10, None)
+    );
+    // _stext runs over the skipped lines' addresses to the next good one.
+    assert_eq!(
+        text_at(&k, 0xffffffff81000300),
+        named("_stext", 0x300, None)
+    );
+}
+
+#[test]
+fn nothing_parses_is_an_error() {
+    let cases: &[(&str, &[u8], &str)] = &[
+        ("empty", b"", "empty"),
+        ("blank", b"\n  \n\t\n", "empty"),
+        (
+            "text",
+            b"hello world\nthis is not kallsyms\n",
+            "none of its 2",
+        ),
+        ("non-utf8", b"\xff\xfe\xfd\n\xc3", "not UTF-8"),
+    ];
+    for &(name, bytes, needed) in cases {
+        let err = Kallsyms::from_bytes(name, bytes).unwrap_err();
+        let shown = err.to_string();
+        assert!(shown.starts_with(&format!("{name}: ")), "{shown}");
+        assert!(shown.contains(needed), "{needed:?} missing in: {shown}");
+    }
+}
+
+#[test]
+fn not_a_file() {
+    let err = Kallsyms::open(FIXTURES).unwrap_err();
+    assert!(matches!(err, Error::NotAFile { .. }), "{err}");
+    let err = Kallsyms::open(fixture("does-not-exist")).unwrap_err();
+    assert!(matches!(err, Error::Io { .. }), "{err}");
+}
+
+/// Fixed-seed xorshift64: no rand dependency, the same numbers every run.
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+#[test]
+fn garbage_never_panics() {
+    let mut rng = XorShift(0x9e3779b97f4a7c15);
+    let alphabet = b"0123456789abcdefABCDEF xyzTtWwDdBbRr[]_\t\n\r\xff\xc3";
+    let synthetic = std::fs::read(fixture("synthetic.txt")).unwrap();
+    let mut parsed = 0;
+    for round in 0..300 {
+        let len = rng.below(4000) as usize;
+        let bytes: Vec<u8> = if round % 3 == 0 {
+            (0..len).map(|_| rng.next() as u8).collect()
+        } else if round % 3 == 1 {
+            // The synthetic fixture with a few bytes changed and maybe cut short.
+            let mut bytes = synthetic.clone();
+            for _ in 0..rng.below(8) {
+                let at = rng.below(bytes.len() as u64) as usize;
+                bytes[at] = alphabet[rng.below(alphabet.len() as u64) as usize];
+            }
+            bytes.truncate(rng.below(bytes.len() as u64 + 1) as usize);
+            bytes
+        } else {
+            // Mostly kallsyms-shaped characters, so some lines parse.
+            (0..len)
+                .map(|_| alphabet[rng.below(alphabet.len() as u64) as usize])
+                .collect()
+        };
+        match Kallsyms::from_bytes("garbage", bytes) {
+            Err(e) => assert!(e.to_string().starts_with("garbage: "), "{e}"),
+            Ok(k) => {
+                parsed += 1;
+                for _ in 0..50 {
+                    let addr = rng.next();
+                    if let Some(sym) = k.find_any_symbol(addr).unwrap() {
+                        assert_eq!(sym.addr + sym.offset, addr);
+                        assert!(sym.offset < sym.size);
+                    }
+                }
+                for sym in k.symbols() {
+                    let hit = k.find_any_symbol(sym.addr).unwrap();
+                    assert!(sym.size == 0 || hit.map(|s| s.name) == Some(sym.name));
+                }
+            }
+        }
+    }
+    assert!(parsed >= 50, "only {parsed} of 300 inputs parsed");
+}
+
+/// The reference: every line split on whitespace, sorted, one symbol per address by the
+/// documented rule, ends at the next symbol of the same module, else at the next symbol of
+/// any module but at most at the end of the 4 KiB page. Written for clarity, not speed.
+struct Reference {
+    /// (address, end, name, module, type) by address.
+    syms: Vec<(u64, u64, String, String, char)>,
+}
+
+impl Reference {
+    fn new(text: &str) -> Reference {
+        let mut lines = Vec::new();
+        for (line_no, line) in text.lines().enumerate() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (addr, kind, name, module) = match fields[..] {
+                [a, t, n] => (a, t, n, ""),
+                [a, t, n, m] => (a, t, n, m),
+                _ => continue,
+            };
+            let addr = u64::from_str_radix(addr, 16).unwrap();
+            let kind = kind.chars().next().unwrap();
+            let text_rank = if "tTwW".contains(kind) {
+                0
+            } else if "dDbBrRvVgGsSu".contains(kind) {
+                1
+            } else {
+                2
+            };
+            let binding = if "wWvV".contains(kind) {
+                1
+            } else if kind.is_ascii_uppercase() {
+                0
+            } else {
+                2
+            };
+            let prefixed = name.starts_with("__pfx_") || name.starts_with("__cfi_");
+            let module = module.trim_start_matches('[').trim_end_matches(']');
+            let key = (addr, text_rank, binding, prefixed, line_no);
+            lines.push((key, name.to_string(), module.to_string(), kind));
+        }
+        lines.sort_by_key(|l| l.0);
+        lines.dedup_by(|later, first| later.0 .0 == first.0 .0);
+        let mut syms = Vec::new();
+        for (i, (key, name, module, kind)) in lines.iter().enumerate() {
+            let addr = key.0;
+            let same_module_next = lines[i + 1..].iter().find(|l| &l.2 == module);
+            let end = match same_module_next {
+                Some(next) => next.0 .0,
+                None => {
+                    let page_end = (addr / 4096 + 1) * 4096;
+                    lines.get(i + 1).map_or(page_end, |n| n.0 .0.min(page_end))
+                }
+            };
+            syms.push((addr, end, name.clone(), module.clone(), *kind));
+        }
+        Reference { syms }
+    }
+
+    /// The text symbol's (name, offset, module) at `addr`, by a plain search.
+    fn text_at(&self, addr: u64) -> Found {
+        let i = self.syms.partition_point(|s| s.0 <= addr).checked_sub(1)?;
+        let (start, end, name, module, kind) = &self.syms[i];
+        if addr >= *end || !"tTwW".contains(*kind) {
+            return None;
+        }
+        let module = (!module.is_empty()).then(|| module.clone());
+        Some((name.clone(), addr - start, module))
+    }
+}
+
+/// 10,000 addresses: most inside random text symbols, some anywhere in the text's span.
+fn agree_with_reference(k: &Kallsyms, text: &str, seed: u64) {
+    let reference = Reference::new(text);
+    assert_eq!(k.len(), reference.syms.len());
+    let text_syms: Vec<_> = reference
+        .syms
+        .iter()
+        .filter(|s| "tTwW".contains(s.4) && s.1 > s.0)
+        .collect();
+    assert!(!text_syms.is_empty());
+    let low = text_syms.first().unwrap().0;
+    let high = text_syms.last().unwrap().1;
+    let mut rng = XorShift(seed);
+    let mut found = 0;
+    for round in 0..10_000 {
+        let addr = if round % 10 == 9 {
+            low + rng.below(high - low)
+        } else {
+            let s = text_syms[rng.below(text_syms.len() as u64) as usize];
+            s.0 + rng.below(s.1 - s.0)
+        };
+        let want = reference.text_at(addr);
+        found += usize::from(want.is_some());
+        assert_eq!(text_at(k, addr), want, "at {addr:#x}");
+    }
+    assert!(found >= 9_000, "only {found} of 10,000 found");
+}
+
+#[test]
+fn real_excerpt_agrees_with_reference() {
+    let path = fixture("real-excerpt.txt");
+    let k = Kallsyms::open(&path).unwrap();
+    assert_eq!(k.skipped_lines(), 0);
+    assert_eq!(k.modules().collect::<Vec<_>>(), ["__builtin__ftrace"]);
+    let text = std::fs::read_to_string(&path).unwrap();
+    agree_with_reference(&k, &text, 0x2545f4914f6cdd1d);
+}
+
+#[test]
+fn synthetic_agrees_with_reference() {
+    let path = fixture("synthetic.txt");
+    let k = Kallsyms::open(&path).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    agree_with_reference(&k, &text, 7);
+}
+
+/// Needs root (CAP_SYSLOG and kptr_restrict < 2) for real addresses; skipped otherwise.
+#[test]
+fn live_proc_kallsyms_agrees_with_reference() {
+    let text = match std::fs::read_to_string(PROC_KALLSYMS) {
+        Ok(text) => text,
+        Err(e) => {
+            eprintln!("skipped: {PROC_KALLSYMS} is not readable: {e}");
+            return;
+        }
+    };
+    let k = match Kallsyms::open(PROC_KALLSYMS) {
+        Ok(k) => k,
+        Err(e) if e.to_string().contains("kptr_restrict") => {
+            eprintln!("skipped: {e}");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    // The file is read twice; a module loaded in between would change it.
+    if std::fs::read_to_string(PROC_KALLSYMS).ok().as_ref() != Some(&text) {
+        eprintln!("skipped: {PROC_KALLSYMS} changed while the test read it");
+        return;
+    }
+    assert_eq!(k.skipped_lines(), 0);
+    agree_with_reference(&k, &text, 0x853c49e6748fea9b);
+}

@@ -1,0 +1,648 @@
+//! Processes: `/proc/PID/maps` fixtures (testdata/maps), a fake procfs root standing in for a
+//! container's, and live children (testdata/bin/c-wait) symbolized and normalized through
+//! their pid, including one whose binary was deleted after it started and ones that exited.
+//!
+//! References are independent of stacksym: binutils `nm` (symbol addresses), `readelf -l`
+//! (segments) and `readelf -n` (build-id), and the child's own report of its addresses.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+
+use stacksym::addr::AbsAddr;
+use stacksym::process::{
+    parse_maps, Dev, MappingKind, Normalized, NormalizedAddr, Perms, Process, ProcessMaps,
+    ProcessSymbol,
+};
+use stacksym::{Error, FileOffset, Symbolizer};
+
+fn manifest() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn fixture(name: &str) -> (PathBuf, Vec<u8>) {
+    let path = manifest().join("testdata/maps").join(name);
+    let text = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    (path, text)
+}
+
+fn bin(name: &str) -> PathBuf {
+    manifest().join("testdata/bin").join(name)
+}
+
+fn run(cmd: &str, args: &[&str]) -> String {
+    let out = Command::new(cmd)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{cmd}: {e}"));
+    assert!(out.status.success(), "{cmd} {args:?}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `st_value` of a defined symbol, by `nm`.
+fn nm_addr(path: &Path, name: &str) -> u64 {
+    let out = run("nm", &["--defined-only", path.to_str().unwrap()]);
+    out.lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() == 3 && f[2] == name).then(|| u64::from_str_radix(f[0], 16).unwrap())
+        })
+        .unwrap_or_else(|| panic!("nm: no {name} in {}", path.display()))
+}
+
+/// `PT_LOAD` segments by `readelf -lW`: (file offset, virtual address, file size).
+fn readelf_loads(path: &Path) -> Vec<(u64, u64, u64)> {
+    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
+    run("readelf", &["-lW", path.to_str().unwrap()])
+        .lines()
+        .filter(|l| l.trim_start().starts_with("LOAD "))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (hex(f[1]), hex(f[2]), hex(f[4]))
+        })
+        .collect()
+}
+
+/// The file offset of virtual address `virt`, through `readelf -lW`'s segments.
+fn readelf_file_offset(path: &Path, virt: u64) -> u64 {
+    readelf_loads(path)
+        .into_iter()
+        .find(|&(_, vaddr, size)| vaddr <= virt && virt < vaddr + size)
+        .map(|(off, vaddr, _)| virt - vaddr + off)
+        .unwrap_or_else(|| panic!("{virt:#x} in no segment of {}", path.display()))
+}
+
+/// The build-id by `readelf -n`, as bytes.
+fn readelf_build_id(path: &Path) -> Vec<u8> {
+    let out = run("readelf", &["-n", path.to_str().unwrap()]);
+    let hex = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Build ID: "))
+        .unwrap_or_else(|| panic!("no build-id in {}", path.display()));
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+// ------------------------------------------------------------------------------------------
+// Fixtures
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn fixture_every_kind_of_line() {
+    let (path, text) = fixture("all-kinds.txt");
+    let maps = ProcessMaps::from_bytes(&path, &text).unwrap();
+    let kinds: Vec<&MappingKind> = maps.mappings().iter().map(|m| &m.kind).collect();
+    let file = |p: &str, deleted| MappingKind::File {
+        path: p.into(),
+        deleted,
+    };
+    let libc = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+    assert_eq!(
+        kinds,
+        [
+            &file("/usr/bin/my prog", false),
+            &file("/usr/bin/my prog", false),
+            &file("/usr/bin/my prog", false),
+            &MappingKind::Heap,
+            &MappingKind::Anonymous,
+            &MappingKind::Memfd {
+                name: "jit code".into()
+            },
+            &MappingKind::AnonNamed("[anon:v8 heap]".into()),
+            &file(libc, false),
+            &file(libc, false),
+            &file("/opt/app/lib/old lib.so", true),
+            &file("/usr/lib/x86_64-linux-gnu/gconv/gconv-modules.cache", false),
+            &file("/SYSV00000000", true),
+            &MappingKind::Vvar,
+            &MappingKind::Vdso,
+            &MappingKind::Other("anon_inode:[perf_event]".into()),
+            &MappingKind::Stack,
+            &MappingKind::Vsyscall,
+        ]
+    );
+
+    let m = &maps.mappings()[1];
+    assert_eq!(m.range.start, AbsAddr(0x5581a0a02000));
+    assert_eq!(m.range.end, AbsAddr(0x5581a0a07000));
+    assert_eq!(
+        m.perms,
+        Perms {
+            read: true,
+            write: false,
+            exec: true,
+            shared: false
+        }
+    );
+    assert_eq!(m.file_offset, FileOffset(0x2000));
+    assert_eq!(
+        m.dev,
+        Dev {
+            major: 0xfe,
+            minor: 0
+        }
+    );
+    assert_eq!(m.inode, 247030);
+    assert!(maps.mappings()[10].perms.shared);
+
+    // Lookups: first and last byte, one past the end, gaps, the edges of the address space.
+    let find = |a: u64| maps.find(AbsAddr(a)).map(|m| m.range.start.0);
+    assert_eq!(find(0x5581a0a02000), Some(0x5581a0a02000));
+    assert_eq!(find(0x5581a0a06fff), Some(0x5581a0a02000));
+    assert_eq!(find(0x5581a0a0a000), None);
+    assert_eq!(find(0), None);
+    assert_eq!(find(u64::MAX), None);
+    assert_eq!(find(0xffffffffff600000), Some(0xffffffffff600000));
+
+    // The one conversion: addr - start + offset.
+    let exec = maps.find(AbsAddr(0x5581a0a02123)).unwrap();
+    assert_eq!(
+        exec.file_offset(AbsAddr(0x5581a0a02123)),
+        Some(FileOffset(0x2123))
+    );
+    assert_eq!(exec.file_offset(AbsAddr(0x5581a0a07000)), None);
+
+    // Where files are opened from.
+    let p = Process::with_procfs_root("/host/proc", 4321);
+    let open = |a: u64| p.open_path(maps.find(AbsAddr(a)).unwrap());
+    assert_eq!(
+        open(0x5581a0a02000),
+        Some("/host/proc/4321/root/usr/bin/my prog".into())
+    );
+    assert_eq!(
+        open(0x7f2914000010),
+        Some("/host/proc/4321/map_files/7f2914000000-7f2914001000".into())
+    );
+    assert_eq!(
+        open(0x7f2913dc0000),
+        Some("/host/proc/4321/map_files/7f2913dc0000-7f2913dc1000".into())
+    );
+    assert_eq!(open(0x7f2914014000), None, "vdso");
+    assert_eq!(open(0x5581a1c5b000), None, "heap");
+
+    // Normalization without files to read: paths and offsets, no build-ids; non-files typed.
+    let norm = p.normalize_with(
+        &maps,
+        &[
+            AbsAddr(0x7f2913e48000 + 0x10),
+            AbsAddr(0x7f2914014000),
+            AbsAddr(0x7f2913d9e000),
+            AbsAddr(0x7ffd5c9e1000),
+            AbsAddr(0x1000),
+            AbsAddr(0x7f2913dc0008),
+        ],
+    );
+    assert_eq!(
+        norm,
+        [
+            Normalized::File(NormalizedAddr {
+                build_id: None,
+                file_offset: FileOffset(0x26010),
+                path: libc.into(),
+                deleted: false,
+            }),
+            Normalized::NotInFile(MappingKind::Vdso),
+            Normalized::NotInFile(MappingKind::Anonymous),
+            Normalized::NotInFile(MappingKind::Stack),
+            Normalized::Unmapped,
+            Normalized::File(NormalizedAddr {
+                build_id: None,
+                file_offset: FileOffset(8),
+                path: "/memfd:jit code".into(),
+                deleted: true,
+            }),
+        ]
+    );
+}
+
+#[test]
+fn fixture_malformed_line_is_an_error_naming_file_and_line() {
+    let (path, text) = fixture("malformed.txt");
+    let err = ProcessMaps::from_bytes(&path, &text).unwrap_err();
+    assert_eq!(err.path(), path);
+    let shown = err.to_string();
+    assert!(
+        shown.starts_with(&format!("{}: line 3: ", path.display())),
+        "{shown}"
+    );
+    assert!(matches!(err, Error::Process { .. }));
+}
+
+#[test]
+fn hostile_maps_text_never_panics() {
+    let name = Path::new("/proc/1/maps");
+    let cases: &[&[u8]] = &[
+        b"",
+        b"\n\n\n",
+        b"-",
+        b"- - - - -",
+        b"0-0 ---p 0 0:0 0",
+        b"0-ffffffffffffffff rwxs ffffffffffffffff ffffffff:ffffffff 18446744073709551615 /x",
+        b"0-1 r--p 0 0:0 18446744073709551616 /x",
+        b"1-2 r--p 0 100000000:0 0",
+        b"1-2 r--p 0 0:0 0 \xff\xfe (deleted)",
+        b"1-2 r--p 0 0:0 0 /\xff\xfe (deleted)",
+        b"1-2 r--p 0 0:0 0 [",
+        b"1-2 r--p 0 0:0 0 /memfd:",
+        b"1-2 r--p 0 0:0 0  (deleted)",
+        b"\x00\x00\x00",
+    ];
+    for &text in cases {
+        if let Ok(maps) = ProcessMaps::from_bytes(name, text) {
+            for addr in [0, 1, 2, u64::MAX] {
+                if let Some(m) = maps.find(AbsAddr(addr)) {
+                    let _ = m.file_offset(AbsAddr(addr));
+                }
+            }
+            let _ = Process::new(1).normalize_with(&maps, &[AbsAddr(1), AbsAddr(u64::MAX)]);
+        }
+    }
+    // A huge offset near the end of the address space: no overflow.
+    let maps = parse_maps(
+        name,
+        b"fffffffffffff000-ffffffffffffffff r-xp fffffffffffffff0 0:0 1 /x\n",
+    )
+    .unwrap();
+    assert_eq!(maps[0].file_offset(AbsAddr(u64::MAX - 1)), None);
+    assert_eq!(
+        maps[0].file_offset(AbsAddr(0xfffffffffffff000)),
+        Some(FileOffset(0xfffffffffffffff0))
+    );
+}
+
+// ------------------------------------------------------------------------------------------
+// A fake procfs root: the maps name a path that exists only under <root>/<pid>/root, as for a
+// process in a container. No child process, no root needed.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn files_are_opened_under_the_configured_procfs_root() {
+    let wait = bin("c-wait");
+    let procfs = tempfile::tempdir().unwrap();
+    let pid = 4242;
+    let proc_dir = procfs.path().join(pid.to_string());
+    let app_dir = proc_dir.join("root/opt/app");
+    std::fs::create_dir_all(&app_dir).unwrap();
+    std::fs::copy(&wait, app_dir.join("my app")).unwrap();
+    std::fs::write(proc_dir.join("stat"), format!("{pid} (my app) S 1")).unwrap();
+
+    // Map every PT_LOAD the way ld.so does (page-aligned), at a made-up base.
+    let base = 0x5600_0000_0000u64;
+    let mut maps = String::new();
+    for (off, vaddr, size) in readelf_loads(&wait) {
+        let start = base + (vaddr & !0xfff);
+        let end = (base + vaddr + size + 0xfff) & !0xfff;
+        maps += &format!(
+            "{start:x}-{end:x} r-xp {:08x} fe:00 77      /opt/app/my app\n",
+            off & !0xfff
+        );
+    }
+    maps += "7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0     [stack]\n";
+    std::fs::write(proc_dir.join("maps"), maps).unwrap();
+
+    let process = Process::with_procfs_root(procfs.path(), pid);
+    let target = base + nm_addr(&wait, "wait_target");
+    let symbolizer = Symbolizer::builder().build();
+    let results = process
+        .symbolize(
+            &symbolizer,
+            &[AbsAddr(target + 2), AbsAddr(0x7ffd00000010), AbsAddr(0x10)],
+        )
+        .unwrap();
+    let sym = results[0].sym().expect("wait_target found");
+    assert_eq!(sym.name, "wait_target");
+    assert_eq!(sym.offset, 2);
+    assert_eq!(sym.path, Path::new("/opt/app/my app"));
+    assert_eq!(
+        sym.file_offset,
+        FileOffset(readelf_file_offset(
+            &wait,
+            nm_addr(&wait, "wait_target") + 2
+        ))
+    );
+    assert!(matches!(
+        results[1],
+        ProcessSymbol::NotInFile(MappingKind::Stack)
+    ));
+    assert!(matches!(results[2], ProcessSymbol::Unmapped));
+
+    let norm = process.normalize(&[AbsAddr(target)]).unwrap();
+    let Normalized::File(n) = &norm[0] else {
+        panic!("{norm:?}")
+    };
+    assert_eq!(n.build_id.as_deref(), Some(&readelf_build_id(&wait)[..]));
+    assert_eq!(n.path, Path::new("/opt/app/my app"));
+
+    // A maps file that is not one: the error names it and the line.
+    std::fs::write(proc_dir.join("maps"), "hello world\n").unwrap();
+    let err = process.read_maps().unwrap_err();
+    assert_eq!(err.path(), proc_dir.join("maps"));
+    assert!(err.to_string().contains("line 1: "), "{err}");
+
+    // A file in the maps that is not ELF: an error for its addresses only.
+    std::fs::write(app_dir.join("notes"), "just text").unwrap();
+    std::fs::write(
+        proc_dir.join("maps"),
+        "1000-2000 r-xp 00000000 fe:00 78 /opt/app/notes\n\
+         7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0     [stack]\n",
+    )
+    .unwrap();
+    let results = process
+        .symbolize(&symbolizer, &[AbsAddr(0x1000), AbsAddr(0x7ffd00000000)])
+        .unwrap();
+    let ProcessSymbol::FileError(e) = &results[0] else {
+        panic!("{results:?}")
+    };
+    assert!(e.to_string().contains("not an ELF file"), "{e}");
+    assert!(matches!(
+        results[1],
+        ProcessSymbol::NotInFile(MappingKind::Stack)
+    ));
+}
+
+// ------------------------------------------------------------------------------------------
+// Live children
+// ------------------------------------------------------------------------------------------
+
+/// A running c-wait: killed when dropped.
+struct Waiter {
+    child: Child,
+    pid: u32,
+    /// NAME -> address, as the child printed them.
+    addrs: HashMap<String, u64>,
+}
+
+impl Waiter {
+    fn spawn(path: &Path) -> Waiter {
+        let mut child = Command::new(path)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let stdout: ChildStdout = child.stdout.take().unwrap();
+        let mut addrs = HashMap::new();
+        for line in BufReader::new(stdout).lines() {
+            let line = line.unwrap();
+            if line == "ready" {
+                break;
+            }
+            let (name, value) = line.split_once(' ').unwrap();
+            let value = match value.strip_prefix("0x") {
+                Some(hex) => u64::from_str_radix(hex, 16).unwrap(),
+                None => value.parse().unwrap(),
+            };
+            addrs.insert(name.to_string(), value);
+        }
+        let pid = child.id();
+        assert_eq!(addrs["pid"], u64::from(pid));
+        Waiter { child, pid, addrs }
+    }
+
+    fn addr(&self, name: &str) -> u64 {
+        self.addrs[name]
+    }
+
+    /// Kills the child; reaps it too if `reap`, else leaves a zombie.
+    fn kill(&mut self, reap: bool) {
+        self.child.kill().unwrap();
+        if reap {
+            self.child.wait().unwrap();
+        } else {
+            // Wait until it is a zombie (state Z in /proc/PID/stat).
+            for _ in 0..200 {
+                let stat =
+                    std::fs::read_to_string(format!("/proc/{}/stat", self.pid)).unwrap_or_default();
+                if stat
+                    .rsplit_once(')')
+                    .is_some_and(|(_, s)| s.starts_with(" Z"))
+                {
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            panic!("child {} did not become a zombie", self.pid);
+        }
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn name_of(result: &ProcessSymbol) -> &str {
+    result
+        .sym()
+        .map(|s| s.name.as_str())
+        .unwrap_or_else(|| panic!("no symbol: {result:?}"))
+}
+
+#[test]
+fn live_process_symbols_in_exe_shared_lib_and_libc() {
+    let waiter = Waiter::spawn(&bin("c-wait"));
+    let process = Process::new(waiter.pid);
+    let maps = process.read_maps().unwrap();
+    let vdso = maps
+        .mappings()
+        .iter()
+        .find(|m| m.kind == MappingKind::Vdso)
+        .map(|m| m.range.start);
+
+    let mut addrs = vec![
+        AbsAddr(waiter.addr("wait_target")),
+        AbsAddr(waiter.addr("wait_target") + 1),
+        AbsAddr(waiter.addr("wait_local")),
+        AbsAddr(waiter.addr("vhelper") + 3),
+        AbsAddr(waiter.addr("puts")),
+        AbsAddr(0),
+    ];
+    addrs.extend(vdso);
+    let symbolizer = Symbolizer::builder().build();
+    let results = process.symbolize_with(&symbolizer, &maps, &addrs).unwrap();
+    assert_eq!(results.len(), addrs.len());
+    assert_eq!(name_of(&results[0]), "wait_target");
+    assert_eq!(results[0].sym().unwrap().offset, 0);
+    assert_eq!(name_of(&results[1]), "wait_target");
+    assert_eq!(results[1].sym().unwrap().offset, 1);
+    assert!(
+        name_of(&results[2]).starts_with("wait_local"),
+        "{:?}",
+        results[2]
+    );
+    assert_eq!(name_of(&results[3]), "vhelper");
+    assert_eq!(results[3].sym().unwrap().offset, 3);
+    assert!(
+        results[3]
+            .sym()
+            .unwrap()
+            .path
+            .ends_with("testdata/bin/libversioned.so"),
+        "{:?}",
+        results[3]
+    );
+    // puts and _IO_puts are aliases in glibc; either name is right.
+    assert!(
+        ["puts", "_IO_puts"].contains(&name_of(&results[4])),
+        "{:?}",
+        results[4]
+    );
+    assert_eq!(results[4].sym().unwrap().offset, 0);
+    assert!(
+        results[4]
+            .sym()
+            .unwrap()
+            .path
+            .to_string_lossy()
+            .contains("libc"),
+        "{:?}",
+        results[4]
+    );
+    assert!(matches!(results[5], ProcessSymbol::Unmapped));
+    if vdso.is_some() {
+        assert!(matches!(
+            results[6],
+            ProcessSymbol::NotInFile(MappingKind::Vdso)
+        ));
+    }
+
+    // The whole-call form reads the maps itself and agrees.
+    let again = process.symbolize(&symbolizer, &addrs[..2]).unwrap();
+    assert_eq!(again[0].sym(), results[0].sym());
+}
+
+#[test]
+fn live_process_normalized_addresses_match_readelf() {
+    let wait = bin("c-wait");
+    let waiter = Waiter::spawn(&wait);
+    let process = Process::new(waiter.pid);
+    let target = waiter.addr("wait_target");
+    let norm = process
+        .normalize(&[AbsAddr(target + 5), AbsAddr(waiter.addr("puts"))])
+        .unwrap();
+    let Normalized::File(n) = &norm[0] else {
+        panic!("{norm:?}")
+    };
+    assert_eq!(n.path, wait);
+    assert!(!n.deleted);
+    assert_eq!(n.build_id.as_deref(), Some(&readelf_build_id(&wait)[..]));
+    assert_eq!(
+        n.file_offset,
+        FileOffset(readelf_file_offset(
+            &wait,
+            nm_addr(&wait, "wait_target") + 5
+        ))
+    );
+    let Normalized::File(libc) = &norm[1] else {
+        panic!("{norm:?}")
+    };
+    assert!(libc.path.to_string_lossy().contains("libc"), "{libc:?}");
+    assert!(libc.build_id.is_some(), "{libc:?}");
+}
+
+#[test]
+fn live_process_whose_binary_was_deleted_is_read_through_map_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("c-wait copy");
+    std::fs::copy(bin("c-wait"), &exe).unwrap();
+    std::fs::copy(bin("libversioned.so"), dir.path().join("libversioned.so")).unwrap();
+    let build_id = readelf_build_id(&exe);
+    let target_virt = nm_addr(&exe, "wait_target");
+    let waiter = Waiter::spawn(&exe);
+    std::fs::remove_file(&exe).unwrap();
+
+    let process = Process::new(waiter.pid);
+    let maps = process.read_maps().unwrap();
+    let target = AbsAddr(waiter.addr("wait_target"));
+    let mapping = maps.find(target).unwrap();
+    assert_eq!(
+        mapping.kind,
+        MappingKind::File {
+            path: exe.clone(),
+            deleted: true
+        }
+    );
+    let via = process.open_path(mapping).unwrap();
+    assert_eq!(
+        via,
+        Path::new(&format!(
+            "/proc/{}/map_files/{:x}-{:x}",
+            waiter.pid, mapping.range.start.0, mapping.range.end.0
+        ))
+    );
+
+    // Following map_files links needs CAP_SYS_ADMIN (or CAP_CHECKPOINT_RESTORE).
+    if std::fs::File::open(&via).is_err() {
+        eprintln!("skipped: cannot open {} (needs root)", via.display());
+        return;
+    }
+    let symbolizer = Symbolizer::builder().build();
+    let results = process
+        .symbolize_with(&symbolizer, &maps, &[target, AbsAddr(target.0 + 4)])
+        .unwrap();
+    assert_eq!(name_of(&results[0]), "wait_target");
+    assert_eq!(results[1].sym().unwrap().offset, 4);
+    assert_eq!(results[0].sym().unwrap().path, exe);
+
+    let norm = process.normalize_with(&maps, &[target]);
+    let Normalized::File(n) = &norm[0] else {
+        panic!("{norm:?}")
+    };
+    assert!(n.deleted);
+    assert_eq!(n.path, exe);
+    assert_eq!(n.build_id.as_deref(), Some(&build_id[..]));
+    assert_eq!(
+        n.file_offset,
+        FileOffset(readelf_file_offset(&bin("c-wait"), target_virt))
+    );
+}
+
+fn assert_names_pid(err: &Error, pid: u32) {
+    let shown = err.to_string();
+    assert!(matches!(err, Error::Process { .. }), "{err:?}");
+    assert!(shown.contains(&format!("process {pid} ")), "{shown}");
+    assert_eq!(err.path(), Path::new(&format!("/proc/{pid}/maps")));
+}
+
+#[test]
+fn exited_process_is_an_error_naming_the_pid() {
+    let symbolizer = Symbolizer::builder().build();
+
+    // Reaped before the call.
+    let mut waiter = Waiter::spawn(&bin("c-wait"));
+    let addr = AbsAddr(waiter.addr("wait_target"));
+    let process = Process::new(waiter.pid);
+    waiter.kill(true);
+    assert_names_pid(&process.read_maps().unwrap_err(), waiter.pid);
+    assert_names_pid(
+        &process.symbolize(&symbolizer, &[addr]).unwrap_err(),
+        waiter.pid,
+    );
+    assert_names_pid(&process.normalize(&[addr]).unwrap_err(), waiter.pid);
+
+    // A zombie: its procfs directory is still there, its memory is gone.
+    let mut waiter = Waiter::spawn(&bin("c-wait"));
+    let process = Process::new(waiter.pid);
+    waiter.kill(false);
+    assert_names_pid(
+        &process.symbolize(&symbolizer, &[addr]).unwrap_err(),
+        waiter.pid,
+    );
+
+    // Gone between reading the maps and opening the files (mid-call).
+    let mut waiter = Waiter::spawn(&bin("c-wait"));
+    let addr = AbsAddr(waiter.addr("wait_target"));
+    let process = Process::new(waiter.pid);
+    let maps = process.read_maps().unwrap();
+    waiter.kill(true);
+    assert_names_pid(
+        &process
+            .symbolize_with(&symbolizer, &maps, &[addr])
+            .unwrap_err(),
+        waiter.pid,
+    );
+}
