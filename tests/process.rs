@@ -13,8 +13,8 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use stacksym::addr::AbsAddr;
 use stacksym::process::{
     parse_maps, Dev, MappingKind, Normalized, NormalizedAddr, Perms, Process, ProcessMaps,
-    ProcessSymbol,
 };
+use stacksym::symbolize::ProcessSymbol;
 use stacksym::{Error, FileOffset, Symbolizer};
 
 fn manifest() -> &'static Path {
@@ -306,9 +306,9 @@ fn files_are_opened_under_the_configured_procfs_root() {
     let process = Process::with_procfs_root(procfs.path(), pid);
     let target = base + nm_addr(&wait, "wait_target");
     let symbolizer = Symbolizer::builder().build();
-    let results = process
-        .symbolize(
-            &symbolizer,
+    let results = symbolizer
+        .symbolize_process(
+            &process,
             &[AbsAddr(target + 2), AbsAddr(0x7ffd00000010), AbsAddr(0x10)],
         )
         .unwrap();
@@ -350,8 +350,8 @@ fn files_are_opened_under_the_configured_procfs_root() {
          7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0     [stack]\n",
     )
     .unwrap();
-    let results = process
-        .symbolize(&symbolizer, &[AbsAddr(0x1000), AbsAddr(0x7ffd00000000)])
+    let results = symbolizer
+        .symbolize_process(&process, &[AbsAddr(0x1000), AbsAddr(0x7ffd00000000)])
         .unwrap();
     let ProcessSymbol::FileError(e) = &results[0] else {
         panic!("{results:?}")
@@ -463,7 +463,9 @@ fn live_process_symbols_in_exe_shared_lib_and_libc() {
     ];
     addrs.extend(vdso);
     let symbolizer = Symbolizer::builder().build();
-    let results = process.symbolize_with(&symbolizer, &maps, &addrs).unwrap();
+    let results = symbolizer
+        .symbolize_process_with(&process, &maps, &addrs)
+        .unwrap();
     assert_eq!(results.len(), addrs.len());
     assert_eq!(name_of(&results[0]), "wait_target");
     assert_eq!(results[0].sym().unwrap().offset, 0);
@@ -511,7 +513,7 @@ fn live_process_symbols_in_exe_shared_lib_and_libc() {
     }
 
     // The whole-call form reads the maps itself and agrees.
-    let again = process.symbolize(&symbolizer, &addrs[..2]).unwrap();
+    let again = symbolizer.symbolize_process(&process, &addrs[..2]).unwrap();
     assert_eq!(again[0].sym(), results[0].sym());
 }
 
@@ -581,8 +583,8 @@ fn live_process_whose_binary_was_deleted_is_read_through_map_files() {
         return;
     }
     let symbolizer = Symbolizer::builder().build();
-    let results = process
-        .symbolize_with(&symbolizer, &maps, &[target, AbsAddr(target.0 + 4)])
+    let results = symbolizer
+        .symbolize_process_with(&process, &maps, &[target, AbsAddr(target.0 + 4)])
         .unwrap();
     assert_eq!(name_of(&results[0]), "wait_target");
     assert_eq!(results[1].sym().unwrap().offset, 4);
@@ -619,7 +621,7 @@ fn exited_process_is_an_error_naming_the_pid() {
     waiter.kill(true);
     assert_names_pid(&process.read_maps().unwrap_err(), waiter.pid);
     assert_names_pid(
-        &process.symbolize(&symbolizer, &[addr]).unwrap_err(),
+        &symbolizer.symbolize_process(&process, &[addr]).unwrap_err(),
         waiter.pid,
     );
     assert_names_pid(&process.normalize(&[addr]).unwrap_err(), waiter.pid);
@@ -629,7 +631,7 @@ fn exited_process_is_an_error_naming_the_pid() {
     let process = Process::new(waiter.pid);
     waiter.kill(false);
     assert_names_pid(
-        &process.symbolize(&symbolizer, &[addr]).unwrap_err(),
+        &symbolizer.symbolize_process(&process, &[addr]).unwrap_err(),
         waiter.pid,
     );
 
@@ -640,8 +642,8 @@ fn exited_process_is_an_error_naming_the_pid() {
     let maps = process.read_maps().unwrap();
     waiter.kill(true);
     assert_names_pid(
-        &process
-            .symbolize_with(&symbolizer, &maps, &[addr])
+        &symbolizer
+            .symbolize_process_with(&process, &maps, &[addr])
             .unwrap_err(),
         waiter.pid,
     );

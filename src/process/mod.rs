@@ -12,17 +12,16 @@
 //! perf JIT maps, `NSpid`, debug files inside the container root. Each call reads the maps
 //! afresh; pass a [`ProcessMaps`] you keep to the `*_with` functions to read them once.
 //!
-//! [`Process::symbolize`] composes this layer with the [`Symbolizer`](crate::Symbolizer); it is
-//! meant to move into the façade as a `Source::Process`.
+//! Symbolizing a process's addresses is the façade's job
+//! ([`Symbolizer::symbolize_process`](crate::Symbolizer::symbolize_process)); this layer only
+//! reads ELF files for their build-ids (normalization).
 
 pub mod maps;
-mod symbolize;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 pub use maps::{parse_maps, Dev, Mapping, MappingKind, Perms};
-pub use symbolize::{ProcessSym, ProcessSymbol};
 
 use crate::addr::{AbsAddr, FileOffset};
 use crate::elf::ElfFile;
@@ -37,7 +36,7 @@ const ESRCH: i32 = 3;
 /// The mappings of one process, sorted by start address, with lookups.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProcessMaps {
-    mappings: Vec<Mapping>,
+    pub(crate) mappings: Vec<Mapping>,
 }
 
 impl ProcessMaps {
@@ -65,7 +64,7 @@ impl ProcessMaps {
     }
 
     /// The index (in [`ProcessMaps::mappings`]) of the mapping that contains `addr`.
-    fn find_index(&self, addr: AbsAddr) -> Option<usize> {
+    pub(crate) fn find_index(&self, addr: AbsAddr) -> Option<usize> {
         let index = self
             .mappings
             .partition_point(|m| m.range.start <= addr)
@@ -162,7 +161,7 @@ impl Process {
     }
 
     /// The error for a process that does not exist (any more).
-    fn gone(&self, detail: &str) -> Error {
+    pub(crate) fn gone(&self, detail: &str) -> Error {
         Error::Process {
             path: self.maps_path(),
             what: format!("process {} does not exist or has exited {detail}", self.pid),
@@ -171,7 +170,7 @@ impl Process {
 
     /// Whether the process is gone: its procfs directory is missing, or it is a zombie
     /// (state `Z` or `X` in `<pid>/stat`).
-    fn is_gone(&self) -> bool {
+    pub(crate) fn is_gone(&self) -> bool {
         let Ok(stat) = std::fs::read(self.proc_dir().join("stat")) else {
             return true;
         };
@@ -260,14 +259,14 @@ impl Process {
 /// Identifies a mapped file within one process's maps: the mappings of one file (its
 /// read-only, code and data segments) share a key; a file replaced at the same path does not.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct FileKey {
+pub(crate) struct FileKey {
     dev: Dev,
     inode: u64,
     path: Option<PathBuf>,
 }
 
 impl FileKey {
-    fn of(mapping: &Mapping) -> FileKey {
+    pub(crate) fn of(mapping: &Mapping) -> FileKey {
         FileKey {
             dev: mapping.dev,
             inode: mapping.inode,

@@ -7,6 +7,7 @@
 mod cache;
 mod loaded;
 mod output;
+mod process;
 
 use std::num::NonZeroUsize;
 use std::path::Path;
@@ -14,6 +15,7 @@ use std::sync::Arc;
 
 pub use cache::{CacheStats, FileId};
 pub use output::{Sym, Symbols};
+pub use process::{ProcessSym, ProcessSymbol};
 
 use crate::addr::{FileOffset, VirtAddr};
 use crate::elf::ElfFile;

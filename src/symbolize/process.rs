@@ -1,16 +1,17 @@
-//! Symbolizing absolute addresses of a process with a [`Symbolizer`]: addresses are grouped by
-//! the file mapped at them, each file is symbolized once with its file offsets, and the results
-//! come back in input order, owning their names.
+//! Symbolizing absolute addresses of a live process: the façade's composition of the
+//! `process` layer (maps, the paths that open a process's files) with its own ELF symbolizing.
+//! Addresses are grouped by the file mapped at them, each file is symbolized once with its file
+//! offsets, and the results come back in input order, owning their names.
 //!
-//! This composes `process` with `symbolize` from below; it is a first pass meant to become a
-//! `Source::Process` of the façade.
+//! A first pass: results own their strings (one `String` per found address). A zero-copy
+//! version would keep each file's [`crate::Symbols`] and a (file, index) slot per address.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use super::{FileKey, MappingKind, Process, ProcessMaps};
 use crate::addr::{AbsAddr, FileOffset, VirtAddr};
 use crate::error::{Error, Result};
+use crate::process::{FileKey, MappingKind, Process, ProcessMaps};
 use crate::symbolize::{Input, Source, Symbolizer};
 
 /// A symbol an absolute address resolved to. Owns its strings, so it outlives the batch.
@@ -62,39 +63,40 @@ impl ProcessSymbol {
     }
 }
 
-impl Process {
-    /// Symbolizes absolute addresses of the process (reads its maps first); one result per
-    /// address, in input order. See [`Process::symbolize_with`].
+impl Symbolizer {
+    /// Symbolizes absolute addresses of a process (reads its maps first); one result per
+    /// address, in input order. See [`Symbolizer::symbolize_process_with`].
     ///
     /// ```no_run
     /// use stacksym::process::Process;
     /// use stacksym::{addr::AbsAddr, Symbolizer};
     /// # fn main() -> stacksym::Result<()> {
     /// let symbolizer = Symbolizer::builder().build();
-    /// let results = Process::new(1234).symbolize(&symbolizer, &[AbsAddr(0x7f00_1234_5678)])?;
+    /// let process = Process::new(1234);
+    /// let results = symbolizer.symbolize_process(&process, &[AbsAddr(0x7f00_1234_5678)])?;
     /// if let Some(sym) = results[0].sym() {
     ///     println!("{}+{:#x} in {}", sym.name, sym.offset, sym.path.display());
     /// }
     /// # Ok(())
     /// # }
     /// ```
-    pub fn symbolize(
+    pub fn symbolize_process(
         &self,
-        symbolizer: &Symbolizer,
+        process: &Process,
         addrs: &[AbsAddr],
     ) -> Result<Vec<ProcessSymbol>> {
-        let maps = self.read_maps()?;
-        self.symbolize_with(symbolizer, &maps, addrs)
+        let maps = process.read_maps()?;
+        self.symbolize_process_with(process, &maps, addrs)
     }
 
-    /// Symbolizes absolute addresses with maps read before. Each mapped file is symbolized
-    /// with one `Symbolizer::symbolize` call for all its addresses, opened through
+    /// Symbolizes absolute addresses of `process` with maps read before. Each mapped file is
+    /// symbolized with one [`Symbolizer::symbolize`] call for all its addresses, opened through
     /// [`Process::open_path`]. A file that cannot be read gives [`ProcessSymbol::FileError`]
     /// for its addresses; if that is because the process has exited, the whole call fails
     /// with [`Error::Process`] naming the pid.
-    pub fn symbolize_with(
+    pub fn symbolize_process_with(
         &self,
-        symbolizer: &Symbolizer,
+        process: &Process,
         maps: &ProcessMaps,
         addrs: &[AbsAddr],
     ) -> Result<Vec<ProcessSymbol>> {
@@ -108,7 +110,7 @@ impl Process {
             };
             let mapping = &maps.mappings[mapping_index];
             let (Some(open_path), Some(file_offset)) =
-                (self.open_path(mapping), mapping.file_offset(addr))
+                (process.open_path(mapping), mapping.file_offset(addr))
             else {
                 results.push(ProcessSymbol::NotInFile(mapping.kind.clone()));
                 continue;
@@ -128,7 +130,7 @@ impl Process {
         }
 
         for group in groups.into_values() {
-            let symbols = match symbolizer.symbolize(
+            let symbols = match self.symbolize(
                 &Source::Elf {
                     path: &group.open_path,
                 },
@@ -136,10 +138,10 @@ impl Process {
             ) {
                 Ok(symbols) => symbols,
                 Err(e) => {
-                    if self.is_gone() {
-                        return Err(self.gone(&format!("(while reading its files: {e})")));
+                    if process.is_gone() {
+                        return Err(process.gone(&format!("(while reading its files: {e})")));
                     }
-                    log::debug!("process {}: {e}", self.pid);
+                    log::debug!("process {}: {e}", process.pid());
                     for &index in &group.indices {
                         results[index] = ProcessSymbol::FileError(e.clone_for_cache());
                     }
