@@ -5,13 +5,18 @@
 //! cargo run --release --example symbolize -- --obj testdata/bin/c-nopie 0x401260
 //! grep -v '^#' testdata/dumps/demo.txt | cargo run --example symbolize -- --output-style=JSON
 //! cargo run --example symbolize -- --input asan-report.txt
+//! cargo run --example symbolize -- --pid 1234 0x7f3a1c2b4567               # a live process
+//! cargo run --example symbolize -- --kernel 0xffffffff81234567             # /proc/kallsyms
+//! cargo run --example symbolize -- --kernel --pid 1234 --folded --input bpftrace-dump.txt
 //! ```
 //!
 //! See `--help` (`AFTER_LONG_HELP` below) for every flag and for where this tool
 //! deliberately differs from llvm-symbolizer 14.
 
 mod input;
+mod live;
 mod output;
+mod stacks;
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
@@ -21,10 +26,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{ArgAction, Parser};
+use stacksym::kernel::Kallsyms;
+use stacksym::process::Process;
 use stacksym::{Input, Source, Symbolizer};
 
 use input::{parse_line, Kind, Parsed};
-use output::{Answer, Functions, Outcome, Printer, Style};
+use live::{Live, Resolved, Route};
+use output::{Answer, Functions, Origin, Outcome, Printer, Style};
 
 const ABOUT: &str = "Symbolize raw address dumps: llvm-symbolizer's flags, answers and layout, \
 from ELF symbol tables (no DWARF yet)";
@@ -90,6 +98,59 @@ OUTPUT (--output-style)
   llvm-symbolizer names them. For a LOCAL symbol, llvm-symbolizer takes a file name from the
   symbol table's preceding STT_FILE entry (demo.c:0:0); stacksym does not report it, so the
   location stays ??:0:0.
+
+LIVE PROCESSES AND THE KERNEL (not in llvm-symbolizer)
+  --pid PID             every ADDRESS is an absolute address of the running process PID:
+                        looked up in the file mapped there (its /proc/PID/maps), opened
+                        through /proc/PID/root (a container's own files) or, for a deleted
+                        file, /proc/PID/map_files. JSON's ModuleName is the mapped file's
+                        path as the maps name it (\"\" when the address is in no file: heap,
+                        stack, vDSO, unmapped); StartAddress is absolute too.
+  --kernel              every ADDRESS is a kernel address, looked up in /proc/kallsyms
+  --kallsyms FILE       (or FILE, e.g. a copy taken as root; implies --kernel). Only text
+                        symbols answer. A module's symbol is printed as `name [module]`, as
+                        perf prints it; JSON gives FunctionName without the suffix and
+                        \"Module\": the module's name, or \"vmlinux\" for the kernel image;
+                        ModuleName is the kallsyms file.
+  --pid and --kernel    together: addresses >= 0xffff800000000000 (the x86_64 kernel half)
+                        go to kallsyms, the others to the process, as in mixed stacks.
+  With either, a query line is just an ADDRESS (no MODULE); a sanitizer frame still names
+  its module. --adjust-vma applies to these addresses too.
+  A PID that does not exist (or whose maps cannot be read) and a kallsyms file that cannot
+  be used are errors before any output: the message (naming the pid; for a kallsyms whose
+  addresses are all 0, explaining kernel.kptr_restrict and how to lift it) goes to stderr
+  and the exit code is 1, as perf fails on a bad --pid. A process that exits during the run
+  is reported once, its remaining addresses are answered with ??, and the exit code is 1.
+
+STACK DUMPS (--stacks, --folded; not in llvm-symbolizer)
+  bpftrace map output with raw stacks (kstack(raw), ustack(raw), or stacks whose frames
+  are partly symbolized already), e.g.
+      Attaching 1 probe...
+      @[
+          0xffffffff81234567
+          0x7f12345678
+      ]: 42
+  Each block opens with `@[` or `@NAME[` (also `@[KEY, ` for maps keyed by more than the
+  stack) and closes with `]: COUNT` (or `, KEY]: COUNT`). A frame is an address (0x-hex,
+  or bare hex of 8 digits or more) or anything else (`do_sys_openat2+5`), which is kept as
+  it is. Kernel addresses (>= 0xffff800000000000) are looked up in kallsyms when --kernel
+  or --kallsyms is given (else kept, with a note on stderr), user addresses in --pid's
+  process when --pid is given (else kept). A frame that is not found keeps its address.
+  Input is read as a stack dump with --stacks or --folded, or when the first line of an
+  input (after blank lines, '#' comments and bpftrace's \"Attaching N probes...\") opens a
+  block; such an input is read to its end before anything is printed.
+  Default output: the same lines, with each found address replaced by `name+OFFSET`
+  (decimal offset, as bpftrace prints symbolized frames; ` [module]` after a kernel
+  module's symbol) and everything else (counts, other maps, text) unchanged.
+  --output-style, -a, -p and -f do not apply.
+  --folded: one line per stack, `outer;...;inner COUNT` (the dump lists the innermost frame
+  first, so the frames are reversed), for flamegraph.pl and inferno-flamegraph. Frames
+  are function names alone (no offset, no module; `+OFFSET` is dropped from frames that
+  came symbolized); frames not found stay addresses. Stacks that come out identical are
+  merged, their counts summed, in order of first appearance. Lines outside blocks are
+  dropped; a block without a `]: COUNT` line is left out (noted on stderr).
+      sudo bpftrace -e 'profile:hz:99 { @[kstack(raw), ustack(raw)] = count(); }' > dump.txt
+      symbolize --kernel --folded --input dump.txt | inferno-flamegraph > flame.svg
 
 ERRORS
   A module that cannot be read (missing, not ELF, a directory...) is reported once on
@@ -176,6 +237,26 @@ struct Args {
     #[arg(long, value_name = "OFFSET", value_parser = parse_offset)]
     adjust_vma: Option<u64>,
 
+    /// Addresses are absolute addresses of the live process PID (not with --obj)
+    #[arg(long, value_name = "PID", conflicts_with = "obj")]
+    pid: Option<u32>,
+
+    /// Addresses are kernel addresses, looked up in /proc/kallsyms (or --kallsyms FILE)
+    #[arg(long, conflicts_with = "obj")]
+    kernel: bool,
+
+    /// The kallsyms file for --kernel (implies --kernel); default /proc/kallsyms
+    #[arg(long, value_name = "FILE", conflicts_with = "obj")]
+    kallsyms: Option<PathBuf>,
+
+    /// Input is a stack dump (bpftrace map output with raw stacks); see STACK DUMPS in --help
+    #[arg(long)]
+    stacks: bool,
+
+    /// With stack-dump input, print folded stacks `outer;...;inner COUNT` (implies --stacks)
+    #[arg(long)]
+    folded: bool,
+
     /// Print the version
     #[arg(long, short = 'v', action = ArgAction::Version)]
     version: (),
@@ -209,6 +290,8 @@ enum Item {
         module: PathBuf,
         /// The path to open (differs from `module` only for the demo's relative paths).
         open: PathBuf,
+        /// Where the address is looked up.
+        route: Route,
         /// The address as given (printed).
         addr: u64,
         outcome: Option<Outcome>,
@@ -233,14 +316,43 @@ struct Engine<W: Write> {
     /// Modules that failed to open: reported once, not retried (as llvm-symbolizer does).
     failed: HashSet<PathBuf>,
     pending: Vec<Item>,
+    /// `--pid` and `--kernel`.
+    live: Live,
+    /// Set when the `--pid` process could not be inspected (it exited): exit code 1.
+    live_failed: bool,
+    /// Stack-dump input: `Some(true)` given (`--stacks`, `--folded`), `Some(false)` detected
+    /// from each input's first line, `None` never (positional addresses).
+    stacks: Option<bool>,
+    /// `--folded`.
+    folded: bool,
 }
 
 impl<W: Write> Engine<W> {
     /// Parses one line (or argument) and queues it. `origin` names it in messages.
     fn push(&mut self, line: &[u8], origin: &dyn Fn() -> String) {
-        match parse_line(line, self.obj.is_some()) {
+        match parse_line(line, self.obj.is_some() || self.live.is_active()) {
             Parsed::Skip => {}
             Parsed::Query { kind, module, addr } => {
+                // A sanitizer frame names its module; anything else goes to --pid/--kernel.
+                let route = match module {
+                    Some(_) => Route::Elf,
+                    None => self.live.route(addr.wrapping_sub(self.adjust_vma)),
+                };
+                if route != Route::Elf {
+                    let module = match route {
+                        Route::Kernel => PathBuf::from(self.live.kallsyms_name()),
+                        _ => PathBuf::new(), // set from the lookup's answer
+                    };
+                    self.pending.push(Item::Query {
+                        kind,
+                        open: module.clone(),
+                        module,
+                        route,
+                        addr,
+                        outcome: None,
+                    });
+                    return;
+                }
                 let Some(module) = module.or_else(|| self.obj.clone()) else {
                     return; // the parser returns a module whenever --obj is absent
                 };
@@ -249,6 +361,7 @@ impl<W: Write> Engine<W> {
                     kind,
                     module,
                     open,
+                    route,
                     addr,
                     outcome: None,
                 });
@@ -286,7 +399,12 @@ impl<W: Write> Engine<W> {
         let mut groups: Vec<(PathBuf, Vec<usize>)> = Vec::new();
         let mut group_of: HashMap<PathBuf, usize> = HashMap::new();
         for (i, item) in self.pending.iter().enumerate() {
-            if let Item::Query { open, .. } = item {
+            if let Item::Query {
+                open,
+                route: Route::Elf,
+                ..
+            } = item
+            {
                 let g = *group_of.entry(open.clone()).or_insert_with(|| {
                     groups.push((open.clone(), Vec::new()));
                     groups.len() - 1
@@ -302,6 +420,7 @@ impl<W: Write> Engine<W> {
                 }
             }
         }
+        self.lookup_live();
         for item in std::mem::take(&mut self.pending) {
             match item {
                 Item::Query {
@@ -322,6 +441,64 @@ impl<W: Write> Engine<W> {
             }
         }
         self.out.flush()
+    }
+
+    /// Answers the queued `--pid` and `--kernel` queries.
+    fn lookup_live(&mut self) {
+        let mut process_items = Vec::new();
+        let mut process_addrs = Vec::new();
+        for (i, item) in self.pending.iter_mut().enumerate() {
+            let Item::Query {
+                route,
+                addr,
+                module,
+                outcome,
+                ..
+            } = item
+            else {
+                continue;
+            };
+            let addr = addr.wrapping_sub(self.adjust_vma);
+            match route {
+                Route::Elf => {}
+                Route::Kernel => {
+                    let (m, o) = resolved_outcome(self.live.kernel(addr), &mut self.failed);
+                    *module = m;
+                    *outcome = Some(o);
+                }
+                Route::Process => {
+                    process_items.push(i);
+                    process_addrs.push(addr);
+                }
+            }
+        }
+        if process_items.is_empty() {
+            return;
+        }
+        let results = if self.live_failed {
+            None // reported once already; the process is gone
+        } else {
+            match self.live.process(&self.symbolizer, &process_addrs) {
+                Ok(results) => Some(results),
+                Err(err) => {
+                    eprintln!("symbolize: {err}");
+                    self.live_failed = true;
+                    None
+                }
+            }
+        };
+        let results =
+            results.unwrap_or_else(|| vec![Resolved::NotFound(String::new()); process_items.len()]);
+        for (i, resolved) in process_items.into_iter().zip(results) {
+            if let Item::Query {
+                module, outcome, ..
+            } = &mut self.pending[i]
+            {
+                let (m, o) = resolved_outcome(resolved, &mut self.failed);
+                *module = m;
+                *outcome = Some(o);
+            }
+        }
     }
 
     /// The outcomes of the queued queries `items`, all of module `path`.
@@ -349,6 +526,7 @@ impl<W: Write> Engine<W> {
                         size: sym.size,
                         offset: sym.offset,
                         version: sym.version.map(str::to_string),
+                        origin: Origin::Elf,
                     }),
                     None => Outcome::NotFound,
                 })
@@ -375,6 +553,47 @@ impl<W: Write> Engine<W> {
         let mut reader = BufReader::with_capacity(1 << 16, reader);
         let mut line = Vec::new();
         let mut count = 0;
+        if let Some(given) = self.stacks {
+            // Detection: the first line that is not blank or bpftrace's "Attaching N
+            // probes..." opens a block.
+            let mut head = Vec::new();
+            let mut lines = Vec::new();
+            let is_stacks = loop {
+                line.clear();
+                if reader.read_until(b'\n', &mut line)? == 0 {
+                    break given;
+                }
+                head.extend_from_slice(&line);
+                lines.push(line.clone());
+                let trimmed = line.trim_ascii();
+                let comment = trimmed.first() == Some(&b'#')
+                    && !trimmed.get(1).is_some_and(u8::is_ascii_digit);
+                let preamble = trimmed.is_empty() || comment || trimmed.starts_with(b"Attaching ");
+                if given || !preamble {
+                    break given || stacks::is_opener(trimmed);
+                }
+            };
+            if is_stacks {
+                reader.read_to_end(&mut head)?;
+                self.flush()?;
+                if !stacks::run(
+                    &head,
+                    &self.live,
+                    &self.symbolizer,
+                    self.folded,
+                    &mut self.out,
+                )? {
+                    self.live_failed = true;
+                }
+                return Ok(head.split(|&b| b == b'\n').count());
+            }
+            for mut line in lines {
+                count += 1;
+                line.retain(|&b| b != b'\n' && b != b'\r');
+                let number = count;
+                self.push(&line, &|| format!("{name}:{number}"));
+            }
+        }
         loop {
             if !self.pending.is_empty() && reader.buffer().is_empty() {
                 self.flush()?;
@@ -394,6 +613,24 @@ impl<W: Write> Engine<W> {
         }
         self.flush()?;
         Ok(count)
+    }
+}
+
+/// A `--pid`/`--kernel` answer as the printer takes it: the module to report and the outcome.
+/// A file that cannot be read is reported on stderr once (`failed` remembers it).
+fn resolved_outcome(resolved: Resolved, failed: &mut HashSet<PathBuf>) -> (PathBuf, Outcome) {
+    match resolved {
+        Resolved::Found(answer, module) => (PathBuf::from(module), Outcome::Found(answer)),
+        Resolved::NotFound(module) => (PathBuf::from(module), Outcome::NotFound),
+        Resolved::Error(module, message) => {
+            let module = PathBuf::from(module);
+            if failed.insert(module.clone()) {
+                eprintln!("symbolize: error reading file: {message}");
+                (module, Outcome::ModuleError(Some(message)))
+            } else {
+                (module, Outcome::ModuleError(None))
+            }
+        }
     }
 }
 
@@ -439,6 +676,38 @@ fn run(args: Args, no_arguments: bool) -> io::Result<bool> {
         args.functions,
         positional,
     );
+    if positional && (args.stacks || args.folded) {
+        eprintln!(
+            "symbolize: --stacks and --folded read a stack dump from stdin or --input, not \
+             addresses given as arguments"
+        );
+        return Ok(false);
+    }
+    let mut live = Live::default();
+    if args.kernel || args.kallsyms.is_some() {
+        let path = args
+            .kallsyms
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(stacksym::kernel::PROC_KALLSYMS));
+        match Kallsyms::open(&path) {
+            Ok(kallsyms) => live.kallsyms = Some(kallsyms),
+            Err(err) => {
+                // The library's message names the file and, for zeroed addresses, explains
+                // kptr_restrict and how to lift it.
+                eprintln!("symbolize: {err}");
+                return Ok(false);
+            }
+        }
+    }
+    if let Some(pid) = args.pid {
+        let process = Process::new(pid);
+        if let Err(err) = process.read_maps() {
+            // The message names the pid ("/proc/PID/maps: process PID does not exist ...").
+            eprintln!("symbolize: --pid {pid}: {err}");
+            return Ok(false);
+        }
+        live.process = Some(process);
+    }
     let stdout = io::stdout();
     let mut engine = Engine {
         symbolizer,
@@ -449,6 +718,14 @@ fn run(args: Args, no_arguments: bool) -> io::Result<bool> {
         fallback_dir: None,
         failed: HashSet::new(),
         pending: Vec::new(),
+        live,
+        live_failed: false,
+        stacks: if positional {
+            None
+        } else {
+            Some(args.stacks || args.folded)
+        },
+        folded: args.folded,
     };
     let mut ok = true;
     if positional {
@@ -482,7 +759,7 @@ fn run(args: Args, no_arguments: bool) -> io::Result<bool> {
     }
     engine.printer.finish(&mut engine.out)?;
     engine.out.flush()?;
-    Ok(ok)
+    Ok(ok && !engine.live_failed)
 }
 
 fn main() -> ExitCode {

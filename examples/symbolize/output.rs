@@ -44,6 +44,29 @@ pub struct Answer {
     pub size: u64,
     pub offset: u64,
     pub version: Option<String>,
+    pub origin: Origin,
+}
+
+/// Where an answer's symbol came from; kernel symbols print their module.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// An ELF file (`--obj`, a query's module, or a file mapped by `--pid`'s process).
+    Elf,
+    /// kallsyms, the kernel image itself (JSON `"Module":"vmlinux"`).
+    KernelImage,
+    /// kallsyms, a module's symbol: `name [module]` (as perf prints it), JSON `"Module"`.
+    KernelModule(String),
+}
+
+impl Answer {
+    /// The name line of the LLVM and GNU styles: `name`, or `name [module]` for a kernel
+    /// module's symbol.
+    pub fn display_name(&self) -> String {
+        match &self.origin {
+            Origin::KernelModule(module) => format!("{} [{module}]", self.name),
+            Origin::Elf | Origin::KernelImage => self.name.clone(),
+        }
+    }
 }
 
 /// What became of one query.
@@ -111,7 +134,7 @@ impl Printer {
                 writeln!(w, "{addr:#x}")?;
             }
         }
-        let name = found.map_or("??", |a| a.name.as_str());
+        let name = found.map_or_else(|| "??".to_string(), Answer::display_name);
         match kind {
             Kind::Code => {
                 if self.functions != Functions::None {
@@ -223,6 +246,11 @@ impl Printer {
                     "Line": 0,
                 });
                 if let Some(a) = named {
+                    match &a.origin {
+                        Origin::Elf => {}
+                        Origin::KernelImage => frame["Module"] = json!("vmlinux"),
+                        Origin::KernelModule(module) => frame["Module"] = json!(module),
+                    }
                     frame["Offset"] = json!(hex(a.offset));
                     frame["Size"] = json!(hex(a.size));
                 }
