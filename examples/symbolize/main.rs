@@ -16,6 +16,7 @@
 mod input;
 mod live;
 mod output;
+mod stack_parse;
 mod stacks;
 
 use std::collections::{HashMap, HashSet};
@@ -570,7 +571,7 @@ impl<W: Write> Engine<W> {
                     && !trimmed.get(1).is_some_and(u8::is_ascii_digit);
                 let preamble = trimmed.is_empty() || comment || trimmed.starts_with(b"Attaching ");
                 if given || !preamble {
-                    break given || stacks::is_opener(trimmed);
+                    break given || stack_parse::is_opener(trimmed);
                 }
             };
             if is_stacks {

@@ -18,127 +18,7 @@ use stacksym::Symbolizer;
 
 use crate::live::{is_kernel, Live, Resolved};
 use crate::output::{Answer, Origin};
-
-/// One frame line of a block.
-struct Frame<'a> {
-    /// The leading blanks (kept in the block output).
-    indent: &'a [u8],
-    /// The line without its indent.
-    text: &'a [u8],
-    /// The address, when the line's first field is one.
-    addr: Option<u64>,
-}
-
-/// A piece of the dump: a line outside any stack, or a stack block.
-enum Piece<'a> {
-    Text(&'a [u8]),
-    Block {
-        opener: &'a [u8],
-        frames: Vec<Frame<'a>>,
-        /// `]: COUNT` (or `, KEY]: COUNT`); `None` when the input ended inside the block.
-        closer: Option<&'a [u8]>,
-    },
-}
-
-fn trim(s: &[u8]) -> &[u8] {
-    s.trim_ascii()
-}
-
-/// A block opener: `@[`, `@name[`, or `@[KEY, ` (a map keyed by more than the stack), with
-/// no `]:` on the line.
-pub fn is_opener(line: &[u8]) -> bool {
-    let line = trim(line);
-    let Some(rest) = line.strip_prefix(b"@") else {
-        return false;
-    };
-    let ident = rest
-        .iter()
-        .take_while(|&&b| b.is_ascii_alphanumeric() || b == b'_')
-        .count();
-    rest.get(ident) == Some(&b'[') && !line.windows(2).any(|w| w == b"]:")
-}
-
-/// A block closer: `]: COUNT` or `, KEY]: COUNT` (also a bare `]`).
-fn is_closer(line: &[u8]) -> bool {
-    let line = trim(line);
-    (line.starts_with(b"]") || line.starts_with(b",")) && line.contains(&b']')
-}
-
-/// The count after the last `]:` of a closer.
-fn count_of(closer: &[u8]) -> Option<u64> {
-    let at = closer.windows(2).rposition(|w| w == b"]:")?;
-    std::str::from_utf8(trim(&closer[at + 2..]))
-        .ok()?
-        .parse()
-        .ok()
-}
-
-/// An address field: `0x` hex, or bare hex of at least 8 digits (as `kstack(raw)` may
-/// print them); names like `do_work+5` are not addresses.
-fn parse_addr(token: &[u8]) -> Option<u64> {
-    let digits = match token
-        .strip_prefix(b"0x")
-        .or_else(|| token.strip_prefix(b"0X"))
-    {
-        Some(d) => d,
-        None if token.len() >= 8 => token,
-        None => return None,
-    };
-    if digits.is_empty() || digits.len() > 16 || !digits.iter().all(u8::is_ascii_hexdigit) {
-        return None;
-    }
-    u64::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
-}
-
-fn first_field(text: &[u8]) -> &[u8] {
-    let end = text
-        .iter()
-        .position(|b| b.is_ascii_whitespace())
-        .unwrap_or(text.len());
-    &text[..end]
-}
-
-fn parse(input: &[u8]) -> Vec<Piece<'_>> {
-    let mut pieces = Vec::new();
-    let mut block: Option<(&[u8], Vec<Frame<'_>>)> = None;
-    for line in input.split(|&b| b == b'\n') {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        match block.take() {
-            None if is_opener(line) => block = Some((line, Vec::new())),
-            None => pieces.push(Piece::Text(line)),
-            Some((opener, frames)) if is_closer(line) => pieces.push(Piece::Block {
-                opener,
-                frames,
-                closer: Some(line),
-            }),
-            Some((opener, mut frames)) => {
-                let indent_len = line.iter().take_while(|b| b.is_ascii_whitespace()).count();
-                let (indent, text) = line.split_at(indent_len);
-                let text = text.trim_ascii_end();
-                frames.push(Frame {
-                    indent,
-                    text,
-                    addr: parse_addr(first_field(text)),
-                });
-                block = Some((opener, frames));
-            }
-        }
-    }
-    if let Some((opener, frames)) = block {
-        pieces.push(Piece::Block {
-            opener,
-            frames,
-            closer: None,
-        });
-    }
-    // `split` yields an empty last piece after a final newline: not a line of the input.
-    if input.ends_with(b"\n") {
-        if let Some(Piece::Text(b"")) = pieces.last() {
-            pieces.pop();
-        }
-    }
-    pieces
-}
+use crate::stack_parse::{count_of, first_field, parse, parse_addr, Piece};
 
 /// The frame as the block output shows it: `name+OFFSET` (` [module]` for a kernel module).
 fn block_name(answer: &Answer) -> String {
@@ -327,6 +207,7 @@ fn write_folded(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stack_parse::{is_closer, is_opener};
 
     #[test]
     fn openers_closers_addresses() {
