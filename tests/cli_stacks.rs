@@ -542,3 +542,20 @@ fn pid_that_exits_during_the_run() {
         "{err}"
     );
 }
+
+/// bpftrace prints a key of two stacks (`@[kstack(raw), ustack(raw)]`) with a line that is
+/// only `,` between them: folded output has no `,` frame, user frames come first (outermost),
+/// then the kernel's, innermost last. Addresses are from testdata/kallsyms/synthetic.txt.
+#[test]
+fn stacks_folded_with_a_kernel_and_user_key() {
+    let dump = "@[\n        0xffffffff81000104\n        0xffffffff81000042\n, \n        0x7f0000001234\n        0x1000\n]: 5\n";
+    let out = ours(
+        &["--kallsyms", "testdata/kallsyms/synthetic.txt", "--folded"],
+        dump,
+    );
+    assert_ok(&out);
+    assert_eq!(
+        stdout(&out),
+        "0x1000;0x7f0000001234;entry_SYSCALL_64;do_work 5\n"
+    );
+}

@@ -180,7 +180,8 @@ fn write_folded(
         let names: Vec<String> = frames
             .iter()
             .rev()
-            .filter(|f| !f.text.is_empty())
+            // `,` alone separates the parts of a key such as `@[kstack(raw), ustack(raw)]`.
+            .filter(|f| !f.text.is_empty() && f.text != b",")
             .map(|f| match f.addr.and_then(|a| answers.get(&a)) {
                 Some(answer) => folded_name(&answer.name),
                 None => folded_text(f.text),
