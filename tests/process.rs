@@ -648,3 +648,55 @@ fn exited_process_is_an_error_naming_the_pid() {
         waiter.pid,
     );
 }
+
+/// A mixed stack through one call: kernel addresses (top bit set) go to a kallsyms — here
+/// testdata/kallsyms/synthetic.txt, where 0xffffffff81000104 is in `do_work` and
+/// 0xffffffffc0001010 in `ext4_fill_super` of module `ext4` — and user addresses to the live
+/// c-wait, in input order; a kernel address with no kallsyms is `Kernel(None)`.
+#[test]
+fn mixed_kernel_and_user_stack_in_one_call() {
+    use stacksym::kernel::Kallsyms;
+    use stacksym::symbolize::{KernelFrame, StackFrame};
+    let waiter = Waiter::spawn(&bin("c-wait"));
+    let process = Process::new(waiter.pid);
+    let kallsyms = Kallsyms::open(manifest().join("testdata/kallsyms/synthetic.txt")).unwrap();
+    let stack = [
+        0xffff_ffff_8100_0104,
+        0xffff_ffff_c000_1010,
+        waiter.addr("wait_target") + 1,
+        waiter.addr("vhelper"),
+        0x10,
+    ];
+    let symbolizer = Symbolizer::builder().build();
+    let frames = symbolizer
+        .symbolize_stack(&process, Some(&kallsyms), &stack)
+        .unwrap();
+    assert_eq!(frames.len(), stack.len());
+    let kernel = |f: &StackFrame| match f {
+        StackFrame::Kernel(k) => k.clone(),
+        other => panic!("not a kernel frame: {other:?}"),
+    };
+    let user = |f: &StackFrame| match f {
+        StackFrame::User(u) => name_of(u).to_string(),
+        other => panic!("not a user frame: {other:?}"),
+    };
+    assert_eq!(
+        kernel(&frames[0]),
+        Some(KernelFrame {
+            name: "do_work".into(),
+            offset: 4,
+            module: None
+        })
+    );
+    assert_eq!(kernel(&frames[1]).unwrap().module.as_deref(), Some("ext4"));
+    assert_eq!(user(&frames[2]), "wait_target");
+    assert_eq!(user(&frames[3]), "vhelper");
+    assert!(matches!(
+        frames[4],
+        StackFrame::User(ProcessSymbol::Unmapped)
+    ));
+
+    let without_kernel = symbolizer.symbolize_stack(&process, None, &stack).unwrap();
+    assert!(matches!(without_kernel[0], StackFrame::Kernel(None)));
+    assert_eq!(user(&without_kernel[2]), "wait_target");
+}

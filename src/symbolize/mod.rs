@@ -8,6 +8,7 @@ mod cache;
 mod loaded;
 mod output;
 mod process;
+mod stack;
 
 use std::num::NonZeroUsize;
 use std::path::Path;
@@ -16,6 +17,7 @@ use std::sync::Arc;
 pub use cache::{CacheStats, FileId};
 pub use output::{Sym, Symbols};
 pub use process::{ProcessSym, ProcessSymbol};
+pub use stack::{is_kernel_addr, KernelFrame, StackFrame};
 
 use crate::addr::{FileOffset, VirtAddr};
 use crate::elf::ElfFile;
