@@ -700,3 +700,39 @@ fn mixed_kernel_and_user_stack_in_one_call() {
     assert!(matches!(without_kernel[0], StackFrame::Kernel(None)));
     assert_eq!(user(&without_kernel[2]), "wait_target");
 }
+
+/// The symbolizer caches a process's maps: a second stack of the same process reads no maps
+/// (a hit), an address outside every cached mapping reads them again (a miss is not counted
+/// twice: the entry is refreshed), and the cache is keyed by the process's life, so another
+/// process is another entry.
+#[test]
+fn process_maps_are_cached_per_process_and_refreshed_on_unknown_addresses() {
+    let waiter = Waiter::spawn(&bin("c-wait"));
+    let process = Process::new(waiter.pid);
+    let symbolizer = Symbolizer::builder().build();
+    let target = AbsAddr(waiter.addr("wait_target"));
+    for _ in 0..3 {
+        let results = symbolizer.symbolize_process(&process, &[target]).unwrap();
+        assert_eq!(name_of(&results[0]), "wait_target");
+    }
+    let stats = symbolizer.stats().process_maps;
+    assert_eq!((stats.misses, stats.hits), (1, 2), "{stats:?}");
+    // 0x10 is in no mapping: the cached maps are read again, and the answer is still right.
+    let results = symbolizer
+        .symbolize_process(&process, &[AbsAddr(0x10), target])
+        .unwrap();
+    assert!(matches!(results[0], ProcessSymbol::Unmapped));
+    assert_eq!(name_of(&results[1]), "wait_target");
+    let other = Waiter::spawn(&bin("c-wait"));
+    symbolizer
+        .symbolize_process(
+            &Process::new(other.pid),
+            &[AbsAddr(other.addr("wait_target"))],
+        )
+        .unwrap();
+    let stats = symbolizer.stats().process_maps;
+    assert_eq!(
+        stats.misses, 2,
+        "a second process is a second entry: {stats:?}"
+    );
+}

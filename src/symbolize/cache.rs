@@ -97,6 +97,16 @@ impl<K: Hash + Eq + Clone, V> SharedLru<K, V> {
         Ok(value)
     }
 
+    /// Puts `value` in the cache under `key`, replacing what was there (a refreshed entry).
+    pub(crate) fn insert(&self, key: K, value: Arc<V>) {
+        let mut entries = self.lock();
+        if let Some((evicted_key, _)) = entries.push(key.clone(), value) {
+            if evicted_key != key {
+                self.evictions.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
     /// Calls `f` on every cached value.
     pub(crate) fn for_each(&self, mut f: impl FnMut(&V)) {
         for (_, value) in self.lock().iter() {

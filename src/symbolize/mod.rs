@@ -6,6 +6,7 @@
 
 mod cache;
 mod loaded;
+mod maps_cache;
 mod output;
 mod process;
 mod stack;
@@ -61,6 +62,8 @@ impl Input<'_> {
 pub struct SymbolizerStats {
     /// The cache of opened files.
     pub files: CacheStats,
+    /// The cache of process maps (see [`Symbolizer::symbolize_process`]).
+    pub process_maps: CacheStats,
     /// Files open now.
     pub open_files: usize,
     /// Bytes of files mapped into memory now.
@@ -72,6 +75,7 @@ pub struct SymbolizerStats {
 pub struct SymbolizerBuilder {
     demangle: bool,
     max_open_files: NonZeroUsize,
+    max_cached_processes: NonZeroUsize,
 }
 
 impl Default for SymbolizerBuilder {
@@ -79,6 +83,7 @@ impl Default for SymbolizerBuilder {
         SymbolizerBuilder {
             demangle: true,
             max_open_files: NonZeroUsize::new(64).unwrap_or(NonZeroUsize::MIN),
+            max_cached_processes: NonZeroUsize::new(256).unwrap_or(NonZeroUsize::MIN),
         }
     }
 }
@@ -97,11 +102,19 @@ impl SymbolizerBuilder {
         self
     }
 
+    /// How many processes' maps stay cached at most (default: 256); see
+    /// [`Symbolizer::symbolize_process`].
+    pub fn max_cached_processes(mut self, count: NonZeroUsize) -> Self {
+        self.max_cached_processes = count;
+        self
+    }
+
     /// The symbolizer.
     pub fn build(self) -> Symbolizer {
         Symbolizer {
             demangle: self.demangle,
             files: SharedLru::new(self.max_open_files),
+            process_maps: SharedLru::new(self.max_cached_processes),
         }
     }
 }
@@ -127,6 +140,7 @@ impl SymbolizerBuilder {
 pub struct Symbolizer {
     demangle: bool,
     files: SharedLru<FileId, LoadedElf>,
+    process_maps: SharedLru<maps_cache::ProcessKey, crate::process::ProcessMaps>,
 }
 
 impl std::fmt::Debug for Symbolizer {
@@ -221,14 +235,17 @@ impl Symbolizer {
             .for_each(|f| bytes_mapped += f.elf.mapped_len() as u64);
         SymbolizerStats {
             files: self.files.stats(),
+            process_maps: self.process_maps.stats(),
             open_files: self.files.len(),
             bytes_mapped,
         }
     }
 
-    /// Closes every cached file. Results already returned stay valid (they hold their file).
+    /// Closes every cached file and forgets every cached process map. Results already
+    /// returned stay valid (they hold their file).
     pub fn clear(&self) {
         self.files.clear();
+        self.process_maps.clear();
     }
 }
 

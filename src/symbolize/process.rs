@@ -64,8 +64,10 @@ impl ProcessSymbol {
 }
 
 impl Symbolizer {
-    /// Symbolizes absolute addresses of a process (reads its maps first); one result per
-    /// address, in input order. See [`Symbolizer::symbolize_process_with`].
+    /// Symbolizes absolute addresses of a process; one result per address, in input order.
+    /// The process's maps are cached (per pid and start time, so a reused pid is not
+    /// confused) and read again when an address falls outside every mapping known. See
+    /// [`Symbolizer::symbolize_process_with`] to pass maps of your own.
     ///
     /// ```no_run
     /// use stacksym::process::Process;
@@ -85,7 +87,8 @@ impl Symbolizer {
         process: &Process,
         addrs: &[AbsAddr],
     ) -> Result<Vec<ProcessSymbol>> {
-        let maps = process.read_maps()?;
+        // Cached per process life; read again when an address is outside every known mapping.
+        let maps = self.cached_maps(process, addrs)?;
         self.symbolize_process_with(process, &maps, addrs)
     }
 

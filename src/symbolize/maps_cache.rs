@@ -1,0 +1,62 @@
+//! The symbolizer's cache of process maps: reading `/proc/PID/maps` for every stack of a
+//! process that is sampled thousands of times a second would cost more than symbolizing.
+//!
+//! An entry is keyed by (procfs root, pid, the process's start time from `<pid>/stat`), so a
+//! pid reused by a new process never gets the old one's maps. An entry is read again when an
+//! address of a batch falls outside every mapping it knows (the process mapped something
+//! since, e.g. a `dlopen`), as the cache's only invalidation: mappings that went away are
+//! harmless (an address the process gives us is mapped when it is taken).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::addr::AbsAddr;
+use crate::error::Result;
+use crate::process::{Process, ProcessMaps};
+use crate::symbolize::Symbolizer;
+
+/// What identifies one process's life: its pid and start time in one procfs.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct ProcessKey {
+    procfs_dir: PathBuf,
+    start_time: u64,
+}
+
+/// The process's start time (field 22 of `<pid>/stat`, in clock ticks since boot), or
+/// `None` when the process is gone or the line is not what procfs writes.
+fn start_time(process: &Process) -> Option<u64> {
+    let stat = std::fs::read(process.proc_dir().join("stat")).ok()?;
+    // "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses; fields after the last
+    // ')' start with STATE, which is field 3, so start time (22) is the 20th after it.
+    let after = stat.iter().rposition(|&b| b == b')')?;
+    let rest = std::str::from_utf8(stat.get(after + 1..)?).ok()?;
+    rest.split_ascii_whitespace().nth(19)?.parse().ok()
+}
+
+impl Symbolizer {
+    /// The maps of `process`, from the cache when they cover every address of `addrs`, else
+    /// read (again) and cached.
+    pub(crate) fn cached_maps(
+        &self,
+        process: &Process,
+        addrs: &[AbsAddr],
+    ) -> Result<Arc<ProcessMaps>> {
+        let Some(start_time) = start_time(process) else {
+            // Gone, or an unusual procfs: read without caching; read_maps says what is wrong.
+            return Ok(Arc::new(process.read_maps()?));
+        };
+        let key = ProcessKey {
+            procfs_dir: process.proc_dir(),
+            start_time,
+        };
+        let maps = self
+            .process_maps
+            .get_or_load(&key, || process.read_maps())?;
+        if addrs.iter().all(|&addr| maps.find(addr).is_some()) {
+            return Ok(maps);
+        }
+        let fresh = Arc::new(process.read_maps()?);
+        self.process_maps.insert(key, Arc::clone(&fresh));
+        Ok(fresh)
+    }
+}
