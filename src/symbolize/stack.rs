@@ -41,7 +41,8 @@ pub enum StackFrame {
 impl Symbolizer {
     /// Symbolizes a stack that mixes kernel and user addresses of `process` (see
     /// [`is_kernel_addr`]): kernel frames through `kallsyms` (when given; without it they are
-    /// `Kernel(None)`), user frames through the process's maps, read once for the whole stack.
+    /// `Kernel(None)`), user frames through the process's maps (cached, as for
+    /// [`Symbolizer::symbolize_process`]).
     /// One frame per address, in input order. An error means the process's maps could not be
     /// read (it names the pid) or `kallsyms` failed; unreadable files only affect their frames.
     pub fn symbolize_stack(
@@ -58,7 +59,7 @@ impl Symbolizer {
         let mut user_frames = if user.is_empty() {
             Vec::new()
         } else {
-            let maps = process.read_maps()?;
+            let maps = self.cached_maps(process, &user)?;
             self.symbolize_process_with(process, &maps, &user)?
         }
         .into_iter();
