@@ -1,0 +1,540 @@
+//! A process in a container-like root, symbolized from the host by its host pid.
+//!
+//! The test copies testdata/bin/c-wait and the libraries it needs (by `ldd`) into a temporary
+//! directory and starts it the way container runtimes do: new mount and pid namespaces
+//! (`unshare --mount --pid --fork`), the directory bind-mounted on itself, a procfs of the new
+//! pid namespace at `<root>/proc`, `pivot_root` into the directory, the old root detached
+//! (`umount -l /.old`), then `exec /opt/app/bin`, which becomes pid 1 of the new namespace.
+//!
+//! Only then does the host see in-container paths (`/opt/app/bin`) in `/proc/PID/maps` and
+//! `NSpid: HOSTPID 1` in `/proc/PID/status`; a plain `chroot` (or `unshare --root`) shows host
+//! paths and tests nothing. The host has no file at `/opt/app/bin`: stacksym must open the
+//! process's files through `/proc/HOSTPID/root/...`.
+//!
+//! Needs root (mount and pid namespaces, `mount`, `pivot_root`) and util-linux (`unshare`,
+//! `mount`, `pivot_root`, `umount`). Without them the test prints `SKIPPED: <why>` and returns;
+//! CI runs as root.
+//!
+//! After `pivot_root` the host's tools are only reachable under `/.old`, and their libraries
+//! are not in the new root: `umount` is run through the host's dynamic loader
+//! (`/.old/<ld.so> --library-path /.old/<lib dirs> /.old/<umount> -l /.old`). libmount reads
+//! `/proc/self/mountinfo`, which is why the procfs is mounted in the new root first.
+//!
+//! References are independent of stacksym: the child's own report of its addresses, `nm`
+//! (symbol addresses), `readelf -l` (segments) and `readelf -n` (build-id).
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use stacksym::addr::AbsAddr;
+use stacksym::process::{MappingKind, Normalized, Process};
+use stacksym::symbolize::ProcessSymbol;
+use stacksym::{FileOffset, Symbolizer};
+
+/// Where the program lives inside the container root.
+const APP_DIR: &str = "/opt/app";
+const APP_BIN: &str = "/opt/app/bin";
+const APP_LIB: &str = "/opt/app/libversioned.so";
+
+/// Every wait of this test is bounded by this.
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+fn manifest() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn bin(name: &str) -> PathBuf {
+    manifest().join("testdata/bin").join(name)
+}
+
+fn run(cmd: impl AsRef<Path>, args: &[&str]) -> String {
+    let cmd = cmd.as_ref();
+    let out = Command::new(cmd)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}", cmd.display()));
+    assert!(out.status.success(), "{} {args:?}: {out:?}", cmd.display());
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `st_value` of a defined symbol, by `nm`.
+fn nm_addr(path: &Path, name: &str) -> u64 {
+    let out = run("nm", &["--defined-only", path.to_str().unwrap()]);
+    out.lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() == 3 && f[2] == name).then(|| u64::from_str_radix(f[0], 16).unwrap())
+        })
+        .unwrap_or_else(|| panic!("nm: no {name} in {}", path.display()))
+}
+
+/// The file offset of virtual address `virt`, through `readelf -lW`'s `PT_LOAD` segments.
+fn readelf_file_offset(path: &Path, virt: u64) -> u64 {
+    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
+    run("readelf", &["-lW", path.to_str().unwrap()])
+        .lines()
+        .filter(|l| l.trim_start().starts_with("LOAD "))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (hex(f[1]), hex(f[2]), hex(f[4]))
+        })
+        .find(|&(_, vaddr, size)| vaddr <= virt && virt < vaddr + size)
+        .map(|(off, vaddr, _)| virt - vaddr + off)
+        .unwrap_or_else(|| panic!("{virt:#x} in no segment of {}", path.display()))
+}
+
+/// The build-id by `readelf -n`, as bytes.
+fn readelf_build_id(path: &Path) -> Vec<u8> {
+    let out = run("readelf", &["-n", path.to_str().unwrap()]);
+    let hex = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Build ID: "))
+        .unwrap_or_else(|| panic!("no build-id in {}", path.display()));
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+fn skip(why: &str) {
+    eprintln!("SKIPPED: container test: {why}");
+}
+
+/// The effective uid, from the `Uid:` line of `/proc/self/status` (real, effective, ...).
+fn euid() -> Option<u32> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// `name` in `$PATH` (and the sbin directories, which a non-login root shell may lack).
+fn find_tool(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/sbin", "/usr/bin", "/bin"].map(PathBuf::from))
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}
+
+/// The shared objects `ldd` names for `path`: `(name as ldd shows it, resolved path)`; the
+/// dynamic loader's line has no `=>`, its path is both.
+fn ldd(ldd: &Path, path: &Path) -> Vec<(String, PathBuf)> {
+    run(ldd, &[path.to_str().unwrap()])
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            match l.split_once(" => ") {
+                Some((name, rest)) => {
+                    let file = rest.split(" (").next()?.trim();
+                    file.starts_with('/')
+                        .then(|| (name.trim().to_string(), PathBuf::from(file)))
+                }
+                None => {
+                    let file = l.split(" (").next()?.trim();
+                    file.starts_with('/')
+                        .then(|| (file.to_string(), PathBuf::from(file)))
+                }
+            }
+        })
+        .collect()
+}
+
+/// `<root>/<absolute path>`.
+fn under(root: &Path, path: &Path) -> PathBuf {
+    root.join(path.strip_prefix("/").unwrap_or(path))
+}
+
+/// Copies `from` (following symlinks) to `<root>/<at>`, creating directories.
+fn copy_into(root: &Path, from: &Path, at: &Path) -> PathBuf {
+    let to = under(root, at);
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    std::fs::copy(from, &to)
+        .unwrap_or_else(|e| panic!("copy {} to {}: {e}", from.display(), to.display()));
+    to
+}
+
+/// The container root: c-wait at /opt/app/bin, libversioned.so next to it (its RUNPATH is
+/// $ORIGIN), libc and the dynamic loader at the paths `ldd` shows on the host, and empty
+/// `/proc` and `/.old` directories for the procfs and the old root.
+fn build_root(root: &Path, ldd_tool: &Path) {
+    let wait = bin("c-wait");
+    copy_into(root, &wait, Path::new(APP_BIN));
+    for (name, file) in ldd(ldd_tool, &wait) {
+        if name == "libversioned.so" {
+            copy_into(root, &file, Path::new(APP_LIB));
+        } else {
+            // e.g. /lib/x86_64-linux-gnu/libc.so.6 and /lib64/ld-linux-x86-64.so.2 (the loader
+            // finds libc in its default directories; there is no ld.so.cache in the root).
+            copy_into(root, &file, &file);
+        }
+    }
+    std::fs::create_dir_all(root.join("proc")).unwrap();
+    std::fs::create_dir_all(root.join(".old")).unwrap();
+}
+
+/// The command line that runs the host's `umount` after `pivot_root`, through the host's
+/// dynamic loader, all under `/.old`: `(loader, library path, umount)`.
+fn old_root_umount(ldd_tool: &Path, umount: &Path) -> (String, String, String) {
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let old = |p: &Path| format!("/.old{}", canonical(p).display());
+    let umount = canonical(umount);
+    let libs = ldd(ldd_tool, &umount);
+    let loader = libs
+        .iter()
+        .find(|(name, _)| name.starts_with('/'))
+        .map(|(_, file)| old(file))
+        .unwrap_or_else(|| panic!("ldd {}: no dynamic loader", umount.display()));
+    let mut dirs: Vec<String> = Vec::new();
+    for (_, file) in &libs {
+        let dir = old(canonical(file).parent().unwrap());
+        if !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
+    }
+    (loader, dirs.join(":"), old(&umount))
+}
+
+/// What runs as pid 1 of the new namespaces, before it becomes c-wait. Everything is done with
+/// the host's tools while the host root is still `/`, except the final `umount`.
+const SCRIPT: &str = r#"set -e
+"$MOUNT" --make-rprivate /
+"$MOUNT" --bind "$ROOT" "$ROOT"
+"$MOUNT" -t proc proc "$ROOT/proc"
+cd "$ROOT"
+"$PIVOT_ROOT" . .old
+"$OLD_LOADER" --library-path "$OLD_LIBS" "$OLD_UMOUNT" -l /.old
+exec /opt/app/bin
+"#;
+
+/// A started container: `unshare` (our child) and c-wait (its child, pid 1 inside).
+struct Container {
+    unshare: Child,
+    lines: mpsc::Receiver<String>,
+    stderr: mpsc::Receiver<String>,
+}
+
+impl Container {
+    /// Waits for `unshare` to exit, at most `TIMEOUT`; kills it (and with `--kill-child`, the
+    /// container) when it does not.
+    fn wait(&mut self) -> Option<ExitStatus> {
+        let deadline = Instant::now() + TIMEOUT;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.unshare.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.unshare.kill();
+        let _ = self.unshare.wait();
+        None
+    }
+
+    /// What the script and unshare wrote to stderr (after they exited).
+    fn stderr(&self) -> String {
+        self.stderr.recv_timeout(TIMEOUT).unwrap_or_default()
+    }
+}
+
+impl Drop for Container {
+    fn drop(&mut self) {
+        // Closing stdin ends c-wait; if it does not end, it is killed.
+        drop(self.unshare.stdin.take());
+        if self.unshare.try_wait().ok().flatten().is_none() {
+            self.wait();
+        }
+    }
+}
+
+/// Why a failure to start means "this machine cannot", not "stacksym is wrong".
+fn not_permitted(stderr: &str) -> bool {
+    let lower = stderr.to_lowercase();
+    lower.contains("operation not permitted") || lower.contains("permission denied")
+}
+
+/// The host pid of the process whose parent is `parent`, by scanning `/proc/*/stat`.
+fn child_of(parent: u32) -> Option<u32> {
+    std::fs::read_dir("/proc").ok()?.find_map(|entry| {
+        let pid: u32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // "PID (COMM) STATE PPID ...": COMM may hold spaces, so look after the last ')'.
+        let ppid: u32 = stat
+            .rsplit_once(')')?
+            .1
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()?;
+        (ppid == parent).then_some(pid)
+    })
+}
+
+/// The `NSpid:` values of `/proc/PID/status`: the pid in each namespace, outermost first.
+fn nspid(pid: u32) -> Vec<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("NSpid:"))
+        .unwrap_or_else(|| panic!("no NSpid line in /proc/{pid}/status:\n{status}"))
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect()
+}
+
+fn name_of(result: &ProcessSymbol) -> &str {
+    result
+        .sym()
+        .map(|s| s.name.as_str())
+        .unwrap_or_else(|| panic!("no symbol: {result:?}"))
+}
+
+#[test]
+fn container_process_symbolized_from_the_host_by_host_pid() {
+    let started = Instant::now();
+
+    // ---- Can this machine do it at all? --------------------------------------------------
+    match euid() {
+        Some(0) => {}
+        Some(uid) => return skip(&format!("needs root (effective uid {uid})")),
+        None => return skip("cannot read the effective uid from /proc/self/status"),
+    }
+    let mut tools = HashMap::new();
+    for tool in ["unshare", "mount", "pivot_root", "umount", "ldd", "sh"] {
+        match find_tool(tool) {
+            Some(path) => tools.insert(tool, path),
+            None => return skip(&format!("`{tool}` not found (util-linux / libc-bin / sh)")),
+        };
+    }
+    if Path::new(APP_BIN).exists() || Path::new(APP_DIR).join("libversioned.so").exists() {
+        return skip(&format!(
+            "the host has a file at {APP_BIN} or {APP_LIB}: the test would not show that \
+             files are opened through /proc/PID/root"
+        ));
+    }
+
+    // ---- The root and the container ------------------------------------------------------
+    let root_dir = tempfile::tempdir().unwrap();
+    let root = root_dir.path();
+    build_root(root, &tools["ldd"]);
+    let (loader, libs, umount) = old_root_umount(&tools["ldd"], &tools["umount"]);
+
+    let mut unshare = Command::new(&tools["unshare"])
+        .args(["--mount", "--pid", "--fork", "--kill-child", "--"])
+        .arg(&tools["sh"])
+        .args(["-c", SCRIPT])
+        .env("ROOT", root)
+        .env("MOUNT", &tools["mount"])
+        .env("PIVOT_ROOT", &tools["pivot_root"])
+        .env("OLD_LOADER", &loader)
+        .env("OLD_LIBS", &libs)
+        .env("OLD_UMOUNT", &umount)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{}: {e}", tools["unshare"].display()));
+    let (line_tx, lines) = mpsc::channel();
+    let stdout = unshare.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if line_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let (err_tx, stderr) = mpsc::channel();
+    let mut err_pipe = unshare.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = err_pipe.read_to_string(&mut text);
+        let _ = err_tx.send(text);
+    });
+    let mut container = Container {
+        unshare,
+        lines,
+        stderr,
+    };
+
+    // c-wait's report: "NAME 0xADDR" lines, "pid N" (its pid inside), then "ready".
+    let mut addrs: HashMap<String, u64> = HashMap::new();
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = match container.lines.recv_timeout(left) {
+            Ok(line) => line,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                // Killing unshare kills the container too (--kill-child).
+                let _ = container.unshare.kill();
+                let status = container.unshare.wait();
+                panic!(
+                    "no \"ready\" from the container within {TIMEOUT:?} (exit {status:?}); \
+                     stderr:\n{}",
+                    container.stderr()
+                );
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                let status = container.wait();
+                let stderr = container.stderr();
+                if not_permitted(&stderr) {
+                    return skip(&format!(
+                        "starting the container was not permitted (exit {status:?}):\n{stderr}"
+                    ));
+                }
+                panic!("the container ended before \"ready\" (exit {status:?}); stderr:\n{stderr}");
+            }
+        };
+        if line == "ready" {
+            break;
+        }
+        let (name, value) = line
+            .split_once(' ')
+            .unwrap_or_else(|| panic!("unexpected line from c-wait: {line:?}"));
+        let value = match value.strip_prefix("0x") {
+            Some(hex) => u64::from_str_radix(hex, 16).unwrap(),
+            None => value.parse().unwrap(),
+        };
+        addrs.insert(name.to_string(), value);
+    }
+    let addr = |name: &str| addrs[name];
+    let ready_after = started.elapsed();
+
+    // ---- What the host sees --------------------------------------------------------------
+    let host_pid = child_of(container.unshare.id())
+        .unwrap_or_else(|| panic!("no child of unshare {}", container.unshare.id()));
+    let in_container_pid = u32::try_from(addr("pid")).unwrap();
+    let ns = nspid(host_pid);
+    assert_eq!(ns.len(), 2, "NSpid of {host_pid}: {ns:?}");
+    assert_eq!(ns[0], host_pid, "NSpid of {host_pid}: {ns:?}");
+    assert_eq!(ns[1], in_container_pid, "NSpid of {host_pid}: {ns:?}");
+    assert!(in_container_pid <= 2, "pid inside: {in_container_pid}");
+    assert_ne!(host_pid, in_container_pid);
+
+    let maps_text = std::fs::read_to_string(format!("/proc/{host_pid}/maps")).unwrap();
+    assert!(
+        maps_text
+            .lines()
+            .any(|l| l.ends_with(&format!(" {APP_BIN}"))),
+        "the host does not see {APP_BIN} in /proc/{host_pid}/maps:\n{maps_text}"
+    );
+    assert!(
+        !Path::new(APP_BIN).exists(),
+        "the host has a file at {APP_BIN}"
+    );
+
+    let process = Process::new(host_pid);
+    let maps = process.read_maps().unwrap();
+    let mapping_of = |a: u64| {
+        maps.find(AbsAddr(a))
+            .unwrap_or_else(|| panic!("{a:#x} in no mapping of {host_pid}"))
+    };
+    let file = |path: &str| MappingKind::File {
+        path: path.into(),
+        deleted: false,
+    };
+    assert_eq!(mapping_of(addr("wait_target")).kind, file(APP_BIN));
+    assert_eq!(mapping_of(addr("vhelper")).kind, file(APP_LIB));
+    assert_eq!(
+        process.open_path(mapping_of(addr("wait_target"))),
+        Some(PathBuf::from(format!("/proc/{host_pid}/root{APP_BIN}")))
+    );
+    // libc is mapped from the root's copy (its inode), not from the host's file of that name.
+    let libc = mapping_of(addr("puts"));
+    let libc_path = libc.file_path().expect("libc is a file mapping");
+    let copy = under(root, &libc_path);
+    assert_eq!(
+        libc.inode,
+        std::fs::metadata(&copy).unwrap().ino(),
+        "{libc:?} is not {}",
+        copy.display()
+    );
+
+    // ---- Symbolized from the host, by host pid -------------------------------------------
+    let symbolizer = Symbolizer::builder().build();
+    let query = [
+        AbsAddr(addr("wait_target")),
+        AbsAddr(addr("wait_target") + 1),
+        AbsAddr(addr("wait_local")),
+        AbsAddr(addr("vhelper") + 3),
+        AbsAddr(addr("puts")),
+        AbsAddr(0),
+    ];
+    let results = symbolizer.symbolize_process(&process, &query).unwrap();
+    assert_eq!(results.len(), query.len());
+    assert_eq!(name_of(&results[0]), "wait_target", "{results:?}");
+    let target = results[0].sym().unwrap();
+    assert_eq!(target.offset, 0);
+    assert_eq!(target.path, Path::new(APP_BIN));
+    let wait = bin("c-wait");
+    let target_virt = nm_addr(&wait, "wait_target");
+    assert_eq!(target.sym_addr.0, target_virt);
+    assert_eq!(
+        target.file_offset,
+        FileOffset(readelf_file_offset(&wait, target_virt))
+    );
+    assert_eq!(name_of(&results[1]), "wait_target");
+    assert_eq!(results[1].sym().unwrap().offset, 1);
+    assert!(
+        name_of(&results[2]).starts_with("wait_local"),
+        "{:?}",
+        results[2]
+    );
+    assert_eq!(name_of(&results[3]), "vhelper");
+    assert_eq!(results[3].sym().unwrap().offset, 3);
+    assert_eq!(results[3].sym().unwrap().path, Path::new(APP_LIB));
+    // puts and _IO_puts are aliases in glibc; either name is right.
+    assert!(
+        ["puts", "_IO_puts"].contains(&name_of(&results[4])),
+        "{:?}",
+        results[4]
+    );
+    assert_eq!(results[4].sym().unwrap().offset, 0);
+    assert_eq!(results[4].sym().unwrap().path, libc_path);
+    assert!(
+        matches!(results[5], ProcessSymbol::Unmapped),
+        "{:?}",
+        results[5]
+    );
+
+    // ---- Normalized: build-id, file offset, in-container path ----------------------------
+    let norm = process
+        .normalize(&[AbsAddr(addr("wait_target") + 5), AbsAddr(addr("vhelper"))])
+        .unwrap();
+    let Normalized::File(main) = &norm[0] else {
+        panic!("{norm:?}")
+    };
+    assert_eq!(main.path, Path::new(APP_BIN));
+    assert!(!main.deleted);
+    assert_eq!(main.build_id.as_deref(), Some(&readelf_build_id(&wait)[..]));
+    assert_eq!(
+        main.file_offset,
+        FileOffset(readelf_file_offset(&wait, target_virt + 5))
+    );
+    let Normalized::File(lib) = &norm[1] else {
+        panic!("{norm:?}")
+    };
+    assert_eq!(lib.path, Path::new(APP_LIB));
+    assert_eq!(
+        lib.build_id.as_deref(),
+        Some(&readelf_build_id(&bin("libversioned.so"))[..])
+    );
+    let checked_after = started.elapsed();
+
+    // ---- Clean up: EOF on stdin ends c-wait (pid 1), and with it the namespace -----------
+    drop(container.unshare.stdin.take());
+    let status = container.wait();
+    let stderr = container.stderr();
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "the container did not exit cleanly within {TIMEOUT:?}: {status:?}; stderr:\n{stderr}"
+    );
+    eprintln!(
+        "container: host pid {host_pid}, NSpid {ns:?}; ready after {ready_after:?}, \
+         checked after {checked_after:?}, exited after {:?}",
+        started.elapsed()
+    );
+}
