@@ -17,11 +17,15 @@
 //! reads ELF files for their build-ids (normalization).
 
 pub mod maps;
+pub mod perfmap;
+mod vdso;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 pub use maps::{parse_maps, Dev, Mapping, MappingKind, Perms};
+pub use perfmap::{parse_perf_map, PerfMap, PerfMapSym, MAX_PERF_MAP_BYTES};
+pub use vdso::MAX_VDSO_BYTES;
 
 use crate::addr::{AbsAddr, FileOffset};
 use crate::elf::ElfFile;

@@ -10,8 +10,9 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use crate::addr::{AbsAddr, FileOffset, VirtAddr};
+use crate::elf::ElfFile;
 use crate::error::{Error, Result};
-use crate::process::{FileKey, MappingKind, Process, ProcessMaps};
+use crate::process::{FileKey, Mapping, MappingKind, PerfMap, Process, ProcessMaps};
 use crate::symbolize::{Input, Source, Symbolizer};
 
 /// A symbol an absolute address resolved to. Owns its strings, so it outlives the batch.
@@ -25,9 +26,11 @@ pub struct ProcessSym {
     pub sym_addr: VirtAddr,
     /// The size the file states (0 if unsized).
     pub size: u64,
-    /// The file, as the process's maps name it (`/memfd:NAME` for a memfd).
+    /// The file, as the process's maps name it (`/memfd:NAME` for a memfd); `[vdso]` for the
+    /// vDSO; the perf map's path for JIT code (then `sym_addr` is the absolute start the map
+    /// states).
     pub path: PathBuf,
-    /// The address's offset in that file.
+    /// The address's offset in that file (in the vDSO image; for JIT code, in its mapping).
     pub file_offset: FileOffset,
 }
 
@@ -106,6 +109,7 @@ impl Symbolizer {
         let mut results: Vec<ProcessSymbol> = Vec::with_capacity(addrs.len());
         // Per file opened: its addresses' indices in `addrs`, their file offsets, the mapping.
         let mut groups: HashMap<FileKey, Group> = HashMap::new();
+        let mut special = Special::default();
         for (index, &addr) in addrs.iter().enumerate() {
             let Some(mapping_index) = maps.find_index(addr) else {
                 results.push(ProcessSymbol::Unmapped);
@@ -115,7 +119,8 @@ impl Symbolizer {
             let (Some(open_path), Some(file_offset)) =
                 (process.open_path(mapping), mapping.file_offset(addr))
             else {
-                results.push(ProcessSymbol::NotInFile(mapping.kind.clone()));
+                // The vDSO (from the process's memory) and JIT code (from its perf map).
+                results.push(special.symbolize(process, maps, mapping, addr)?);
                 continue;
             };
             // A placeholder, replaced below.
@@ -180,4 +185,81 @@ struct Group {
     indices: Vec<usize>,
     offsets: Vec<u64>,
     mappings: Vec<usize>,
+}
+
+/// The vDSO and the perf map of the process in one batch, each read on first need.
+#[derive(Default)]
+struct Special {
+    vdso: Option<Result<Option<ElfFile>>>,
+    perf_map: Option<Result<Option<PerfMap>>>,
+}
+
+impl Special {
+    /// An address in a mapping that is not a file: in `[vdso]`, symbolized from the vDSO read
+    /// from the process's memory (`path` "[vdso]", `file_offset` the offset in its image,
+    /// `sym_addr` the vDSO's virtual address); in anonymous executable memory, from the perf
+    /// map if the process has one (`path` the map's, `file_offset` the offset in the mapping,
+    /// `sym_addr` the absolute start the map states). Otherwise, and where neither covers the
+    /// address (no vDSO symbol, no perf-map line), `NotInFile`. A vDSO or perf map that
+    /// cannot be read is a `FileError` for its addresses; only a process that is gone fails
+    /// the call.
+    fn symbolize(
+        &mut self,
+        process: &Process,
+        maps: &ProcessMaps,
+        mapping: &Mapping,
+        addr: AbsAddr,
+    ) -> Result<ProcessSymbol> {
+        let not_in_file = || Ok(ProcessSymbol::NotInFile(mapping.kind.clone()));
+        let offset = FileOffset(addr.0 - mapping.range.start.0);
+        let failed = |e: &Error| {
+            if process.is_gone() {
+                return Err(process.gone(&format!("({e})")));
+            }
+            log::debug!("process {}: {e}", process.pid());
+            Ok(ProcessSymbol::FileError(e.clone_for_cache()))
+        };
+        match &mapping.kind {
+            MappingKind::Vdso => match self.vdso.get_or_insert_with(|| process.vdso(maps)) {
+                Err(e) => failed(e),
+                Ok(None) => not_in_file(),
+                Ok(Some(elf)) => match elf.find_symbol_at_file_offset(offset) {
+                    Err(e) => failed(&e),
+                    Ok(None) => not_in_file(),
+                    Ok(Some(sym)) => {
+                        let virt = elf
+                            .segments()
+                            .file_offset_to_virt(offset)
+                            .unwrap_or(sym.addr);
+                        Ok(ProcessSymbol::Found(ProcessSym {
+                            name: String::from_utf8_lossy(sym.name).into_owned(),
+                            offset: virt.0.wrapping_sub(sym.addr.0),
+                            sym_addr: sym.addr,
+                            size: sym.size,
+                            path: "[vdso]".into(),
+                            file_offset: offset,
+                        }))
+                    }
+                },
+            },
+            MappingKind::Anonymous | MappingKind::AnonNamed(_) if mapping.perms.exec => {
+                match self.perf_map.get_or_insert_with(|| process.perf_map()) {
+                    Err(e) => failed(e),
+                    Ok(None) => not_in_file(),
+                    Ok(Some(map)) => match map.find(addr) {
+                        None => not_in_file(),
+                        Some(sym) => Ok(ProcessSymbol::Found(ProcessSym {
+                            name: sym.name.to_string(),
+                            offset: sym.offset,
+                            sym_addr: VirtAddr(sym.start.0),
+                            size: sym.size,
+                            path: map.path().to_path_buf(),
+                            file_offset: offset,
+                        })),
+                    },
+                }
+            }
+            _ => not_in_file(),
+        }
+    }
 }
