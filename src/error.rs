@@ -56,8 +56,9 @@ pub enum Error {
         what: String,
     },
     /// A process could not be inspected: its `/proc/PID/maps` is malformed (the message names
-    /// the line), or the process does not exist or exited while it was being read. `path` is
-    /// the maps file (`/proc/PID/maps`), which names the pid.
+    /// the line), it does not exist or exited while it was being read, its memory or its perf
+    /// JIT map could not be used. `path` is the procfs or perf-map file concerned (e.g.
+    /// `/proc/PID/maps`, which names the pid).
     #[error("{path}: {what}")]
     Process {
         /// The process's maps file, e.g. `/proc/1234/maps`.

@@ -8,13 +8,14 @@
 //! root is `/proc` unless configured ([`Process::with_procfs_root`]): a tracer in a container
 //! sees the host's procfs elsewhere, e.g. at `/host/proc`.
 //!
-//! Not done here (yet): caching maps per pid, the vDSO of another process (`/proc/PID/mem`),
-//! perf JIT maps, `NSpid`, debug files inside the container root. Each call reads the maps
-//! afresh; pass a [`ProcessMaps`] you keep to the `*_with` functions to read them once.
+//! Also here: the vDSO of another process, read from `<procfs_root>/<pid>/mem`
+//! ([`Process::vdso`]), perf's JIT maps (`/tmp/perf-PID.map`, in the container's `/tmp` first:
+//! [`perfmap`]), and the in-container pid (`NSpid`, [`Process::ns_pid`]).
 //!
-//! Symbolizing a process's addresses is the façade's job
-//! ([`Symbolizer::symbolize_process`](crate::Symbolizer::symbolize_process)); this layer only
-//! reads ELF files for their build-ids (normalization).
+//! This layer does no caching: every call reads procfs anew. The façade caches maps per
+//! process ([`Symbolizer::symbolize_process`](crate::Symbolizer::symbolize_process)), and
+//! symbolizing is its job too; this layer reads ELF files only for their build-ids
+//! (normalization). Not done yet: debug files inside the container root.
 
 pub mod maps;
 pub mod perfmap;
