@@ -21,7 +21,9 @@
 #![deny(missing_docs)]
 
 pub mod addr;
+pub mod debuginfo;
 pub mod demangle;
+pub mod dwarf;
 pub mod elf;
 mod error;
 pub mod kernel;

@@ -241,3 +241,52 @@ entries=(
 } >dumps/demo.txt
 
 echo "build.sh: built $(ls bin | wc -l) files in testdata/bin/, wrote testdata/dumps/demo.txt"
+
+# ============================================================ debug companions
+# Separate debug files for src/debuginfo/ (tests/debuginfo.rs).  Both binaries
+# are gcc -O2 -g builds of demo.c (lib), split the way distributions do it:
+#   objcopy --only-keep-debug BIN BIN.debug; strip --strip-debug BIN
+# c-debuglink: then objcopy --add-gnu-debuglink=c-debuglink.debug, and the
+#   debug file sits next to it as bin/c-debuglink.debug (found through
+#   .gnu_debuglink, checked by CRC32).
+# c-buildid: also -fno-omit-frame-pointer (so its build-id differs from
+#   c-debuglink's), no debuglink; its debug file is
+#   testdata/debug/.build-id/xx/rest.debug (testdata/debug is a debug dir, like
+#   /usr/lib/debug).
+# Bad CRC, self-naming debuglinks, decoys and the build-id-vs-debuglink order
+# are built by the test itself in temporary directories from these files.
+rm -rf debug
+split_debug() { # split_debug BIN: leaves bin/BIN stripped and bin/BIN.debug
+    objcopy --only-keep-debug "bin/$1" "bin/$1.debug"
+    strip --strip-debug "bin/$1"
+}
+gcc -O2 -g "${DET[@]}" src/demo.c "${LIB[@]}" -o bin/c-debuglink
+split_debug c-debuglink
+(cd bin && objcopy --add-gnu-debuglink=c-debuglink.debug c-debuglink)
+
+gcc -O2 -g -fno-omit-frame-pointer "${DET[@]}" src/demo.c "${LIB[@]}" -o bin/c-buildid
+split_debug c-buildid
+id=$(readelf -n bin/c-buildid | awk '/Build ID:/ { print $3 }')
+[[ ${#id} -gt 2 ]] || die "c-buildid: no build-id"
+mkdir -p "debug/.build-id/${id:0:2}"
+mv bin/c-buildid.debug "debug/.build-id/${id:0:2}/${id:2}.debug"
+
+# altlink/c-altlink.debug: bin/c-debuglink.debug plus a .gnu_debugaltlink (as
+# dwz writes it) that names "../.dwz/stacksym/common.debug" and c-buildid's
+# build-id, so c-buildid's debug file plays the dwz supplementary file.  Only
+# the section is real dwz output's shape; the DWARF does not refer to it.  The
+# tests place the supplementary file in temporary directories.
+rm -rf altlink
+mkdir -p altlink
+{ printf '../.dwz/stacksym/common.debug\0'; printf "$(sed 's/../\\x&/g' <<<"$id")"; } >altlink/section
+objcopy --add-section .gnu_debugaltlink=altlink/section \
+    bin/c-debuglink.debug altlink/c-altlink.debug
+rm altlink/section
+readelf -p .gnu_debugaltlink altlink/c-altlink.debug 2>/dev/null | grep 'stacksym/common.debug' >/dev/null ||
+    die "c-altlink.debug: no .gnu_debugaltlink"
+
+readelf -S -W bin/c-debuglink | grep '\.gnu_debuglink' >/dev/null || die "c-debuglink: no .gnu_debuglink"
+readelf -S -W bin/c-debuglink | grep '\.debug_info' >/dev/null && die "c-debuglink: still has .debug_info"
+readelf -S -W bin/c-buildid | grep '\.gnu_debuglink' >/dev/null && die "c-buildid: unexpected .gnu_debuglink"
+readelf -S -W bin/c-buildid | grep '\.debug_info' >/dev/null && die "c-buildid: still has .debug_info"
+echo "build.sh: split debug files: bin/c-debuglink.debug, debug/.build-id/${id:0:2}/${id:2}.debug"

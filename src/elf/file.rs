@@ -1,5 +1,6 @@
 //! [`ElfFile`]: one opened ELF file, its headers, and lookups in its symbol tables.
 
+use std::borrow::Cow;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -40,6 +41,7 @@ pub struct ElfFile {
     header: ElfHeaderInfo,
     segments: Segments,
     build_id: Option<Range<usize>>,
+    links: DebugLinks,
     symbols: OnceLock<Result<SymbolTables, Error>>,
 }
 
@@ -91,12 +93,18 @@ impl ElfFile {
                 })
             }
         };
+        let links = if header.is_64 {
+            read_debug_links::<elf::FileHeader64<Endianness>>(&path, data)
+        } else {
+            read_debug_links::<elf::FileHeader32<Endianness>>(&path, data)
+        };
         Ok(ElfFile {
             path,
             bytes,
             header,
             segments,
             build_id,
+            links,
             symbols: OnceLock::new(),
         })
     }
@@ -116,6 +124,20 @@ impl ElfFile {
         self.build_id.clone().and_then(|r| self.data().get(r))
     }
 
+    /// The `.gnu_debuglink` section: the debug file's name (no directory, as written) and the
+    /// CRC32 of that whole file. `None` without the section or when it is malformed.
+    pub fn debuglink(&self) -> Option<(&[u8], u32)> {
+        let (name, crc) = self.links.debuglink.clone()?;
+        Some((self.data().get(name)?, crc))
+    }
+
+    /// The `.gnu_debugaltlink` section (a dwz supplementary file): its path as written and
+    /// its build-id. `None` without the section or when it is malformed.
+    pub fn debugaltlink(&self) -> Option<(&[u8], &[u8])> {
+        let (name, build_id) = self.links.debugaltlink.clone()?;
+        Some((self.data().get(name)?, self.data().get(build_id)?))
+    }
+
     /// The loadable segments, which convert between file offsets and virtual addresses.
     pub fn segments(&self) -> &Segments {
         &self.segments
@@ -128,6 +150,59 @@ impl ElfFile {
 
     pub(crate) fn data(&self) -> &[u8] {
         self.bytes.as_slice()
+    }
+
+    /// The contents of the section named `name` (e.g. `.debug_info`), decompressed if it is
+    /// `SHF_COMPRESSED` (zlib or zstd) or a legacy `.zdebug_*` section (asking for
+    /// `.debug_info` finds `.zdebug_info` too). `Ok(None)` when the file has no such section;
+    /// a `SHT_NOBITS` section (as in a stripped debug file) reads as empty.
+    ///
+    /// Decompressed sizes are capped at 1 GiB and at 64 times the compressed size, checked
+    /// before anything is allocated: a larger stated size is an error naming the file and
+    /// the section ("decompression bomb").
+    pub fn section_data(&self, name: &str) -> Result<Option<Cow<'_, [u8]>>> {
+        if self.header.is_64 {
+            self.section_data_generic::<elf::FileHeader64<Endianness>>(name)
+        } else {
+            self.section_data_generic::<elf::FileHeader32<Endianness>>(name)
+        }
+    }
+
+    fn section_data_generic<Elf: FileHeader<Endian = Endianness>>(
+        &self,
+        name: &str,
+    ) -> Result<Option<Cow<'_, [u8]>>> {
+        use object::{CompressionFormat, Object, ObjectSection};
+        let malformed = |what: String| Error::MalformedElf {
+            path: self.path.clone(),
+            what,
+        };
+        let file = object::read::elf::ElfFile::<Elf>::parse(self.data())
+            .map_err(|e| malformed(format!("section headers: {e}")))?;
+        let Some(section) = file.section_by_name(name) else {
+            return Ok(None);
+        };
+        let compressed = section
+            .compressed_data()
+            .map_err(|e| malformed(format!("section {name}: {e}")))?;
+        if compressed.format != CompressionFormat::None {
+            let limit = MAX_DECOMPRESSED_SECTION
+                .min((compressed.data.len() as u64).saturating_mul(MAX_DECOMPRESSION_RATIO));
+            if compressed.uncompressed_size > limit {
+                return Err(malformed(format!(
+                    "section {name}: decompression bomb: {} compressed bytes claim to expand \
+                     to {} bytes, above the limit of {limit} (at most {} bytes and {}x)",
+                    compressed.data.len(),
+                    compressed.uncompressed_size,
+                    MAX_DECOMPRESSED_SECTION,
+                    MAX_DECOMPRESSION_RATIO,
+                )));
+            }
+        }
+        compressed
+            .decompress()
+            .map(Some)
+            .map_err(|e| malformed(format!("section {name}: {e}")))
     }
 
     /// Builds the symbol index on first use; later calls return the same index or error.
@@ -285,6 +360,13 @@ fn utf8_checked_at_index_time(bytes: &[u8]) -> &str {
     unsafe { std::str::from_utf8_unchecked(bytes) }
 }
 
+/// The largest size a compressed section may decompress to (1 GiB).
+pub(crate) const MAX_DECOMPRESSED_SECTION: u64 = 1 << 30;
+
+/// The largest ratio of decompressed to compressed size accepted. DWARF compresses about
+/// 3-10x with zlib; the cap leaves room for very repetitive sections.
+pub(crate) const MAX_DECOMPRESSION_RATIO: u64 = 64;
+
 /// Offset of the class byte in `e_ident`.
 const EI_CLASS: usize = 4;
 // Class byte values: 1 is ELFCLASS32, 2 is ELFCLASS64.
@@ -390,4 +472,82 @@ fn find_build_id<'data, Elf: FileHeader<Endian = Endianness>>(
 pub(crate) fn range_of(data: &[u8], part: &[u8]) -> Range<usize> {
     let start = (part.as_ptr() as usize).saturating_sub(data.as_ptr() as usize);
     start..start + part.len()
+}
+
+/// Where the `.gnu_debuglink` and `.gnu_debugaltlink` contents lie in the file.
+#[derive(Default)]
+struct DebugLinks {
+    /// File name and CRC32.
+    debuglink: Option<(Range<usize>, u32)>,
+    /// Path and build-id.
+    debugaltlink: Option<(Range<usize>, Range<usize>)>,
+}
+
+/// Reads `.gnu_debuglink` (NUL-terminated name, padding to 4, CRC32 in the file's byte order)
+/// and `.gnu_debugaltlink` (NUL-terminated path, then the build-id). A malformed section is
+/// ignored with a `log::debug!`: it only means no debug file is found through it.
+fn read_debug_links<Elf: FileHeader<Endian = Endianness>>(path: &Path, data: &[u8]) -> DebugLinks {
+    let mut links = DebugLinks::default();
+    let Ok(raw) = Elf::parse(data) else {
+        return links;
+    };
+    let Ok(endian) = raw.endian() else {
+        return links;
+    };
+    let sections = match raw.sections(endian, data) {
+        Ok(sections) => sections,
+        Err(e) => {
+            log::debug!("{}: no debug links: section headers: {e}", path.display());
+            return links;
+        }
+    };
+    let section = |name: &[u8]| -> Option<&[u8]> {
+        let (_, shdr) = sections.section_by_name(endian, name)?;
+        match shdr.data(endian, data) {
+            Ok(bytes) => Some(bytes),
+            Err(e) => {
+                log::debug!(
+                    "{}: ignoring unreadable {}: {e}",
+                    path.display(),
+                    String::from_utf8_lossy(name)
+                );
+                None
+            }
+        }
+    };
+    if let Some(bytes) = section(b".gnu_debuglink") {
+        let name = c_str_in(bytes, 0).filter(|name| !name.is_empty());
+        let crc_at = name.map(|name| (name.len() + 1).next_multiple_of(4));
+        let crc = crc_at
+            .and_then(|at| bytes.get(at..at.checked_add(4)?))
+            .and_then(|b| <[u8; 4]>::try_from(b).ok());
+        match (name, crc) {
+            (Some(name), Some(crc)) => {
+                let crc = match endian {
+                    Endianness::Little => u32::from_le_bytes(crc),
+                    Endianness::Big => u32::from_be_bytes(crc),
+                };
+                links.debuglink = Some((range_of(data, name), crc));
+            }
+            _ => log::debug!(
+                "{}: ignoring malformed .gnu_debuglink ({} bytes: no name, or no CRC after it)",
+                path.display(),
+                bytes.len()
+            ),
+        }
+    }
+    if let Some(bytes) = section(b".gnu_debugaltlink") {
+        match c_str_in(bytes, 0).filter(|name| !name.is_empty()) {
+            Some(name) if bytes.len() > name.len() + 1 => {
+                let build_id = &bytes[name.len() + 1..];
+                links.debugaltlink = Some((range_of(data, name), range_of(data, build_id)));
+            }
+            _ => log::debug!(
+                "{}: ignoring malformed .gnu_debugaltlink ({} bytes: no path, or no build-id after it)",
+                path.display(),
+                bytes.len()
+            ),
+        }
+    }
+    links
 }

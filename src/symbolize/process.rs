@@ -108,7 +108,11 @@ impl Symbolizer {
     ) -> Result<Vec<ProcessSymbol>> {
         let mut results: Vec<ProcessSymbol> = Vec::with_capacity(addrs.len());
         // Per file opened: its addresses' indices in `addrs`, their file offsets, the mapping.
-        let mut groups: HashMap<FileKey, Group> = HashMap::new();
+        let mut groups: Vec<Group> = Vec::new();
+        let mut group_of_file: HashMap<FileKey, usize> = HashMap::new();
+        // Where each mapping's addresses go, decided on its first address: the path and the
+        // file's identity are computed once per mapping, not once per address.
+        let mut route_of_mapping: Vec<Option<Route>> = vec![None; maps.mappings.len()];
         let mut special = Special::default();
         for (index, &addr) in addrs.iter().enumerate() {
             let Some(mapping_index) = maps.find_index(addr) else {
@@ -116,28 +120,39 @@ impl Symbolizer {
                 continue;
             };
             let mapping = &maps.mappings[mapping_index];
-            let (Some(open_path), Some(file_offset)) =
-                (process.open_path(mapping), mapping.file_offset(addr))
-            else {
+            let route = *route_of_mapping[mapping_index].get_or_insert_with(|| {
+                match process.open_path(mapping) {
+                    Some(open_path) => {
+                        let next = groups.len();
+                        let group = *group_of_file.entry(FileKey::of(mapping)).or_insert(next);
+                        if group == next {
+                            // Opened through the path of the first mapping of the file met.
+                            groups.push(Group {
+                                open_path,
+                                indices: Vec::new(),
+                                offsets: Vec::new(),
+                                mappings: Vec::new(),
+                            });
+                        }
+                        Route::File(group)
+                    }
+                    None => Route::Special,
+                }
+            });
+            let (Route::File(group), Some(file_offset)) = (route, mapping.file_offset(addr)) else {
                 // The vDSO (from the process's memory) and JIT code (from its perf map).
                 results.push(special.symbolize(process, maps, mapping, addr)?);
                 continue;
             };
             // A placeholder, replaced below.
             results.push(ProcessSymbol::Unmapped);
-            // Opened through the path of the first mapping of the file met.
-            let group = groups.entry(FileKey::of(mapping)).or_insert_with(|| Group {
-                open_path,
-                indices: Vec::new(),
-                offsets: Vec::new(),
-                mappings: Vec::new(),
-            });
+            let group = &mut groups[group];
             group.indices.push(index);
             group.offsets.push(file_offset.0);
             group.mappings.push(mapping_index);
         }
 
-        for group in groups.into_values() {
+        for group in groups {
             let symbols = match self.symbolize(
                 &Source::Elf {
                     path: &group.open_path,
@@ -176,6 +191,15 @@ impl Symbolizer {
         }
         Ok(results)
     }
+}
+
+/// Where the addresses of one mapping go.
+#[derive(Debug, Clone, Copy)]
+enum Route {
+    /// To the file group at this index.
+    File(usize),
+    /// Not a file: the vDSO or JIT code (see [`Special`]).
+    Special,
 }
 
 /// The addresses of one file in a batch.

@@ -1,0 +1,482 @@
+//! [`DebugFinder`]: the candidate paths, in order, and the checks each must pass.
+
+use std::ffi::OsStr;
+use std::fmt::Write as _;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Component, Path, PathBuf};
+
+use crate::elf::ElfFile;
+use crate::error::Result;
+
+/// The debug dir used when none is configured, as on Debian, Ubuntu and Fedora.
+pub const DEFAULT_DEBUG_DIR: &str = "/usr/lib/debug";
+
+/// Which directory a `.gnu_debuglink` candidate was found in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DebugLinkDir {
+    /// The file's own directory.
+    SameDir,
+    /// The `.debug/` subdirectory of the file's directory.
+    DotDebug,
+    /// `<debug_dir>/<file's directory>/`.
+    DebugDir {
+        /// The configured debug dir.
+        debug_dir: PathBuf,
+    },
+}
+
+/// How a debug (or supplementary) file was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FoundBy {
+    /// `<debug_dir>/.build-id/xx/rest.debug`, build-id checked.
+    BuildIdDir {
+        /// The configured debug dir.
+        debug_dir: PathBuf,
+    },
+    /// The name in `.gnu_debuglink`, CRC32 checked.
+    DebugLink {
+        /// Where the name was found.
+        dir: DebugLinkDir,
+    },
+    /// The path recorded in `.gnu_debugaltlink`, build-id checked.
+    AltLinkPath,
+    /// `<debug_dir>/.dwz/…` for a `.gnu_debugaltlink`, build-id checked.
+    DwzDir {
+        /// The configured debug dir.
+        debug_dir: PathBuf,
+    },
+}
+
+/// A debug companion that passed its checks, opened.
+#[derive(Debug)]
+pub struct DebugFile {
+    /// The path it was opened from (as built from the debug dir or the file's directory;
+    /// symlinks not resolved).
+    pub path: PathBuf,
+    /// How it was found.
+    pub found_by: FoundBy,
+    /// The opened file.
+    pub elf: ElfFile,
+}
+
+/// Finds debug companions in a list of debug dirs (see the [module docs](super) for the
+/// order and the checks).
+///
+/// ```
+/// use stacksym::debuginfo::{DebugFinder, FoundBy};
+/// use stacksym::elf::ElfFile;
+/// # fn main() -> stacksym::Result<()> {
+/// let finder = DebugFinder::new(vec!["testdata/debug".into()]);
+/// let stripped = ElfFile::open("testdata/bin/c-buildid")?;
+/// let debug = finder.find(&stripped)?.expect("testdata/debug/.build-id holds it");
+/// assert!(matches!(debug.found_by, FoundBy::BuildIdDir { .. }));
+/// assert_eq!(debug.elf.build_id(), stripped.build_id());
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct DebugFinder {
+    debug_dirs: Vec<PathBuf>,
+}
+
+impl Default for DebugFinder {
+    /// A finder that looks in [`DEFAULT_DEBUG_DIR`].
+    fn default() -> Self {
+        DebugFinder::new(vec![PathBuf::from(DEFAULT_DEBUG_DIR)])
+    }
+}
+
+/// What a candidate must satisfy.
+#[derive(Clone, Copy)]
+enum Check<'a> {
+    /// Its build-id equals this one.
+    BuildId(&'a [u8]),
+    /// The CRC32 of the whole file equals `crc`; its build-id, if both have one, equals
+    /// `build_id`.
+    Crc {
+        crc: u32,
+        build_id: Option<&'a [u8]>,
+    },
+}
+
+/// The file a search is for, as candidates are compared with it.
+struct Referrer {
+    /// Its real directory (symlinks resolved), if it could be found.
+    dir: Option<PathBuf>,
+    /// (device, inode), to refuse the file itself as its own companion.
+    id: Option<(u64, u64)>,
+}
+
+impl Referrer {
+    fn of(elf: &ElfFile) -> Referrer {
+        let path = elf.path();
+        let dir = match path.canonicalize() {
+            Ok(real) => real.parent().map(Path::to_path_buf),
+            Err(e) => {
+                log::debug!(
+                    "{}: cannot resolve the file's directory ({e}); only debug dirs are searched",
+                    path.display()
+                );
+                None
+            }
+        };
+        let id = std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
+        Referrer { dir, id }
+    }
+}
+
+impl DebugFinder {
+    /// A finder that looks in `debug_dirs`, in order (gdb's `debug-file-directory`,
+    /// llvm-symbolizer's `--debug-file-directory`). An empty list still finds debuglink files
+    /// next to the binary and in its `.debug/`.
+    pub fn new(debug_dirs: Vec<PathBuf>) -> Self {
+        DebugFinder { debug_dirs }
+    }
+
+    /// The configured debug dirs, in search order.
+    pub fn debug_dirs(&self) -> &[PathBuf] {
+        &self.debug_dirs
+    }
+
+    /// The debug companion of `elf`, or `Ok(None)` when no candidate passes its check.
+    ///
+    /// A candidate that cannot be used is skipped with a `log::debug!` (gdb does the same),
+    /// so today this never returns `Err`; the `Result` leaves room for sources that can fail
+    /// as a whole (debuginfod).
+    pub fn find(&self, elf: &ElfFile) -> Result<Option<DebugFile>> {
+        let referrer = Referrer::of(elf);
+        if let Some(build_id) = elf.build_id() {
+            for debug_dir in &self.debug_dirs {
+                let Some(path) = build_id_path(debug_dir, build_id) else {
+                    break;
+                };
+                if let Some(found) = self.try_candidate(
+                    elf,
+                    &referrer,
+                    path,
+                    Check::BuildId(build_id),
+                    FoundBy::BuildIdDir {
+                        debug_dir: debug_dir.clone(),
+                    },
+                ) {
+                    return Ok(Some(found));
+                }
+            }
+        }
+        let Some((name, crc)) = elf.debuglink() else {
+            return Ok(None);
+        };
+        let Some(name) = plain_file_name(name) else {
+            log::debug!(
+                "{}: ignoring .gnu_debuglink {:?}: not a plain file name",
+                elf.path().display(),
+                String::from_utf8_lossy(name)
+            );
+            return Ok(None);
+        };
+        let Some(dir) = referrer.dir.clone() else {
+            return Ok(None);
+        };
+        let check = Check::Crc {
+            crc,
+            build_id: elf.build_id(),
+        };
+        let mut candidates = vec![
+            (dir.join(name), DebugLinkDir::SameDir),
+            (dir.join(".debug").join(name), DebugLinkDir::DotDebug),
+        ];
+        for debug_dir in &self.debug_dirs {
+            candidates.push((
+                debug_dir.join(without_root(&dir)).join(name),
+                DebugLinkDir::DebugDir {
+                    debug_dir: debug_dir.clone(),
+                },
+            ));
+        }
+        for (path, how) in candidates {
+            let found_by = FoundBy::DebugLink { dir: how };
+            if let Some(found) = self.try_candidate(elf, &referrer, path, check, found_by) {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The dwz supplementary file named by `debug`'s `.gnu_debugaltlink` (`debug` is usually
+    /// a file [`DebugFinder::find`] returned), or `Ok(None)` when it has no such section or
+    /// no candidate has the recorded build-id. Candidates: the recorded path (relative to
+    /// `debug`'s directory; skipped if it lies outside the debug dirs and that directory),
+    /// then `<debug-dir>/.build-id/xx/rest.debug`, then `<debug-dir>/.dwz/<path after
+    /// ".dwz/", or the file name>` for each debug dir.
+    pub fn find_supplementary(&self, debug: &ElfFile) -> Result<Option<DebugFile>> {
+        let Some((recorded, build_id)) = debug.debugaltlink() else {
+            return Ok(None);
+        };
+        let referrer = Referrer::of(debug);
+        let check = Check::BuildId(build_id);
+        let recorded = Path::new(OsStr::from_bytes(recorded));
+        if let Some(path) = self.allowed_alt_path(debug, &referrer, recorded) {
+            if let Some(found) =
+                self.try_candidate(debug, &referrer, path, check, FoundBy::AltLinkPath)
+            {
+                return Ok(Some(found));
+            }
+        }
+        for debug_dir in &self.debug_dirs {
+            let Some(path) = build_id_path(debug_dir, build_id) else {
+                break;
+            };
+            let found_by = FoundBy::BuildIdDir {
+                debug_dir: debug_dir.clone(),
+            };
+            if let Some(found) = self.try_candidate(debug, &referrer, path, check, found_by) {
+                return Ok(Some(found));
+            }
+        }
+        let Some(tail) = dwz_tail(recorded) else {
+            return Ok(None);
+        };
+        for debug_dir in &self.debug_dirs {
+            let path = debug_dir.join(".dwz").join(&tail);
+            let found_by = FoundBy::DwzDir {
+                debug_dir: debug_dir.clone(),
+            };
+            if let Some(found) = self.try_candidate(debug, &referrer, path, check, found_by) {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The recorded `.gnu_debugaltlink` path, resolved against the referring file's
+    /// directory, if it exists and lies inside that directory or a debug dir.
+    fn allowed_alt_path(
+        &self,
+        debug: &ElfFile,
+        referrer: &Referrer,
+        recorded: &Path,
+    ) -> Option<PathBuf> {
+        let path = if recorded.is_absolute() {
+            recorded.to_path_buf()
+        } else {
+            referrer.dir.as_ref()?.join(recorded)
+        };
+        let real = match path.canonicalize() {
+            Ok(real) => real,
+            Err(e) => {
+                log::trace!(
+                    "{}: no supplementary file at {}: {e}",
+                    debug.path().display(),
+                    path.display()
+                );
+                return None;
+            }
+        };
+        let allowed = referrer.dir.iter().cloned().chain(
+            self.debug_dirs
+                .iter()
+                .filter_map(|dir| dir.canonicalize().ok()),
+        );
+        for dir in allowed {
+            if real.starts_with(&dir) {
+                return Some(path);
+            }
+        }
+        log::debug!(
+            "{}: not reading supplementary file {}: outside the debug dirs and the file's directory",
+            debug.path().display(),
+            real.display()
+        );
+        None
+    }
+
+    /// Opens `path` and returns it if it passes `check` and is not `elf` itself; else logs
+    /// why not and returns `None`.
+    fn try_candidate(
+        &self,
+        elf: &ElfFile,
+        referrer: &Referrer,
+        path: PathBuf,
+        check: Check<'_>,
+        found_by: FoundBy,
+    ) -> Option<DebugFile> {
+        let for_file = elf.path().display();
+        let metadata = match std::fs::metadata(&path) {
+            Ok(metadata) => metadata,
+            Err(e) => {
+                log::trace!("{for_file}: no debug file at {}: {e}", path.display());
+                return None;
+            }
+        };
+        if referrer.id == Some((metadata.dev(), metadata.ino())) {
+            log::debug!(
+                "{for_file}: skipping debug file candidate {}: it is the file itself",
+                path.display()
+            );
+            return None;
+        }
+        let candidate = match ElfFile::open(&path) {
+            Ok(candidate) => candidate,
+            Err(e) => {
+                log::debug!("{for_file}: skipping debug file candidate: {e}");
+                return None;
+            }
+        };
+        let refusal = match check {
+            Check::BuildId(want) => match candidate.build_id() {
+                Some(have) if have == want => None,
+                Some(have) => Some(format!("its build-id {} is not {}", hex(have), hex(want))),
+                None => Some(format!("it has no build-id (want {})", hex(want))),
+            },
+            Check::Crc { crc, build_id } => {
+                let have = crc32fast::hash(candidate.data());
+                if have != crc {
+                    Some(format!(
+                        "its CRC32 is {have:#010x}, .gnu_debuglink says {crc:#010x}"
+                    ))
+                } else {
+                    match (candidate.build_id(), build_id) {
+                        (Some(have), Some(want)) if have != want => Some(format!(
+                            "the CRC matches but its build-id {} is not {}",
+                            hex(have),
+                            hex(want)
+                        )),
+                        _ => None,
+                    }
+                }
+            }
+        };
+        if let Some(why) = refusal {
+            log::debug!(
+                "{for_file}: skipping debug file candidate {}: {why}",
+                path.display()
+            );
+            return None;
+        }
+        log::debug!("{for_file}: debug file {} ({found_by:?})", path.display());
+        Some(DebugFile {
+            path,
+            found_by,
+            elf: candidate,
+        })
+    }
+}
+
+/// `<debug_dir>/.build-id/xx/rest.debug`; `None` for a build-id shorter than 2 bytes (no
+/// "rest"), which gdb does not look up either.
+fn build_id_path(debug_dir: &Path, build_id: &[u8]) -> Option<PathBuf> {
+    let (first, rest) = build_id.split_first()?;
+    if rest.is_empty() {
+        return None;
+    }
+    Some(
+        debug_dir
+            .join(".build-id")
+            .join(format!("{first:02x}"))
+            .join(format!("{}.debug", hex(rest))),
+    )
+}
+
+fn hex(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        // Writing to a String cannot fail.
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}
+
+/// `name` as one path component, if it is one (not empty, no `/`, not `.` or `..`).
+fn plain_file_name(name: &[u8]) -> Option<&OsStr> {
+    let name = OsStr::from_bytes(name);
+    let mut components = Path::new(name).components();
+    match (components.next(), components.next()) {
+        (Some(Component::Normal(part)), None) if part.as_bytes() == name.as_bytes() => Some(part),
+        _ => None,
+    }
+}
+
+/// An absolute directory as a relative path, to be put under a debug dir.
+fn without_root(dir: &Path) -> PathBuf {
+    dir.components()
+        .filter(|c| matches!(c, Component::Normal(_)))
+        .collect()
+}
+
+/// Where under `<debug-dir>/.dwz/` to look for a recorded supplementary path: the part after
+/// a `.dwz` component (Debian records `/usr/lib/debug/.dwz/x86_64-linux-gnu/libc6.debug`),
+/// else its file name. Only normal components are kept.
+fn dwz_tail(recorded: &Path) -> Option<PathBuf> {
+    let components: Vec<_> = recorded.components().collect();
+    let after_dwz = components
+        .iter()
+        .rposition(|c| c.as_os_str() == ".dwz")
+        .map(|at| &components[at + 1..]);
+    let tail: PathBuf = match after_dwz {
+        Some(parts) if !parts.is_empty() => parts.iter().collect(),
+        _ => PathBuf::from(recorded.file_name()?),
+    };
+    if tail.components().all(|c| matches!(c, Component::Normal(_))) {
+        Some(tail)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn build_id_path_splits_the_first_byte() {
+        let path = build_id_path(Path::new("/d"), &[0xab, 0x01, 0xff]).unwrap();
+        assert_eq!(path, Path::new("/d/.build-id/ab/01ff.debug"));
+        assert_eq!(build_id_path(Path::new("/d"), &[0xab]), None);
+        assert_eq!(build_id_path(Path::new("/d"), &[]), None);
+    }
+
+    #[test]
+    fn debuglink_names_must_be_plain() {
+        assert_eq!(plain_file_name(b"a.debug"), Some(OsStr::new("a.debug")));
+        for bad in [
+            &b""[..],
+            b".",
+            b"..",
+            b"a/b",
+            b"/etc/passwd",
+            b"../x",
+            b"a/",
+        ] {
+            assert_eq!(
+                plain_file_name(bad),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
+    #[test]
+    fn debug_dir_joins_the_files_directory() {
+        let dir = without_root(Path::new("/usr/lib/x86_64-linux-gnu"));
+        assert_eq!(
+            Path::new("/usr/lib/debug").join(dir),
+            Path::new("/usr/lib/debug/usr/lib/x86_64-linux-gnu")
+        );
+    }
+
+    #[test]
+    fn dwz_tail_keeps_the_part_after_dwz() {
+        let tail = dwz_tail(Path::new(
+            "/usr/lib/debug/.dwz/x86_64-linux-gnu/libc6.debug",
+        ));
+        assert_eq!(tail.unwrap(), Path::new("x86_64-linux-gnu/libc6.debug"));
+        assert_eq!(
+            dwz_tail(Path::new("../common.dwz")).unwrap(),
+            Path::new("common.dwz")
+        );
+        assert_eq!(dwz_tail(Path::new("/x/.dwz/../../etc")), None);
+    }
+}

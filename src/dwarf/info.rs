@@ -1,0 +1,277 @@
+//! [`DwarfSections`] (the DWARF sections of one file) and [`DwarfInfo`] (lookups in them).
+//!
+//! Two steps, because of who owns the bytes: uncompressed sections are borrowed from the
+//! [`ElfFile`]'s mapping (no copy), compressed ones are decompressed into buffers that
+//! [`DwarfSections`] owns; [`DwarfInfo`] borrows both through one lifetime, as gimli's
+//! `EndianSlice` reader requires. No lifetime is faked. (An owned, lifetime-free
+//! `DwarfInfo` that a cache can hold beside an `Arc<ElfFile>` needs gimli's `EndianArcSlice`,
+//! behind its `endian-reader` feature, at the price of copying every section once.)
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+
+use addr2line::gimli;
+use gimli::{EndianSlice, RunTimeEndian, SectionId};
+
+use crate::addr::VirtAddr;
+use crate::demangle::demangle;
+use crate::elf::ElfFile;
+use crate::error::{Error, Result};
+
+type Reader<'a> = EndianSlice<'a, RunTimeEndian>;
+
+/// The DWARF sections of one ELF file: borrowed from its bytes, or decompressed and owned.
+pub struct DwarfSections<'a> {
+    path: PathBuf,
+    endian: RunTimeEndian,
+    /// `(section, bytes)` for every section gimli reads that the file has.
+    sections: Vec<(SectionId, Cow<'a, [u8]>)>,
+}
+
+impl std::fmt::Debug for DwarfSections<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DwarfSections")
+            .field("path", &self.path)
+            .field(
+                "sections",
+                &self
+                    .sections
+                    .iter()
+                    .map(|(id, bytes)| (id.name(), bytes.len()))
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+/// The sections `gimli::Dwarf::load` may ask for (split-DWARF `.dwo` names excepted).
+const SECTIONS: [SectionId; 15] = [
+    SectionId::DebugAbbrev,
+    SectionId::DebugAddr,
+    SectionId::DebugAranges,
+    SectionId::DebugInfo,
+    SectionId::DebugLine,
+    SectionId::DebugLineStr,
+    SectionId::DebugLoc,
+    SectionId::DebugLocLists,
+    SectionId::DebugMacinfo,
+    SectionId::DebugMacro,
+    SectionId::DebugRanges,
+    SectionId::DebugRngLists,
+    SectionId::DebugStr,
+    SectionId::DebugStrOffsets,
+    SectionId::DebugTypes,
+];
+
+impl<'a> DwarfSections<'a> {
+    /// Reads the DWARF sections of `elf` (the binary itself or its separate debug file).
+    /// `Ok(None)` when the file has no DWARF (neither `.debug_info` nor `.debug_line`);
+    /// `Err`, naming the file, when a section cannot be read or decompressed (a truncated
+    /// compressed section, a decompression bomb).
+    pub fn load(elf: &'a ElfFile) -> Result<Option<DwarfSections<'a>>> {
+        let mut sections = Vec::new();
+        for id in SECTIONS {
+            if let Some(bytes) = elf.section_data(id.name())? {
+                sections.push((id, bytes));
+            }
+        }
+        let has = |wanted: SectionId| sections.iter().any(|(id, _)| *id == wanted);
+        if !has(SectionId::DebugInfo) && !has(SectionId::DebugLine) {
+            return Ok(None);
+        }
+        let endian = if elf.header().big_endian {
+            RunTimeEndian::Big
+        } else {
+            RunTimeEndian::Little
+        };
+        Ok(Some(DwarfSections {
+            path: elf.path().to_path_buf(),
+            endian,
+            sections,
+        }))
+    }
+
+    /// Bytes held in memory by decompressed sections (borrowed ones cost nothing).
+    pub fn heap_bytes(&self) -> usize {
+        self.sections
+            .iter()
+            .map(|(_, bytes)| match bytes {
+                Cow::Borrowed(_) => 0,
+                Cow::Owned(owned) => owned.len(),
+            })
+            .sum()
+    }
+
+    fn section(&self, wanted: SectionId) -> Reader<'_> {
+        let bytes = self
+            .sections
+            .iter()
+            .find(|(id, _)| *id == wanted)
+            .map_or(&[][..], |(_, bytes)| bytes.as_ref());
+        EndianSlice::new(bytes, self.endian)
+    }
+}
+
+/// The DWARF of one ELF file, ready for lookups.
+///
+/// Lookups parse lazily: the first one in a compilation unit reads that unit's line program
+/// and functions, and keeps them. The value is `Send` but not `Sync` (the lazily filled
+/// caches of `addr2line::Context` are not); share it between threads behind a `Mutex`, or
+/// load one per thread.
+pub struct DwarfInfo<'a> {
+    path: &'a Path,
+    context: addr2line::Context<Reader<'a>>,
+}
+
+impl std::fmt::Debug for DwarfInfo<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DwarfInfo")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One frame of the inline chain at an address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    /// The function, if DWARF names it (a line-table entry outside every function DIE has
+    /// a location but no function).
+    pub function: Option<FunctionName>,
+    /// The source file as DWARF gives it, joined with the compilation directory when it is
+    /// relative (as llvm-symbolizer prints it).
+    pub file: Option<String>,
+    /// The line, if known (line 0, "no line", reads as `None`).
+    pub line: Option<u32>,
+    /// The column, if known.
+    pub column: Option<u32>,
+    /// True when this frame's function was inlined into the next frame's function; false
+    /// for the last frame of the chain (the function whose machine code this is).
+    pub inlined: bool,
+}
+
+/// A function's name from DWARF: `DW_AT_linkage_name` if the DIE has one, else `DW_AT_name`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionName {
+    /// The name as DWARF states it (a mangled linkage name for C++ and Rust).
+    pub raw: String,
+    /// The name demangled by [`crate::demangle::demangle`] (equal to `raw` when it is not
+    /// mangled).
+    pub demangled: String,
+}
+
+impl<'a> DwarfInfo<'a> {
+    /// Prepares lookups in `sections`. `Err`, naming the file, when the unit headers are
+    /// malformed (a unit past the end of `.debug_info`, an unknown version).
+    ///
+    /// ```
+    /// use stacksym::dwarf::{DwarfInfo, DwarfSections};
+    /// use stacksym::elf::ElfFile;
+    /// use stacksym::VirtAddr;
+    /// # fn main() -> stacksym::Result<()> {
+    /// let elf = ElfFile::open("testdata/bin/c-pie-g")?;
+    /// let sections = DwarfSections::load(&elf)?.expect("built with -g");
+    /// let dwarf = DwarfInfo::new(&sections)?;
+    /// // 0x12c4 is inside scale(), inlined into checksum() (testdata/README.md).
+    /// let frames = dwarf.frames(VirtAddr(0x12c4))?.expect("covered by DWARF");
+    /// let names: Vec<_> = frames
+    ///     .iter()
+    ///     .map(|f| f.function.as_ref().map(|n| n.demangled.as_str()))
+    ///     .collect();
+    /// assert_eq!(names, [Some("scale"), Some("checksum")]);
+    /// assert!(frames[0].inlined && !frames[1].inlined);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn new(sections: &'a DwarfSections<'_>) -> Result<DwarfInfo<'a>> {
+        let dwarf = gimli::Dwarf::load(|id| Ok::<_, gimli::Error>(sections.section(id)))
+            .map_err(|e| malformed_dwarf(&sections.path, "sections", e))?;
+        let context = addr2line::Context::from_dwarf(dwarf)
+            .map_err(|e| malformed_dwarf(&sections.path, "unit headers", e))?;
+        Ok(DwarfInfo {
+            path: &sections.path,
+            context,
+        })
+    }
+
+    /// The frames at `addr` (a virtual address as the file states it), innermost first:
+    /// the inlined functions, then the function that contains them. `Ok(None)` when the
+    /// DWARF does not cover `addr`; `Err`, naming the file, when the DWARF met on the way is
+    /// malformed.
+    pub fn frames(&self, addr: VirtAddr) -> Result<Option<Vec<Frame>>> {
+        if addr.0 == u64::MAX {
+            // No half-open DWARF range `[low, high)` can hold the last address; and
+            // addr2line 0.27 computes `addr + 1`, which overflows there (found by fuzzing).
+            return Ok(None);
+        }
+        let mut iter = self
+            .context
+            .find_frames(addr.0)
+            .skip_all_loads()
+            .map_err(|e| malformed_dwarf(self.path, &format!("functions at {addr:#x}"), e))?;
+        let mut frames = Vec::new();
+        while let Some(frame) = iter
+            .next()
+            .map_err(|e| malformed_dwarf(self.path, &format!("inlined frames at {addr:#x}"), e))?
+        {
+            let function = match &frame.function {
+                Some(name) => {
+                    let raw = name
+                        .raw_name()
+                        .map_err(|e| malformed_dwarf(self.path, "function name", e))?
+                        .into_owned();
+                    let demangled = demangle(&raw).into_owned();
+                    Some(FunctionName { raw, demangled })
+                }
+                None => None,
+            };
+            let location = frame.location.as_ref();
+            frames.push(Frame {
+                function,
+                file: location.and_then(|l| l.file).map(str::to_owned),
+                line: location.and_then(|l| l.line).filter(|&l| l != 0),
+                column: location.and_then(|l| l.column),
+                inlined: true,
+            });
+        }
+        match frames.last_mut() {
+            Some(last) => {
+                last.inlined = false;
+                Ok(Some(frames))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The file the DWARF was read from.
+    pub fn path(&self) -> &Path {
+        self.path
+    }
+}
+
+fn malformed_dwarf(path: &Path, what: &str, e: gimli::Error) -> Error {
+    Error::MalformedElf {
+        path: path.to_path_buf(),
+        what: format!("DWARF {what}: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dwarf_info_is_send() {
+        fn assert_send<T: Send>() {}
+        assert_send::<DwarfInfo<'static>>();
+        assert_send::<DwarfSections<'static>>();
+    }
+
+    #[test]
+    fn file_without_dwarf_is_none() {
+        let elf = ElfFile::open(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/bin/c-nopie"))
+            .expect("committed test binary");
+        if elf.section_data(".debug_info").ok().flatten().is_none() {
+            assert!(DwarfSections::load(&elf).expect("reads").is_none());
+        }
+    }
+}

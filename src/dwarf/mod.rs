@@ -1,0 +1,21 @@
+//! Source lines and inlined frames of one ELF file, from its DWARF (versions 2 to 5).
+//!
+//! [`DwarfSections::load`] reads the `.debug_*` sections of an [`crate::elf::ElfFile`]
+//! (borrowed from the mapping, or decompressed from `SHF_COMPRESSED` and `.zdebug_*`
+//! sections); [`DwarfInfo::new`] hands them to the `addr2line` crate's I/O-free core
+//! (`addr2line::Context` over `gimli`).
+//! [`DwarfInfo::frames`] answers "which source lines does this virtual address belong to":
+//! the inlined functions, innermost first, then the function that contains them, each with
+//! its name, file, line and column. As in llvm-symbolizer, an outer frame's location is the
+//! call site of the frame inside it.
+//!
+//! Where the DWARF comes from is the caller's business: the [`crate::elf::ElfFile`] may be
+//! the binary itself or its separate debug file (found by `debuginfo/`); both are read the
+//! same way. Not handled here: relocatable objects (`ET_REL`, whose DWARF needs relocations
+//! applied), split DWARF (`.dwo`/`.dwp`) and dwz supplementary files (`.gnu_debugaltlink`):
+//! references into them are left unresolved. Falling back to the symbol table where DWARF
+//! does not cover an address is the caller's job: [`DwarfInfo::frames`] returns `Ok(None)`.
+
+mod info;
+
+pub use info::{DwarfInfo, DwarfSections, Frame, FunctionName};

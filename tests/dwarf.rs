@@ -1,0 +1,642 @@
+//! Source lines and inlined frames (`stacksym::dwarf`) compared with llvm-symbolizer.
+//!
+//! For each file, random addresses inside sized FUNC symbols (`readelf -sW`, fixed-seed
+//! xorshift: a function, then an offset in it) go to ONE llvm-symbolizer run (JSON, inlined
+//! frames on, no demangling: linkage names) and to `DwarfInfo::frames`. An address agrees
+//! when the whole inline chain agrees: the same number of frames and, per frame, the same
+//! function name (raw, as DWARF states it), file basename, line and column. Where DWARF
+//! covers nothing, stacksym says `None` and llvm-symbolizer prints a frame with no file and
+//! line 0 (its name from the symbol table); that agrees too. At least 99.5 % must agree;
+//! disagreements are counted by kind and the first ones printed.
+//!
+//! Files: the committed binaries built with `-g` (x86_64, aarch64, big-endian s390x, C and
+//! C++, a shared library), and the system libc's separate debug file (zlib-compressed
+//! sections), opened directly by its build-id path while llvm-symbolizer is given
+//! `libc.so.6` and finds that file itself. A missing tool or file prints SKIPPED.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use stacksym::dwarf::{DwarfInfo, DwarfSections, Frame};
+use stacksym::elf::ElfFile;
+use stacksym::VirtAddr;
+
+/// Agreement required, in thousandths.
+const REQUIRED_PER_MILLE: usize = 995;
+const SHOWN_DISAGREEMENTS: usize = 8;
+const TESTDATA_SAMPLES: usize = 10_000;
+const LIBC_SAMPLES: usize = 2_000;
+
+/// One frame as llvm-symbolizer prints it, or as stacksym's frame is compared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct CmpFrame {
+    function: Option<String>,
+    /// Basename of the file.
+    file: Option<String>,
+    line: u32,
+    column: u32,
+}
+
+impl std::fmt::Display for CmpFrame {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} @ {}:{}:{}",
+            self.function.as_deref().unwrap_or("??"),
+            self.file.as_deref().unwrap_or("??"),
+            self.line,
+            self.column
+        )
+    }
+}
+
+fn basename(path: &str) -> String {
+    path.rsplit('/').next().unwrap_or(path).to_string()
+}
+
+fn ours_to_cmp(frame: &Frame) -> CmpFrame {
+    CmpFrame {
+        function: frame.function.as_ref().map(|f| f.raw.clone()),
+        file: frame.file.as_deref().map(basename),
+        line: frame.line.unwrap_or(0),
+        column: frame.column.unwrap_or(0),
+    }
+}
+
+/// Runs llvm-symbolizer once on all `addrs`; one inline chain (innermost first) per address.
+/// `debug_dir`: where it may look for separate debug files (`None`: nowhere).
+fn llvm_chains(
+    llvm_symbolizer: &Path,
+    obj: &Path,
+    debug_dir: Option<&Path>,
+    addrs: &[u64],
+) -> Vec<Vec<CmpFrame>> {
+    let debug_dir = debug_dir.unwrap_or(Path::new("/nonexistent/stacksym-dwarf-test"));
+    let mut child = Command::new(llvm_symbolizer)
+        .arg(format!("--obj={}", obj.display()))
+        .args([
+            "--no-demangle",
+            "--functions=linkage",
+            "--inlining",
+            "--output-style=JSON",
+        ])
+        .arg(format!("--debug-file-directory={}", debug_dir.display()))
+        .env("DEBUGINFOD_URLS", "")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("running {}: {e}", llvm_symbolizer.display()));
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let input: String = addrs.iter().map(|a| format!("{a:#x}\n")).collect();
+    // Written from a thread: the child's output could otherwise fill its pipe and stall both.
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
+    let mut chains = Vec::with_capacity(addrs.len());
+    for line in stdout.lines() {
+        let line = line.expect("reading llvm-symbolizer output");
+        if line.trim().is_empty() {
+            continue;
+        }
+        let value: serde_json::Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("llvm-symbolizer printed non-JSON {line:?}: {e}"));
+        let frames = value["Symbol"].as_array().cloned().unwrap_or_default();
+        chains.push(
+            frames
+                .iter()
+                .map(|f| CmpFrame {
+                    function: f["FunctionName"]
+                        .as_str()
+                        .filter(|n| !n.is_empty() && *n != "??")
+                        .map(str::to_string),
+                    file: f["FileName"]
+                        .as_str()
+                        .filter(|n| !n.is_empty() && *n != "??")
+                        .map(basename),
+                    line: f["Line"].as_u64().unwrap_or(0) as u32,
+                    column: f["Column"].as_u64().unwrap_or(0) as u32,
+                })
+                .collect(),
+        );
+    }
+    writer
+        .join()
+        .expect("writer thread")
+        .expect("writing llvm-symbolizer input");
+    let out = child
+        .wait_with_output()
+        .expect("waiting for llvm-symbolizer");
+    assert!(
+        out.status.success(),
+        "llvm-symbolizer on {} failed: {}",
+        obj.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(chains.len(), addrs.len(), "one JSON line per address");
+    chains
+}
+
+/// Names of the symbols of the sampled file (and of the file the DWARF is read from),
+/// each with every `(start, size)` a symbol of that name has.
+type SymbolAddrs = std::collections::HashMap<String, Vec<(u64, u64)>>;
+
+/// How two chains compare: `Ok(kind of agreement)` or `Err(kind of disagreement)`.
+///
+/// llvm-symbolizer (with `--functions=linkage`, its default) replaces the outer frame's
+/// DWARF name with the name of the symbol-table entry covering the address
+/// (`shouldOverrideWithSymbolTable`; LLVM 14 has no flag to turn that off), so its outer
+/// name is not DWARF's. An outer frame still agrees when llvm-symbolizer's name is a symbol
+/// covering the address and DWARF's name is that symbol's alias (same start: `demo_impl` /
+/// `demo_alias`, `__error` / `error`, `vfunc_v1` / `vfunc@VERS_1`), or DWARF's name plus a
+/// compiler suffix (`process_value.cold`, `f.isra.0`), or a name the symbol tables do not
+/// have at all (a C++ function DWARF names without its linkage name, a lambda's
+/// `operator()`, an IFUNC resolver's `__wcscpy_ifunc`); file, line and column must agree
+/// in every case. Each kind is counted apart.
+fn compare_chains(
+    addr: u64,
+    ours: Option<&[CmpFrame]>,
+    llvm: &[CmpFrame],
+    symbols: &SymbolAddrs,
+) -> Result<&'static str, String> {
+    // No line anywhere: llvm-symbolizer's frame then carries only a symbol-table name, and
+    // at most a unit's name (e.g. `crti.o`) as file.
+    let llvm_has_no_lines = llvm.iter().all(|f| f.line == 0);
+    let Some(ours) = ours else {
+        return if llvm_has_no_lines {
+            Ok("both: no line information")
+        } else {
+            Err("only llvm-symbolizer found DWARF lines for the address".to_string())
+        };
+    };
+    if ours.len() != llvm.len() {
+        return Err(format!(
+            "inline chains of different length (stacksym {}, llvm-symbolizer {})",
+            ours.len(),
+            llvm.len()
+        ));
+    }
+    let mut kind = "identical chains";
+    for (depth, (a, b)) in ours.iter().zip(llvm).enumerate() {
+        let outer = depth + 1 == ours.len();
+        let at = if outer {
+            "outer frame"
+        } else {
+            "inlined frame"
+        };
+        if a.function != b.function {
+            let stand_in = if outer {
+                symbol_table_stand_in(addr, a.function.as_deref(), b, symbols)
+            } else {
+                None
+            };
+            match stand_in {
+                Some(why) => kind = why,
+                None if a.function.is_none() && outer => {
+                    return Err("outer frame: no function DIE covers the address; \
+                                llvm-symbolizer named it from the symbol table"
+                        .to_string())
+                }
+                None => return Err(format!("{at}: function name differs")),
+            }
+        }
+        if a.file != b.file {
+            return Err(format!("{at}: file differs"));
+        }
+        if a.line != b.line {
+            return Err(format!("{at}: line differs"));
+        }
+        if a.column != b.column {
+            return Err(format!("{at}: column differs (same line)"));
+        }
+    }
+    Ok(kind)
+}
+
+/// Why llvm-symbolizer's outer name `llvm` is the symbol-table stand-in for DWARF's name
+/// `ours` at `addr`, or `None` if it is not.
+fn symbol_table_stand_in(
+    addr: u64,
+    ours: Option<&str>,
+    llvm: &CmpFrame,
+    symbols: &SymbolAddrs,
+) -> Option<&'static str> {
+    let ours = ours?;
+    let theirs = llvm.function.as_deref()?;
+    let theirs = theirs.split('@').next().unwrap_or(theirs);
+    let covering: Vec<u64> = symbols
+        .get(theirs)?
+        .iter()
+        .filter(|&&(start, size)| start <= addr && addr < start.saturating_add(size.max(1)))
+        .map(|&(start, _)| start)
+        .collect();
+    if covering.is_empty() {
+        return None;
+    }
+    if theirs.split('.').next() == Some(ours) {
+        return Some("outer frame: llvm-symbolizer's symbol-table name is DWARF's plus a suffix");
+    }
+    match symbols.get(ours) {
+        Some(ranges) if ranges.iter().any(|(start, _)| covering.contains(start)) => {
+            Some("outer frame: llvm-symbolizer's symbol-table name is an alias of DWARF's")
+        }
+        Some(_) => None,
+        None => Some(
+            "outer frame: DWARF's name is in no symbol table; llvm-symbolizer used the \
+             covering symbol's",
+        ),
+    }
+}
+
+fn seed_for(path: &Path) -> u64 {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    name.bytes().fold(0x9e37_79b9_7f4a_7c15, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+struct Tools {
+    readelf: PathBuf,
+    llvm_symbolizer: PathBuf,
+}
+
+fn tools(test: &str) -> Option<Tools> {
+    Some(Tools {
+        readelf: support::require_tool(test, "readelf", "binutils")?,
+        llvm_symbolizer: support::require_tool(
+            test,
+            "llvm-symbolizer",
+            "llvm (Debian: llvm or llvm-14)",
+        )?,
+    })
+}
+
+struct Report {
+    total: usize,
+    agreed: usize,
+}
+
+/// Compares `samples` random in-function addresses of `sample_from` (its FUNC symbols that
+/// `keep` accepts): stacksym reads the DWARF of `dwarf_file`, llvm-symbolizer is given
+/// `llvm_obj` (and may search `debug_dir`).
+fn compare(
+    tools: &Tools,
+    sample_from: &Path,
+    keep: impl Fn(&support::RefSym) -> bool,
+    samples: usize,
+    dwarf_file: &Path,
+    llvm_obj: &Path,
+    debug_dir: Option<&Path>,
+) -> Report {
+    let symbols = support::readelf_symbols(&tools.readelf, sample_from);
+    let mut symbol_addrs = SymbolAddrs::new();
+    let debug_symbols = if dwarf_file == sample_from {
+        Vec::new()
+    } else {
+        support::readelf_symbols(&tools.readelf, dwarf_file)
+    };
+    for sym in symbols
+        .iter()
+        .chain(&debug_symbols)
+        .filter(|s| s.is_defined())
+    {
+        symbol_addrs
+            .entry(sym.name.clone())
+            .or_default()
+            .push((sym.value, sym.size));
+    }
+    let sampled = support::sample_function_addrs(&symbols, keep, samples, seed_for(sample_from));
+    let addrs: Vec<u64> = sampled.iter().map(|s| s.addr).collect();
+
+    let t = Instant::now();
+    let llvm = llvm_chains(&tools.llvm_symbolizer, llvm_obj, debug_dir, &addrs);
+    let llvm_time = t.elapsed();
+
+    let t = Instant::now();
+    let elf = ElfFile::open(dwarf_file)
+        .unwrap_or_else(|e| panic!("opening {}: {e}", dwarf_file.display()));
+    let sections = DwarfSections::load(&elf)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|| panic!("{} has no DWARF", dwarf_file.display()));
+    let dwarf = DwarfInfo::new(&sections).unwrap_or_else(|e| panic!("{e}"));
+    let ours: Vec<Option<Vec<CmpFrame>>> = addrs
+        .iter()
+        .map(|&addr| {
+            dwarf
+                .frames(VirtAddr(addr))
+                .unwrap_or_else(|e| panic!("frames at {addr:#x}: {e}"))
+                .map(|frames| frames.iter().map(ours_to_cmp).collect())
+        })
+        .collect();
+    let ours_time = t.elapsed();
+
+    let mut classes: BTreeMap<String, usize> = BTreeMap::new();
+    let mut agreements: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut shown = 0;
+    let mut agreed = 0;
+    let mut multi_frame = 0;
+    for ((addr, ours), llvm) in addrs.iter().zip(&ours).zip(&llvm) {
+        if ours.as_ref().is_some_and(|o| o.len() > 1) {
+            multi_frame += 1;
+        }
+        match compare_chains(*addr, ours.as_deref(), llvm, &symbol_addrs) {
+            Ok(kind) => {
+                agreed += 1;
+                *agreements.entry(kind).or_default() += 1;
+            }
+            Err(class) => {
+                if shown < SHOWN_DISAGREEMENTS {
+                    shown += 1;
+                    eprintln!("  {addr:#x}: {class}");
+                    let show = |who: &str, chain: &[CmpFrame]| {
+                        for (i, f) in chain.iter().enumerate() {
+                            eprintln!("    {who} #{i}: {f}");
+                        }
+                    };
+                    match ours {
+                        Some(chain) => show("stacksym       ", chain),
+                        None => eprintln!("    stacksym        : no DWARF"),
+                    }
+                    show("llvm-symbolizer", llvm);
+                }
+                *classes.entry(class).or_default() += 1;
+            }
+        }
+    }
+    eprintln!(
+        "{}: agreement {agreed}/{} = {:.2} % (required {:.1} %); {multi_frame} addresses \
+         with inlined frames; {} decompressed bytes; llvm-symbolizer {llvm_time:.2?}, \
+         stacksym {ours_time:.2?}",
+        dwarf_file.display(),
+        addrs.len(),
+        agreed as f64 * 100.0 / addrs.len() as f64,
+        REQUIRED_PER_MILLE as f64 / 10.0,
+        sections.heap_bytes(),
+    );
+    for (kind, count) in &agreements {
+        eprintln!("    {count:6}  agree: {kind}");
+    }
+    for (class, count) in &classes {
+        eprintln!("    {count:6}  DISAGREE: {class}");
+    }
+    Report {
+        total: addrs.len(),
+        agreed,
+    }
+}
+
+#[test]
+fn testdata_binaries_agree_with_llvm_symbolizer() {
+    let test = "testdata_binaries_agree_with_llvm_symbolizer";
+    let Some(tools) = tools(test) else { return };
+    let mut failed = Vec::new();
+    for name in [
+        "c-pie-g",
+        "cpp-O2-g",
+        "c-wait",
+        "c-aarch64",
+        "c-s390x",
+        "libversioned.so",
+    ] {
+        let path = support::bin(name);
+        if !path.is_file() {
+            eprintln!("{test}: SKIPPED {name}: {} does not exist", path.display());
+            continue;
+        }
+        let report = compare(
+            &tools,
+            &path,
+            |_| true,
+            TESTDATA_SAMPLES,
+            &path,
+            &path,
+            None,
+        );
+        if report.agreed * 1000 < report.total * REQUIRED_PER_MILLE {
+            failed.push(name);
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "below the required agreement: {failed:?}"
+    );
+}
+
+/// `/usr/lib/debug/.build-id/xx/rest.debug` for the file's build-id (from `readelf -n`).
+fn build_id_debug_file(readelf: &Path, path: &Path) -> Result<PathBuf, String> {
+    let out = Command::new(readelf)
+        .arg("-n")
+        .arg(path)
+        .output()
+        .map_err(|e| format!("running readelf -n: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let id = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Build ID: "))
+        .ok_or_else(|| format!("{} has no build-id note", path.display()))?
+        .trim();
+    if id.len() < 3 {
+        return Err(format!("build-id {id:?} is too short"));
+    }
+    let debug = PathBuf::from(format!(
+        "/usr/lib/debug/.build-id/{}/{}.debug",
+        &id[..2],
+        &id[2..]
+    ));
+    if debug.is_file() {
+        Ok(debug)
+    } else {
+        Err(format!(
+            "{} does not exist; install libc6-dbg",
+            debug.display()
+        ))
+    }
+}
+
+#[test]
+fn libc_debug_file_agrees_with_llvm_symbolizer() {
+    let test = "libc_debug_file_agrees_with_llvm_symbolizer";
+    let Some(tools) = tools(test) else { return };
+    let libc = Path::new("/usr/lib/x86_64-linux-gnu/libc.so.6");
+    if !libc.is_file() {
+        eprintln!("{test}: SKIPPED: {} does not exist", libc.display());
+        return;
+    }
+    let debug = match build_id_debug_file(&tools.readelf, libc) {
+        Ok(debug) => debug,
+        Err(why) => {
+            eprintln!("{test}: SKIPPED: {why}");
+            return;
+        }
+    };
+    let report = compare(
+        &tools,
+        libc,
+        |s| s.table == support::Table::Dynsym,
+        LIBC_SAMPLES,
+        &debug,
+        libc,
+        Some(Path::new("/usr/lib/debug")),
+    );
+    assert!(
+        report.agreed * 1000 >= report.total * REQUIRED_PER_MILLE,
+        "{}: only {}/{} agree (see above)",
+        debug.display(),
+        report.agreed,
+        report.total
+    );
+}
+
+#[test]
+fn inlined_scale_in_checksum() {
+    let elf = ElfFile::open(support::bin("c-pie-g")).expect("committed test binary");
+    let sections = DwarfSections::load(&elf)
+        .expect("readable")
+        .expect("c-pie-g has DWARF");
+    let dwarf = DwarfInfo::new(&sections).expect("well-formed DWARF");
+    for addr in 0x12c4..0x12ce {
+        let frames = dwarf
+            .frames(VirtAddr(addr))
+            .expect("well-formed")
+            .expect("covered");
+        let names: Vec<_> = frames
+            .iter()
+            .map(|f| f.function.as_ref().map(|n| n.demangled.as_str()))
+            .collect();
+        assert_eq!(names, [Some("scale"), Some("checksum")], "at {addr:#x}");
+        assert!(frames[0]
+            .file
+            .as_deref()
+            .is_some_and(|f| f.ends_with("demo.c")));
+        assert!(frames[1].line.is_some(), "the call site of scale()");
+    }
+    // Far outside any unit: no DWARF, not an error.
+    assert_eq!(dwarf.frames(VirtAddr(0xdead_0000_0000)).expect("ok"), None);
+}
+
+#[test]
+fn file_without_dwarf_has_no_sections() {
+    // c-nopie is built without -g.
+    let elf = ElfFile::open(support::bin("c-nopie")).expect("committed test binary");
+    if elf.section_data(".debug_info").expect("readable").is_some() {
+        eprintln!("file_without_dwarf_has_no_sections: SKIPPED: c-nopie has .debug_info");
+        return;
+    }
+    assert!(DwarfSections::load(&elf).expect("readable").is_none());
+}
+
+#[test]
+fn last_address_is_not_covered_and_does_not_panic() {
+    let elf = ElfFile::open(support::bin("c-pie-g")).expect("committed test binary");
+    let sections = DwarfSections::load(&elf)
+        .expect("readable")
+        .expect("c-pie-g has DWARF");
+    let dwarf = DwarfInfo::new(&sections).expect("well-formed DWARF");
+    assert_eq!(dwarf.frames(VirtAddr(u64::MAX)).expect("ok"), None);
+    assert_eq!(dwarf.frames(VirtAddr(0)).expect("ok"), None);
+}
+
+/// `c-pie-g` with zlib-compressed debug sections (by `objcopy`), and the file offset of
+/// `.debug_info`'s compression header. `None` (after printing SKIPPED) without objcopy.
+fn compressed_copy(test: &str, dir: &Path) -> Option<(Vec<u8>, usize)> {
+    use object::read::elf::{FileHeader, SectionHeader};
+    let objcopy = support::require_tool(test, "objcopy", "binutils")?;
+    let out = dir.join("c-pie-g-zlib");
+    let status = Command::new(objcopy)
+        .arg("--compress-debug-sections=zlib")
+        .arg(support::bin("c-pie-g"))
+        .arg(&out)
+        .status()
+        .expect("running objcopy");
+    assert!(
+        status.success(),
+        "objcopy --compress-debug-sections=zlib failed"
+    );
+    let bytes = std::fs::read(&out).expect("objcopy's output");
+    let header = object::elf::FileHeader64::<object::Endianness>::parse(&bytes[..])
+        .expect("c-pie-g is ELF64");
+    let endian = header.endian().expect("known endianness");
+    let sections = header
+        .sections(endian, &bytes[..])
+        .expect("section headers");
+    let (_, info) = sections
+        .section_by_name(endian, b".debug_info")
+        .expect("c-pie-g has .debug_info");
+    assert!(
+        info.sh_flags(endian).contains(object::elf::SHF_COMPRESSED),
+        "objcopy compressed .debug_info"
+    );
+    let offset = info.sh_offset(endian) as usize;
+    Some((bytes, offset))
+}
+
+#[test]
+fn compressed_sections_read_like_plain_ones() {
+    let test = "compressed_sections_read_like_plain_ones";
+    let dir = tempfile::tempdir().expect("temp dir");
+    let Some((bytes, _)) = compressed_copy(test, dir.path()) else {
+        return;
+    };
+    let plain = ElfFile::open(support::bin("c-pie-g")).expect("committed test binary");
+    let zlib = ElfFile::from_bytes("c-pie-g-zlib", bytes).expect("ELF");
+    assert_eq!(
+        plain.section_data(".debug_info").expect("ok"),
+        zlib.section_data(".debug_info").expect("decompresses"),
+    );
+    let plain_sections = DwarfSections::load(&plain).expect("ok").expect("DWARF");
+    let zlib_sections = DwarfSections::load(&zlib).expect("ok").expect("DWARF");
+    assert_eq!(plain_sections.heap_bytes(), 0, "borrowed from the mapping");
+    assert!(
+        zlib_sections.heap_bytes() > 0,
+        "decompressed into owned buffers"
+    );
+    let plain_dwarf = DwarfInfo::new(&plain_sections).expect("ok");
+    let zlib_dwarf = DwarfInfo::new(&zlib_sections).expect("ok");
+    for addr in (0x1000..0x1600).step_by(3) {
+        assert_eq!(
+            plain_dwarf.frames(VirtAddr(addr)).expect("ok"),
+            zlib_dwarf.frames(VirtAddr(addr)).expect("ok"),
+            "at {addr:#x}"
+        );
+    }
+}
+
+#[test]
+fn decompression_bomb_and_truncated_section_are_errors() {
+    let test = "decompression_bomb_and_truncated_section_are_errors";
+    let dir = tempfile::tempdir().expect("temp dir");
+    let Some((bytes, chdr)) = compressed_copy(test, dir.path()) else {
+        return;
+    };
+    // Elf64_Chdr: ch_type (4), ch_reserved (4), ch_size (8), ch_addralign (8); little-endian.
+    let mut bomb = bytes.clone();
+    bomb[chdr + 8..chdr + 16].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    let elf = ElfFile::from_bytes("bomb", bomb).expect("ELF");
+    let err = DwarfSections::load(&elf).expect_err("a 1 TiB .debug_info is refused");
+    let shown = err.to_string();
+    assert!(
+        shown.starts_with("bomb: ") && shown.contains("decompression bomb"),
+        "{shown}"
+    );
+
+    // The stated size is a little larger than what the zlib stream holds.
+    let mut short = bytes.clone();
+    let size = u64::from_le_bytes(short[chdr + 8..chdr + 16].try_into().expect("8 bytes"));
+    short[chdr + 8..chdr + 16].copy_from_slice(&(size + 1).to_le_bytes());
+    let elf = ElfFile::from_bytes("short", short).expect("ELF");
+    let err = DwarfSections::load(&elf).expect_err("size mismatch");
+    assert!(err.to_string().starts_with("short: "), "{err}");
+
+    // A corrupted zlib stream.
+    let mut corrupt = bytes;
+    for b in &mut corrupt[chdr + 24..chdr + 64] {
+        *b = 0xff;
+    }
+    let elf = ElfFile::from_bytes("corrupt", corrupt).expect("ELF");
+    let err = DwarfSections::load(&elf).expect_err("invalid zlib data");
+    assert!(err.to_string().starts_with("corrupt: "), "{err}");
+}
