@@ -43,7 +43,9 @@ pub fn find_tool(name: &str) -> Option<PathBuf> {
 pub fn require_tool(test: &str, name: &str, package: &str) -> Option<PathBuf> {
     let found = find_tool(name);
     if found.is_none() {
-        eprintln!("{test}: SKIPPED: {name} not found; install {package}");
+        writeln_stderr(format_args!(
+            "{test}: SKIPPED: {name} not found; install {package}"
+        ));
     }
     found
 }
@@ -392,4 +394,14 @@ pub fn find_file(dir: &Path, prefix: &str, suffix: &str) -> Option<PathBuf> {
         .collect();
     found.sort();
     found.into_iter().next()
+}
+
+/// Writes a line to the process's stderr directly, not through the test harness's capture, so
+/// that a note (a skipped comparison) shows even when the test passes.
+#[allow(dead_code)]
+fn writeln_stderr(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut err = std::io::stderr();
+    let _ = err.write_fmt(args);
+    let _ = err.write_all(b"\n");
 }
