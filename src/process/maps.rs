@@ -191,11 +191,7 @@ pub fn parse_maps(name: &Path, text: &[u8]) -> Result<Vec<Mapping>> {
             Err(what) => {
                 return Err(Error::Process {
                     path: name.to_path_buf(),
-                    what: format!(
-                        "line {}: {what}: \"{}\"",
-                        index + 1,
-                        shorten(&String::from_utf8_lossy(line))
-                    ),
+                    what: format!("line {}: {what}: \"{}\"", index + 1, shorten(line)),
                 })
             }
         }
@@ -203,17 +199,20 @@ pub fn parse_maps(name: &Path, text: &[u8]) -> Result<Vec<Mapping>> {
     Ok(mappings)
 }
 
-/// A line quoted in an error, cut to a readable length.
-fn shorten(line: &str) -> String {
+/// A line quoted in an error (of this parser or of [`super::perfmap`]'s), cut to a readable
+/// length.
+pub(crate) fn shorten(line: &[u8]) -> String {
     const MAX: usize = 120;
+    let line = String::from_utf8_lossy(line);
     match line.char_indices().nth(MAX) {
         Some((at, _)) => format!("{}...", &line[..at]),
-        None => line.to_string(),
+        None => line.into_owned(),
     }
 }
 
-/// Splits off the next field: skips leading spaces, then takes up to the next space.
-fn next_field<'a>(rest: &mut &'a [u8]) -> Option<&'a [u8]> {
+/// Splits off the next field: skips leading blanks, then takes up to the next blank. Shared
+/// with [`super::perfmap`], whose lines are split the same way.
+pub(crate) fn next_field<'a>(rest: &mut &'a [u8]) -> Option<&'a [u8]> {
     let start = rest.iter().position(|&b| b != b' ' && b != b'\t')?;
     let tail = &rest[start..];
     let len = tail
@@ -226,12 +225,17 @@ fn next_field<'a>(rest: &mut &'a [u8]) -> Option<&'a [u8]> {
 }
 
 fn hex(field: &[u8], what: &str) -> Result<u64, String> {
-    // from_str_radix accepts a leading '+', which the kernel never writes.
+    hex_digits(field).ok_or_else(|| format!("bad {what}"))
+}
+
+/// 1 to 16 hex digits and nothing else (no `0x`, no sign: `from_str_radix` alone would accept
+/// a leading `+`, which procfs never writes).
+pub(crate) fn hex_digits(field: &[u8]) -> Option<u64> {
     if field.is_empty() || field.len() > 16 || !field.iter().all(u8::is_ascii_hexdigit) {
-        return Err(format!("bad {what}"));
+        return None;
     }
-    let text = std::str::from_utf8(field).map_err(|_| format!("bad {what}"))?;
-    u64::from_str_radix(text, 16).map_err(|_| format!("bad {what}"))
+    // All ASCII hex digits, at most 16: always valid UTF-8 and in range.
+    u64::from_str_radix(std::str::from_utf8(field).ok()?, 16).ok()
 }
 
 fn parse_line(line: &[u8]) -> Result<Mapping, String> {

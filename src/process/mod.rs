@@ -32,6 +32,17 @@ use crate::addr::{AbsAddr, FileOffset};
 use crate::elf::ElfFile;
 use crate::error::{Error, Result};
 
+/// The fields of a `<pid>/stat` line after `PID (COMM)`, from STATE on. COMM may hold spaces
+/// and parentheses, so they start after the line's last `)`.
+fn stat_fields(stat: &[u8]) -> Option<std::str::SplitAsciiWhitespace<'_>> {
+    let after = stat.iter().rposition(|&b| b == b')')?;
+    Some(
+        std::str::from_utf8(stat.get(after + 1..)?)
+            .ok()?
+            .split_ascii_whitespace(),
+    )
+}
+
 /// The default procfs root.
 pub const DEFAULT_PROCFS_ROOT: &str = "/proc";
 
@@ -176,15 +187,24 @@ impl Process {
     /// Whether the process is gone: its procfs directory is missing, or it is a zombie
     /// (state `Z` or `X` in `<pid>/stat`).
     pub(crate) fn is_gone(&self) -> bool {
-        let Ok(stat) = std::fs::read(self.proc_dir().join("stat")) else {
+        let Some(stat) = self.read_stat() else {
             return true;
         };
-        // "PID (COMM) STATE ...": COMM may hold spaces and parentheses, so look after the last ')'.
-        let state = stat
-            .iter()
-            .rposition(|&b| b == b')')
-            .and_then(|at| stat.get(at + 2).copied());
-        matches!(state, Some(b'Z' | b'X'))
+        let state = stat_fields(&stat).and_then(|mut fields| fields.next());
+        matches!(state, Some("Z" | "X"))
+    }
+
+    /// When the process started (field 22 of `<pid>/stat`, clock ticks since boot): with the
+    /// pid, it tells one process's life from another's that reuses the pid. `None` when the
+    /// process is gone or the line is not what procfs writes.
+    pub fn start_time(&self) -> Option<u64> {
+        let stat = self.read_stat()?;
+        // Fields after COMM start with STATE, field 3, so field 22 is the 20th of them.
+        stat_fields(&stat)?.nth(19)?.parse().ok()
+    }
+
+    fn read_stat(&self) -> Option<Vec<u8>> {
+        std::fs::read(self.proc_dir().join("stat")).ok()
     }
 
     /// The path through which this process's file behind `mapping` can be opened from here:

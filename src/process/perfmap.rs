@@ -27,6 +27,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use super::maps::{hex_digits, next_field, shorten};
 use super::Process;
 use crate::addr::AbsAddr;
 use crate::error::{Error, Result};
@@ -384,40 +385,13 @@ fn parse_line(line: &[u8]) -> Result<(u64, u64, &[u8]), String> {
     Ok((start, size, name))
 }
 
-/// Splits off the next field: skips leading blanks, then takes up to the next blank.
-fn next_field<'a>(rest: &mut &'a [u8]) -> Option<&'a [u8]> {
-    let start = rest.iter().position(|&b| b != b' ' && b != b'\t')?;
-    let tail = &rest[start..];
-    let len = tail
-        .iter()
-        .position(|&b| b == b' ' || b == b'\t')
-        .unwrap_or(tail.len());
-    let (field, after) = tail.split_at(len);
-    *rest = after;
-    Some(field)
-}
-
 /// Hex with an optional `0x`/`0X`, up to 16 digits.
 fn hex(field: &[u8]) -> Option<u64> {
     let digits = field
         .strip_prefix(b"0x")
         .or_else(|| field.strip_prefix(b"0X"))
         .unwrap_or(field);
-    if digits.is_empty() || digits.len() > 16 || !digits.iter().all(u8::is_ascii_hexdigit) {
-        return None;
-    }
-    // All ASCII hex digits, at most 16: always valid UTF-8 and in range.
-    u64::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
-}
-
-/// A line quoted in a message, cut to a readable length.
-fn shorten(line: &[u8]) -> String {
-    const MAX: usize = 120;
-    let line = String::from_utf8_lossy(line);
-    match line.char_indices().nth(MAX) {
-        Some((at, _)) => format!("{}...", &line[..at]),
-        None => line.into_owned(),
-    }
+    hex_digits(digits)
 }
 
 #[cfg(test)]

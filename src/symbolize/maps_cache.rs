@@ -22,17 +22,6 @@ pub(crate) struct ProcessKey {
     start_time: u64,
 }
 
-/// The process's start time (field 22 of `<pid>/stat`, in clock ticks since boot), or
-/// `None` when the process is gone or the line is not what procfs writes.
-fn start_time(process: &Process) -> Option<u64> {
-    let stat = std::fs::read(process.proc_dir().join("stat")).ok()?;
-    // "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses; fields after the last
-    // ')' start with STATE, which is field 3, so start time (22) is the 20th after it.
-    let after = stat.iter().rposition(|&b| b == b')')?;
-    let rest = std::str::from_utf8(stat.get(after + 1..)?).ok()?;
-    rest.split_ascii_whitespace().nth(19)?.parse().ok()
-}
-
 impl Symbolizer {
     /// The maps of `process`, from the cache when they cover every address of `addrs`, else
     /// read (again) and cached.
@@ -41,7 +30,7 @@ impl Symbolizer {
         process: &Process,
         addrs: &[AbsAddr],
     ) -> Result<Arc<ProcessMaps>> {
-        let Some(start_time) = start_time(process) else {
+        let Some(start_time) = process.start_time() else {
             // Gone, or an unusual procfs: read without caching; read_maps says what is wrong.
             return Ok(Arc::new(process.read_maps()?));
         };
