@@ -371,7 +371,7 @@ fn measure_name(table: NameTable, strings: &[u8], offset: u32) -> Option<NameInf
             utf8: true,
             version: VersionSuffix::None,
         }),
-        Some(b'@') if stop > 0 && tail[stop + 1..].is_ascii_prefix_before_nul() => Some(NameInfo {
+        Some(b'@') if stop > 0 && is_ascii_before_nul(&tail[stop + 1..]) => Some(NameInfo {
             table,
             offset,
             len: stop,
@@ -414,15 +414,9 @@ fn find_name_stop(name: &[u8], at: bool) -> usize {
 }
 
 /// Whether the bytes up to the first NUL are all ASCII (and a NUL exists).
-trait AsciiBeforeNul {
-    fn is_ascii_prefix_before_nul(&self) -> bool;
-}
-
-impl AsciiBeforeNul for [u8] {
-    fn is_ascii_prefix_before_nul(&self) -> bool {
-        let end = find_name_stop(self, false);
-        self.get(end) == Some(&0)
-    }
+fn is_ascii_before_nul(bytes: &[u8]) -> bool {
+    let end = find_name_stop(bytes, false);
+    bytes.get(end) == Some(&0)
 }
 
 /// Sorts candidates, keeps the best per address, and infers sizes for unsized symbols.
