@@ -31,6 +31,7 @@ use std::time::Instant;
 
 use stacksym::elf::ElfFile;
 use stacksym::{Error, Input, Source, Symbolizer};
+use support::writeln_stderr;
 use support::{LlvmFrame, RefIndex, RefSym, Table, XorShift};
 
 const SAMPLES: usize = 10_000;
@@ -910,14 +911,4 @@ fn rust_demangling_matches_cxxfilt() {
             },
         ],
     );
-}
-
-/// Writes a line to the process's stderr directly, not through the test harness's capture, so
-/// that a note (a skipped comparison) shows even when the test passes.
-#[allow(dead_code)]
-fn writeln_stderr(args: std::fmt::Arguments<'_>) {
-    use std::io::Write;
-    let mut err = std::io::stderr();
-    let _ = err.write_fmt(args);
-    let _ = err.write_all(b"\n");
 }

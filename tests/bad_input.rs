@@ -10,6 +10,7 @@ mod support;
 
 use stacksym::elf::ElfFile;
 use stacksym::{Error, FileOffset, Input, Source, Symbolizer, VirtAddr};
+use support::writeln_stderr;
 use support::{bin, ALL_BINARIES};
 
 fn read_bin(name: &str) -> Vec<u8> {
@@ -1295,14 +1296,4 @@ fn broken_symtab_falls_back_to_dynsym() {
     let err = elf.find_symbol(VirtAddr(vhelper)).unwrap_err().to_string();
     assert!(err.starts_with("broken-both.so: malformed ELF"), "{err}");
     assert!(err.contains(".symtab") && err.contains(".dynsym"), "{err}");
-}
-
-/// Writes a line to the process's stderr directly, not through the test harness's capture, so
-/// that a note (a skipped comparison) shows even when the test passes.
-#[allow(dead_code)]
-fn writeln_stderr(args: std::fmt::Arguments<'_>) {
-    use std::io::Write;
-    let mut err = std::io::stderr();
-    let _ = err.write_fmt(args);
-    let _ = err.write_all(b"\n");
 }

@@ -20,6 +20,8 @@
 //! therefore reads a copy stripped of debug info (`llvm-objcopy --strip-debug`), so both
 //! answer from the same symbol tables; the example still reads the original binary.
 
+mod support;
+
 use std::collections::{BTreeMap, HashSet};
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Write};
@@ -29,6 +31,7 @@ use std::sync::{mpsc, OnceLock};
 use std::time::Duration;
 
 use serde_json::Value;
+use support::symbolize_exe;
 
 // ---------------------------------------------------------------------------------------
 // Running things
@@ -39,45 +42,6 @@ fn root() -> &'static Path {
 
 fn bin(name: &str) -> PathBuf {
     root().join("testdata/bin").join(name)
-}
-
-/// The example binary: `target/<profile>/examples/symbolize`, next to this test's
-/// `target/<profile>/deps/cli-HASH`. It is (re)built once per run with `cargo build
-/// --example symbolize` (a no-op when `cargo test` built it already), so that
-/// `cargo test --test cli`, which builds no example, never runs a stale or missing one.
-fn symbolize_exe() -> &'static Path {
-    static EXE: OnceLock<PathBuf> = OnceLock::new();
-    EXE.get_or_init(|| {
-        let test_exe = std::env::current_exe().expect("the test knows its own path");
-        let profile_dir = test_exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("tests run from target/<profile>/deps");
-        let exe = profile_dir
-            .join("examples")
-            .join(format!("symbolize{}", std::env::consts::EXE_SUFFIX));
-        let mut cargo = Command::new(env!("CARGO"));
-        cargo
-            .args(["build", "--quiet", "--example", "symbolize"])
-            .current_dir(root());
-        match profile_dir.file_name().and_then(OsStr::to_str) {
-            Some("debug") | None => {}
-            Some("release") => {
-                cargo.arg("--release");
-            }
-            Some(profile) => {
-                cargo.args(["--profile", profile]);
-            }
-        }
-        let status = cargo.status().expect("cargo runs");
-        assert!(status.success(), "cargo build --example symbolize failed");
-        assert!(
-            exe.is_file(),
-            "{} is missing after cargo build --example symbolize",
-            exe.display()
-        );
-        exe
-    })
 }
 
 /// Runs `program` in the repository root with `args`, feeding it `stdin` (from a thread, so

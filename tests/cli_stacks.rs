@@ -5,47 +5,17 @@
 //! testdata/src/wait.c); kernel answers are worked out by hand from
 //! testdata/kallsyms/synthetic.txt (see testdata/kallsyms/README.md).
 
-use std::ffi::OsStr;
+mod support;
+
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::OnceLock;
 
 use serde_json::Value;
+use support::symbolize_exe;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The example binary, (re)built once per run as tests/cli.rs does it.
-fn symbolize_exe() -> &'static Path {
-    static EXE: OnceLock<PathBuf> = OnceLock::new();
-    EXE.get_or_init(|| {
-        let test_exe = std::env::current_exe().expect("the test knows its own path");
-        let profile_dir = test_exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("tests run from target/<profile>/deps");
-        let exe = profile_dir
-            .join("examples")
-            .join(format!("symbolize{}", std::env::consts::EXE_SUFFIX));
-        let mut cargo = Command::new(env!("CARGO"));
-        cargo
-            .args(["build", "--quiet", "--example", "symbolize"])
-            .current_dir(root());
-        match profile_dir.file_name().and_then(OsStr::to_str) {
-            Some("debug") | None => {}
-            Some("release") => {
-                cargo.arg("--release");
-            }
-            Some(profile) => {
-                cargo.args(["--profile", profile]);
-            }
-        }
-        let status = cargo.status().expect("cargo runs");
-        assert!(status.success(), "cargo build --example symbolize failed");
-        exe
-    })
 }
 
 fn ours(args: &[&str], stdin: &str) -> Output {

@@ -23,6 +23,8 @@
 //! References are independent of stacksym: the child's own report of its addresses, `nm`
 //! (symbol addresses), `readelf -l` (segments) and `readelf -n` (build-id).
 
+mod support;
+
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::MetadataExt;
@@ -35,6 +37,8 @@ use stacksym::addr::AbsAddr;
 use stacksym::process::{MappingKind, Normalized, Process};
 use stacksym::symbolize::ProcessSymbol;
 use stacksym::{FileOffset, Symbolizer};
+use support::writeln_stderr;
+use support::{name_of, nm_addr, readelf_build_id, readelf_file_offset, run};
 
 /// Where the program lives inside the container root.
 const APP_DIR: &str = "/opt/app";
@@ -50,55 +54,6 @@ fn manifest() -> &'static Path {
 
 fn bin(name: &str) -> PathBuf {
     manifest().join("testdata/bin").join(name)
-}
-
-fn run(cmd: impl AsRef<Path>, args: &[&str]) -> String {
-    let cmd = cmd.as_ref();
-    let out = Command::new(cmd)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("{}: {e}", cmd.display()));
-    assert!(out.status.success(), "{} {args:?}: {out:?}", cmd.display());
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// `st_value` of a defined symbol, by `nm`.
-fn nm_addr(path: &Path, name: &str) -> u64 {
-    let out = run("nm", &["--defined-only", path.to_str().unwrap()]);
-    out.lines()
-        .find_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() == 3 && f[2] == name).then(|| u64::from_str_radix(f[0], 16).unwrap())
-        })
-        .unwrap_or_else(|| panic!("nm: no {name} in {}", path.display()))
-}
-
-/// The file offset of virtual address `virt`, through `readelf -lW`'s `PT_LOAD` segments.
-fn readelf_file_offset(path: &Path, virt: u64) -> u64 {
-    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
-    run("readelf", &["-lW", path.to_str().unwrap()])
-        .lines()
-        .filter(|l| l.trim_start().starts_with("LOAD "))
-        .map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (hex(f[1]), hex(f[2]), hex(f[4]))
-        })
-        .find(|&(_, vaddr, size)| vaddr <= virt && virt < vaddr + size)
-        .map(|(off, vaddr, _)| virt - vaddr + off)
-        .unwrap_or_else(|| panic!("{virt:#x} in no segment of {}", path.display()))
-}
-
-/// The build-id by `readelf -n`, as bytes.
-fn readelf_build_id(path: &Path) -> Vec<u8> {
-    let out = run("readelf", &["-n", path.to_str().unwrap()]);
-    let hex = out
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Build ID: "))
-        .unwrap_or_else(|| panic!("no build-id in {}", path.display()));
-    (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
-        .collect()
 }
 
 fn skip(why: &str) {
@@ -283,13 +238,6 @@ fn nspid(pid: u32) -> Vec<u32> {
         .split_whitespace()
         .map(|p| p.parse().unwrap())
         .collect()
-}
-
-fn name_of(result: &ProcessSymbol) -> &str {
-    result
-        .sym()
-        .map(|s| s.name.as_str())
-        .unwrap_or_else(|| panic!("no symbol: {result:?}"))
 }
 
 #[test]
@@ -537,14 +485,4 @@ fn container_process_symbolized_from_the_host_by_host_pid() {
          checked after {checked_after:?}, exited after {:?}",
         started.elapsed()
     );
-}
-
-/// Writes a line to the process's stderr directly, not through the test harness's capture, so
-/// that a note (a skipped comparison) shows even when the test passes.
-#[allow(dead_code)]
-fn writeln_stderr(args: std::fmt::Arguments<'_>) {
-    use std::io::Write;
-    let mut err = std::io::stderr();
-    let _ = err.write_fmt(args);
-    let _ = err.write_all(b"\n");
 }

@@ -5,10 +5,13 @@
 //! a wrong build-id, a debuglink naming the file itself, the order, and decoys outside the
 //! allowed directories.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 
 use stacksym::debuginfo::{DebugFinder, DebugLinkDir, FoundBy};
 use stacksym::elf::ElfFile;
+use support::writeln_stderr;
 
 fn testdata(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -457,14 +460,4 @@ fn supplementary_file_with_another_build_id_is_refused() {
     // A missing supplementary file is Ok(None) too.
     let alone = scratch.referrer_at("alone/c-altlink.debug");
     assert!(finder.find_supplementary(&alone).unwrap().is_none());
-}
-
-/// Writes a line to the process's stderr directly, not through the test harness's capture, so
-/// that a note (a skipped comparison) shows even when the test passes.
-#[allow(dead_code)]
-fn writeln_stderr(args: std::fmt::Arguments<'_>) {
-    use std::io::Write;
-    let mut err = std::io::stderr();
-    let _ = err.write_fmt(args);
-    let _ = err.write_all(b"\n");
 }

@@ -25,6 +25,7 @@ use std::time::Instant;
 use stacksym::dwarf::{DwarfInfo, DwarfSections, Frame};
 use stacksym::elf::ElfFile;
 use stacksym::VirtAddr;
+use support::writeln_stderr;
 
 /// Agreement required, in thousandths.
 const REQUIRED_PER_MILLE: usize = 995;
@@ -647,14 +648,4 @@ fn decompression_bomb_and_truncated_section_are_errors() {
     let elf = ElfFile::from_bytes("corrupt", corrupt).expect("ELF");
     let err = DwarfSections::load(&elf).expect_err("invalid zlib data");
     assert!(err.to_string().starts_with("corrupt: "), "{err}");
-}
-
-/// Writes a line to the process's stderr directly, not through the test harness's capture, so
-/// that a note (a skipped comparison) shows even when the test passes.
-#[allow(dead_code)]
-fn writeln_stderr(args: std::fmt::Arguments<'_>) {
-    use std::io::Write;
-    let mut err = std::io::stderr();
-    let _ = err.write_fmt(args);
-    let _ = err.write_all(b"\n");
 }

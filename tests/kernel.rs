@@ -2,10 +2,13 @@
 //! when this machine's `/proc/kallsyms` is readable with real addresses (root), the live file
 //! against a reference computed here, naively, from the same text.
 
+mod support;
+
 use std::path::Path;
 
 use stacksym::kernel::{Kallsyms, KernelSym, PROC_KALLSYMS};
 use stacksym::Error;
+use support::writeln_stderr;
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/kallsyms");
 
@@ -386,14 +389,4 @@ fn live_proc_kallsyms_agrees_with_reference() {
     }
     assert_eq!(k.skipped_lines(), 0);
     agree_with_reference(&k, &text, 0x853c49e6748fea9b);
-}
-
-/// Writes a line to the process's stderr directly, not through the test harness's capture, so
-/// that a note (a skipped comparison) shows even when the test passes.
-#[allow(dead_code)]
-fn writeln_stderr(args: std::fmt::Arguments<'_>) {
-    use std::io::Write;
-    let mut err = std::io::stderr();
-    let _ = err.write_fmt(args);
-    let _ = err.write_all(b"\n");
 }

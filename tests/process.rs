@@ -5,6 +5,8 @@
 //! References are independent of stacksym: binutils `nm` (symbol addresses), `readelf -l`
 //! (segments) and `readelf -n` (build-id), and the child's own report of its addresses.
 
+mod support;
+
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -16,6 +18,8 @@ use stacksym::process::{
 };
 use stacksym::symbolize::ProcessSymbol;
 use stacksym::{Error, FileOffset, Symbolizer};
+use support::writeln_stderr;
+use support::{name_of, nm_addr, readelf_build_id, readelf_file_offset, readelf_loads};
 
 fn manifest() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -29,61 +33,6 @@ fn fixture(name: &str) -> (PathBuf, Vec<u8>) {
 
 fn bin(name: &str) -> PathBuf {
     manifest().join("testdata/bin").join(name)
-}
-
-fn run(cmd: &str, args: &[&str]) -> String {
-    let out = Command::new(cmd)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("{cmd}: {e}"));
-    assert!(out.status.success(), "{cmd} {args:?}: {out:?}");
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// `st_value` of a defined symbol, by `nm`.
-fn nm_addr(path: &Path, name: &str) -> u64 {
-    let out = run("nm", &["--defined-only", path.to_str().unwrap()]);
-    out.lines()
-        .find_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() == 3 && f[2] == name).then(|| u64::from_str_radix(f[0], 16).unwrap())
-        })
-        .unwrap_or_else(|| panic!("nm: no {name} in {}", path.display()))
-}
-
-/// `PT_LOAD` segments by `readelf -lW`: (file offset, virtual address, file size).
-fn readelf_loads(path: &Path) -> Vec<(u64, u64, u64)> {
-    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
-    run("readelf", &["-lW", path.to_str().unwrap()])
-        .lines()
-        .filter(|l| l.trim_start().starts_with("LOAD "))
-        .map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (hex(f[1]), hex(f[2]), hex(f[4]))
-        })
-        .collect()
-}
-
-/// The file offset of virtual address `virt`, through `readelf -lW`'s segments.
-fn readelf_file_offset(path: &Path, virt: u64) -> u64 {
-    readelf_loads(path)
-        .into_iter()
-        .find(|&(_, vaddr, size)| vaddr <= virt && virt < vaddr + size)
-        .map(|(off, vaddr, _)| virt - vaddr + off)
-        .unwrap_or_else(|| panic!("{virt:#x} in no segment of {}", path.display()))
-}
-
-/// The build-id by `readelf -n`, as bytes.
-fn readelf_build_id(path: &Path) -> Vec<u8> {
-    let out = run("readelf", &["-n", path.to_str().unwrap()]);
-    let hex = out
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Build ID: "))
-        .unwrap_or_else(|| panic!("no build-id in {}", path.display()));
-    (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
-        .collect()
 }
 
 // ------------------------------------------------------------------------------------------
@@ -435,13 +384,6 @@ impl Drop for Waiter {
     }
 }
 
-fn name_of(result: &ProcessSymbol) -> &str {
-    result
-        .sym()
-        .map(|s| s.name.as_str())
-        .unwrap_or_else(|| panic!("no symbol: {result:?}"))
-}
-
 #[test]
 fn live_process_symbols_in_exe_shared_lib_and_libc() {
     let waiter = Waiter::spawn(&bin("c-wait"));
@@ -738,14 +680,4 @@ fn process_maps_are_cached_per_process_and_refreshed_on_unknown_addresses() {
         stats.misses, 2,
         "a second process is a second entry: {stats:?}"
     );
-}
-
-/// Writes a line to the process's stderr directly, not through the test harness's capture, so
-/// that a note (a skipped comparison) shows even when the test passes.
-#[allow(dead_code)]
-fn writeln_stderr(args: std::fmt::Arguments<'_>) {
-    use std::io::Write;
-    let mut err = std::io::stderr();
-    let _ = err.write_fmt(args);
-    let _ = err.write_all(b"\n");
 }

@@ -5,6 +5,8 @@
 //! The vDSO reference is independent of stacksym: the test copies the child's `[vdso]` bytes
 //! out of `/proc/PID/mem` itself and asks binutils `nm -D` and `readelf -l` about them.
 
+mod support;
+
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::{FileExt, MetadataExt};
@@ -15,6 +17,7 @@ use stacksym::addr::AbsAddr;
 use stacksym::process::{parse_perf_map, MappingKind, PerfMap, PerfMapSym, Process, ProcessMaps};
 use stacksym::symbolize::ProcessSymbol;
 use stacksym::{Error, Symbolizer};
+use support::writeln_stderr;
 
 fn manifest() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -586,14 +589,4 @@ fn exited_child_vdso_and_perf_map_are_errors_naming_the_pid() {
             .unwrap_err();
         assert!(err.to_string().contains(&format!("process {pid}")), "{err}");
     }
-}
-
-/// Writes a line to the process's stderr directly, not through the test harness's capture, so
-/// that a note (a skipped comparison) shows even when the test passes.
-#[allow(dead_code)]
-fn writeln_stderr(args: std::fmt::Arguments<'_>) {
-    use std::io::Write;
-    let mut err = std::io::stderr();
-    let _ = err.write_fmt(args);
-    let _ = err.write_all(b"\n");
 }

@@ -5,9 +5,11 @@
 #![allow(dead_code)]
 
 use std::collections::HashMap;
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 
 /// Every committed test binary (see testdata/README.md for what each one is for).
 pub const ALL_BINARIES: &[&str] = &[
@@ -398,10 +400,113 @@ pub fn find_file(dir: &Path, prefix: &str, suffix: &str) -> Option<PathBuf> {
 
 /// Writes a line to the process's stderr directly, not through the test harness's capture, so
 /// that a note (a skipped comparison) shows even when the test passes.
-#[allow(dead_code)]
-fn writeln_stderr(args: std::fmt::Arguments<'_>) {
+pub fn writeln_stderr(args: std::fmt::Arguments<'_>) {
     use std::io::Write;
     let mut err = std::io::stderr();
     let _ = err.write_fmt(args);
     let _ = err.write_all(b"\n");
+}
+
+/// The example binary: `target/<profile>/examples/symbolize`, next to this test's
+/// `target/<profile>/deps/<test>-HASH`. It is (re)built once per run with `cargo build
+/// --example symbolize` (a no-op when `cargo test` built it already), so that
+/// `cargo test --test cli`, which builds no example, never runs a stale or missing one.
+pub fn symbolize_exe() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    EXE.get_or_init(|| {
+        let test_exe = std::env::current_exe().expect("the test knows its own path");
+        let profile_dir = test_exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("tests run from target/<profile>/deps");
+        let exe = profile_dir
+            .join("examples")
+            .join(format!("symbolize{}", std::env::consts::EXE_SUFFIX));
+        let mut cargo = Command::new(env!("CARGO"));
+        cargo
+            .args(["build", "--quiet", "--example", "symbolize"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        match profile_dir.file_name().and_then(OsStr::to_str) {
+            Some("debug") | None => {}
+            Some("release") => {
+                cargo.arg("--release");
+            }
+            Some(profile) => {
+                cargo.args(["--profile", profile]);
+            }
+        }
+        let status = cargo.status().expect("cargo runs");
+        assert!(status.success(), "cargo build --example symbolize failed");
+        assert!(
+            exe.is_file(),
+            "{} is missing after cargo build --example symbolize",
+            exe.display()
+        );
+        exe
+    })
+}
+
+/// Runs `cmd` with `args`, asserts it succeeded, and returns its standard output.
+pub fn run(cmd: impl AsRef<Path>, args: &[&str]) -> String {
+    let cmd = cmd.as_ref();
+    let out = Command::new(cmd)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}", cmd.display()));
+    assert!(out.status.success(), "{} {args:?}: {out:?}", cmd.display());
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `st_value` of a defined symbol, by `nm`.
+pub fn nm_addr(path: &Path, name: &str) -> u64 {
+    let out = run("nm", &["--defined-only", path.to_str().unwrap()]);
+    out.lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() == 3 && f[2] == name).then(|| u64::from_str_radix(f[0], 16).unwrap())
+        })
+        .unwrap_or_else(|| panic!("nm: no {name} in {}", path.display()))
+}
+
+/// `PT_LOAD` segments by `readelf -lW`: (file offset, virtual address, file size).
+pub fn readelf_loads(path: &Path) -> Vec<(u64, u64, u64)> {
+    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
+    run("readelf", &["-lW", path.to_str().unwrap()])
+        .lines()
+        .filter(|l| l.trim_start().starts_with("LOAD "))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (hex(f[1]), hex(f[2]), hex(f[4]))
+        })
+        .collect()
+}
+
+/// The file offset of virtual address `virt`, through `readelf -lW`'s segments.
+pub fn readelf_file_offset(path: &Path, virt: u64) -> u64 {
+    readelf_loads(path)
+        .into_iter()
+        .find(|&(_, vaddr, size)| vaddr <= virt && virt < vaddr + size)
+        .map(|(off, vaddr, _)| virt - vaddr + off)
+        .unwrap_or_else(|| panic!("{virt:#x} in no segment of {}", path.display()))
+}
+
+/// The build-id by `readelf -n`, as bytes.
+pub fn readelf_build_id(path: &Path) -> Vec<u8> {
+    let out = run("readelf", &["-n", path.to_str().unwrap()]);
+    let hex = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Build ID: "))
+        .unwrap_or_else(|| panic!("no build-id in {}", path.display()));
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// The name of a found symbol; panics with the result otherwise.
+pub fn name_of(result: &stacksym::symbolize::ProcessSymbol) -> &str {
+    result
+        .sym()
+        .map(|s| s.name.as_str())
+        .unwrap_or_else(|| panic!("no symbol: {result:?}"))
 }
