@@ -17,9 +17,8 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Instant;
 
 use stacksym::dwarf::{DwarfInfo, DwarfSections, Frame};
@@ -78,36 +77,17 @@ fn llvm_chains(
     addrs: &[u64],
 ) -> Vec<Vec<CmpFrame>> {
     let debug_dir = debug_dir.unwrap_or(Path::new("/nonexistent/stacksym-dwarf-test"));
-    let mut child = Command::new(llvm_symbolizer)
-        .arg(format!("--obj={}", obj.display()))
-        .args([
-            "--no-demangle",
-            "--functions=linkage",
-            "--inlining",
-            "--output-style=JSON",
-        ])
-        .arg(format!("--debug-file-directory={}", debug_dir.display()))
-        .env("DEBUGINFOD_URLS", "")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("running {}: {e}", llvm_symbolizer.display()));
-    let mut stdin = child.stdin.take().expect("piped stdin");
-    let input: String = addrs.iter().map(|a| format!("{a:#x}\n")).collect();
-    // Written from a thread: the child's output could otherwise fill its pipe and stall both.
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
-    let mut chains = Vec::with_capacity(addrs.len());
-    for line in stdout.lines() {
-        let line = line.expect("reading llvm-symbolizer output");
-        if line.trim().is_empty() {
-            continue;
-        }
-        let value: serde_json::Value = serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("llvm-symbolizer printed non-JSON {line:?}: {e}"));
-        let frames = value["Symbol"].as_array().cloned().unwrap_or_default();
-        chains.push(
+    let debug_flag = format!("--debug-file-directory={}", debug_dir.display());
+    let flags = [
+        "--no-demangle",
+        "--functions=linkage",
+        "--inlining",
+        debug_flag.as_str(),
+    ];
+    support::llvm_symbolizer_json(llvm_symbolizer, obj, &flags, addrs)
+        .iter()
+        .map(|value| {
+            let frames = value["Symbol"].as_array().cloned().unwrap_or_default();
             frames
                 .iter()
                 .map(|f| CmpFrame {
@@ -122,24 +102,9 @@ fn llvm_chains(
                     line: f["Line"].as_u64().unwrap_or(0) as u32,
                     column: f["Column"].as_u64().unwrap_or(0) as u32,
                 })
-                .collect(),
-        );
-    }
-    writer
-        .join()
-        .expect("writer thread")
-        .expect("writing llvm-symbolizer input");
-    let out = child
-        .wait_with_output()
-        .expect("waiting for llvm-symbolizer");
-    assert!(
-        out.status.success(),
-        "llvm-symbolizer on {} failed: {}",
-        obj.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(chains.len(), addrs.len(), "one JSON line per address");
-    chains
+                .collect()
+        })
+        .collect()
 }
 
 /// Names of the symbols of the sampled file (and of the file the DWARF is read from),

@@ -246,15 +246,30 @@ pub struct LlvmFrame {
 /// (`--debug-file-directory` pointed at nothing, debuginfod off), so only the file's own
 /// symbol tables (and its own DWARF, if any) answer.
 pub fn llvm_symbolize(llvm_symbolizer: &Path, path: &Path, addrs: &[u64]) -> Vec<LlvmFrame> {
+    let flags = [
+        "--no-demangle",
+        "--functions=linkage",
+        "--no-inlines",
+        "--debug-file-directory=/nonexistent/stacksym-agreement",
+    ];
+    llvm_symbolizer_json(llvm_symbolizer, path, &flags, addrs)
+        .iter()
+        .map(parse_llvm_json)
+        .collect()
+}
+
+/// Runs `llvm-symbolizer --obj=OBJ FLAGS --output-style=JSON` once for all `addrs` (fed on
+/// stdin, debuginfod off) and returns its JSON value for each address, in order.
+pub fn llvm_symbolizer_json(
+    llvm_symbolizer: &Path,
+    obj: &Path,
+    flags: &[&str],
+    addrs: &[u64],
+) -> Vec<serde_json::Value> {
     let mut child = Command::new(llvm_symbolizer)
-        .arg(format!("--obj={}", path.display()))
-        .args([
-            "--no-demangle",
-            "--functions=linkage",
-            "--no-inlines",
-            "--output-style=JSON",
-            "--debug-file-directory=/nonexistent/stacksym-agreement",
-        ])
+        .arg(format!("--obj={}", obj.display()))
+        .args(flags)
+        .arg("--output-style=JSON")
         .env("DEBUGINFOD_URLS", "")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -266,13 +281,16 @@ pub fn llvm_symbolize(llvm_symbolizer: &Path, path: &Path, addrs: &[u64]) -> Vec
     // Written from a thread: the child's output could otherwise fill its pipe and stall both.
     let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
     let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
-    let mut frames = Vec::with_capacity(addrs.len());
+    let mut values = Vec::with_capacity(addrs.len());
     for line in stdout.lines() {
         let line = line.expect("reading llvm-symbolizer output");
         if line.trim().is_empty() {
             continue;
         }
-        frames.push(parse_llvm_json(&line));
+        values.push(
+            serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("llvm-symbolizer printed non-JSON {line:?}: {e}")),
+        );
     }
     writer
         .join()
@@ -284,20 +302,18 @@ pub fn llvm_symbolize(llvm_symbolizer: &Path, path: &Path, addrs: &[u64]) -> Vec
     assert!(
         out.status.success(),
         "llvm-symbolizer on {} failed: {}",
-        path.display(),
+        obj.display(),
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(
-        frames.len(),
+        values.len(),
         addrs.len(),
         "llvm-symbolizer gave one JSON line per address"
     );
-    frames
+    values
 }
 
-fn parse_llvm_json(line: &str) -> LlvmFrame {
-    let value: serde_json::Value = serde_json::from_str(line)
-        .unwrap_or_else(|e| panic!("llvm-symbolizer printed non-JSON {line:?}: {e}"));
+fn parse_llvm_json(value: &serde_json::Value) -> LlvmFrame {
     let frame = &value["Symbol"][0];
     let name = frame["FunctionName"]
         .as_str()
