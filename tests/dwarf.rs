@@ -1,8 +1,10 @@
-//! Source lines and inlined frames (`stacksym::dwarf`) compared with llvm-symbolizer.
+//! Source lines and inlined frames compared with llvm-symbolizer.
 //!
 //! For each file, random addresses inside sized FUNC symbols (`readelf -sW`, fixed-seed
 //! xorshift: a function, then an offset in it) go to ONE llvm-symbolizer run (JSON, inlined
-//! frames on, no demangling: linkage names) and to `DwarfInfo::frames`. An address agrees
+//! frames on, no demangling: linkage names) and to ONE `Symbolizer::symbolize` call on the
+//! same file (`Sym::frames`; the library finds the debug file itself, and names a frame
+//! without a function DIE from the symbol table, as llvm-symbolizer does). An address agrees
 //! when the whole inline chain agrees: the same number of frames and, per frame, the same
 //! function name (raw, as DWARF states it), file basename, line and column. Where DWARF
 //! covers nothing, stacksym says `None` and llvm-symbolizer prints a frame with no file and
@@ -11,26 +13,27 @@
 //!
 //! Files: the committed binaries built with `-g` (x86_64, aarch64, big-endian s390x, C and
 //! C++, a shared library), and the system libc's separate debug file (zlib-compressed
-//! sections), opened directly by its build-id path while llvm-symbolizer is given
-//! `libc.so.6` and finds that file itself. A missing tool or file prints SKIPPED.
+//! sections): both are given `libc.so.6` and `/usr/lib/debug`, and each must find the debug
+//! file by build-id (the test checks the library read the DWARF from it). A missing tool or file prints SKIPPED.
 
 mod support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 use std::time::Instant;
 
 use stacksym::dwarf::{DwarfInfo, DwarfSections, Frame};
 use stacksym::elf::ElfFile;
-use stacksym::VirtAddr;
+use stacksym::{Input, Source, Symbolizer, VirtAddr};
 use support::writeln_stderr;
 
 /// Agreement required, in thousandths.
 const REQUIRED_PER_MILLE: usize = 995;
 const SHOWN_DISAGREEMENTS: usize = 8;
 const TESTDATA_SAMPLES: usize = 10_000;
-const LIBC_SAMPLES: usize = 2_000;
+const LIBC_SAMPLES: usize = 10_000;
 
 /// One frame as llvm-symbolizer prints it, or as stacksym's frame is compared.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -283,19 +286,39 @@ fn compare(
     let llvm_time = t.elapsed();
 
     let t = Instant::now();
-    let elf = ElfFile::open(dwarf_file)
-        .unwrap_or_else(|e| panic!("opening {}: {e}", dwarf_file.display()));
-    let sections = DwarfSections::load(&elf)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .unwrap_or_else(|| panic!("{} has no DWARF", dwarf_file.display()));
-    let dwarf = DwarfInfo::new(&sections).unwrap_or_else(|e| panic!("{e}"));
-    let ours: Vec<Option<Vec<CmpFrame>>> = addrs
+    // Through the library's front door, on the same file llvm-symbolizer is given: the
+    // Symbolizer finds the debug file itself (build-id or debuglink, in `debug_dir` only).
+    let symbolizer = Symbolizer::builder()
+        .demangle(false)
+        .debug_dirs(debug_dir.map(Path::to_path_buf).into_iter().collect())
+        .build();
+    let symbols = symbolizer
+        .symbolize(&Source::Elf { path: llvm_obj }, Input::VirtAddrs(&addrs))
+        .unwrap_or_else(|e| panic!("symbolizing {}: {e}", llvm_obj.display()));
+    if let Some(e) = symbols.dwarf_error() {
+        panic!("{}: DWARF error: {e}", llvm_obj.display());
+    }
+    let read_from = symbols.debug_file().unwrap_or(llvm_obj);
+    assert_eq!(
+        read_from.canonicalize().ok(),
+        dwarf_file.canonicalize().ok(),
+        "the DWARF must come from {}",
+        dwarf_file.display()
+    );
+    let ours: Vec<Option<Vec<CmpFrame>>> = symbols
         .iter()
-        .map(|&addr| {
-            dwarf
-                .frames(VirtAddr(addr))
-                .unwrap_or_else(|e| panic!("frames at {addr:#x}: {e}"))
-                .map(|frames| frames.iter().map(ours_to_cmp).collect())
+        .map(|sym| {
+            let sym = sym?;
+            if sym.frames.is_empty() {
+                return None;
+            }
+            let mut chain: Vec<CmpFrame> = sym.frames.iter().map(ours_to_cmp).collect();
+            // A line-table row outside every function DIE: name it from the symbol table,
+            // as llvm-symbolizer does (and as the library's callers are told to).
+            if let Some(outer) = chain.last_mut().filter(|f| f.function.is_none()) {
+                outer.function = Some(String::from_utf8_lossy(sym.raw_name).into_owned());
+            }
+            Some(chain)
         })
         .collect();
     let ours_time = t.elapsed();
@@ -335,13 +358,13 @@ fn compare(
     }
     eprintln!(
         "{}: agreement {agreed}/{} = {:.2} % (required {:.1} %); {multi_frame} addresses \
-         with inlined frames; {} decompressed bytes; llvm-symbolizer {llvm_time:.2?}, \
-         stacksym {ours_time:.2?}",
+         with inlined frames; llvm-symbolizer {llvm_time:.2?}, stacksym {ours_time:.2?} \
+         (DWARF read from {})",
         dwarf_file.display(),
         addrs.len(),
         agreed as f64 * 100.0 / addrs.len() as f64,
         REQUIRED_PER_MILLE as f64 / 10.0,
-        sections.heap_bytes(),
+        read_from.display(),
     );
     for (kind, count) in &agreements {
         eprintln!("    {count:6}  agree: {kind}");
@@ -466,7 +489,7 @@ fn libc_debug_file_agrees_with_llvm_symbolizer() {
 #[test]
 fn inlined_scale_in_checksum() {
     let elf = ElfFile::open(support::bin("c-pie-g")).expect("committed test binary");
-    let sections = DwarfSections::load(&elf)
+    let sections = DwarfSections::load(&Arc::new(elf))
         .expect("readable")
         .expect("c-pie-g has DWARF");
     let dwarf = DwarfInfo::new(&sections).expect("well-formed DWARF");
@@ -500,13 +523,15 @@ fn file_without_dwarf_has_no_sections() {
         ));
         return;
     }
-    assert!(DwarfSections::load(&elf).expect("readable").is_none());
+    assert!(DwarfSections::load(&Arc::new(elf))
+        .expect("readable")
+        .is_none());
 }
 
 #[test]
 fn last_address_is_not_covered_and_does_not_panic() {
     let elf = ElfFile::open(support::bin("c-pie-g")).expect("committed test binary");
-    let sections = DwarfSections::load(&elf)
+    let sections = DwarfSections::load(&Arc::new(elf))
         .expect("readable")
         .expect("c-pie-g has DWARF");
     let dwarf = DwarfInfo::new(&sections).expect("well-formed DWARF");
@@ -561,8 +586,12 @@ fn compressed_sections_read_like_plain_ones() {
         plain.section_data(".debug_info").expect("ok"),
         zlib.section_data(".debug_info").expect("decompresses"),
     );
-    let plain_sections = DwarfSections::load(&plain).expect("ok").expect("DWARF");
-    let zlib_sections = DwarfSections::load(&zlib).expect("ok").expect("DWARF");
+    let plain_sections = DwarfSections::load(&Arc::new(plain))
+        .expect("ok")
+        .expect("DWARF");
+    let zlib_sections = DwarfSections::load(&Arc::new(zlib))
+        .expect("ok")
+        .expect("DWARF");
     assert_eq!(plain_sections.heap_bytes(), 0, "borrowed from the mapping");
     assert!(
         zlib_sections.heap_bytes() > 0,
@@ -590,7 +619,7 @@ fn decompression_bomb_and_truncated_section_are_errors() {
     let mut bomb = bytes.clone();
     bomb[chdr + 8..chdr + 16].copy_from_slice(&(1u64 << 40).to_le_bytes());
     let elf = ElfFile::from_bytes("bomb", bomb).expect("ELF");
-    let err = DwarfSections::load(&elf).expect_err("a 1 TiB .debug_info is refused");
+    let err = DwarfSections::load(&Arc::new(elf)).expect_err("a 1 TiB .debug_info is refused");
     let shown = err.to_string();
     assert!(
         shown.starts_with("bomb: ") && shown.contains("decompression bomb"),
@@ -602,7 +631,7 @@ fn decompression_bomb_and_truncated_section_are_errors() {
     let size = u64::from_le_bytes(short[chdr + 8..chdr + 16].try_into().expect("8 bytes"));
     short[chdr + 8..chdr + 16].copy_from_slice(&(size + 1).to_le_bytes());
     let elf = ElfFile::from_bytes("short", short).expect("ELF");
-    let err = DwarfSections::load(&elf).expect_err("size mismatch");
+    let err = DwarfSections::load(&Arc::new(elf)).expect_err("size mismatch");
     assert!(err.to_string().starts_with("short: "), "{err}");
 
     // A corrupted zlib stream.
@@ -611,6 +640,6 @@ fn decompression_bomb_and_truncated_section_are_errors() {
         *b = 0xff;
     }
     let elf = ElfFile::from_bytes("corrupt", corrupt).expect("ELF");
-    let err = DwarfSections::load(&elf).expect_err("invalid zlib data");
+    let err = DwarfSections::load(&Arc::new(elf)).expect_err("invalid zlib data");
     assert!(err.to_string().starts_with("corrupt: "), "{err}");
 }

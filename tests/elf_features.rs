@@ -12,6 +12,7 @@ mod support;
 
 use stacksym::elf::{ElfFile, SymbolKind, SymbolOrigin};
 use stacksym::symbolize::FileId;
+use stacksym::NameOrigin;
 use stacksym::{Input, Source, Symbolizer, VirtAddr};
 use support::{bin, ALL_BINARIES};
 
@@ -249,7 +250,10 @@ fn symbolize_with(symbolizer: &Symbolizer, path: &Path, input: Input<'_>) -> Vec
                     raw: s.raw_name.to_vec(),
                     version: s.version.map(str::to_string),
                     version_hidden: s.version_hidden,
-                    origin: s.origin,
+                    origin: match s.origin {
+                        NameOrigin::Table(origin) => origin,
+                        other => panic!("{}: a name from {other:?}, not a table", s.name),
+                    },
                     addr: s.addr.0,
                     size: s.size,
                     offset: s.offset,

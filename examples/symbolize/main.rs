@@ -794,7 +794,7 @@ fn main() -> ExitCode {
 /// which the library reports apart.
 fn shown_name(sym: &stacksym::Sym<'_>) -> String {
     match (sym.origin, sym.version) {
-        (stacksym::elf::SymbolOrigin::Symtab, Some(version)) => {
+        (stacksym::NameOrigin::Table(stacksym::elf::SymbolOrigin::Symtab), Some(version)) => {
             let at = if sym.version_hidden { "@" } else { "@@" };
             format!("{}{at}{version}", sym.name)
         }

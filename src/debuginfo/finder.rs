@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use crate::elf::ElfFile;
 use crate::error::Result;
@@ -58,7 +59,7 @@ pub struct DebugFile {
     /// How it was found.
     pub found_by: FoundBy,
     /// The opened file.
-    pub elf: ElfFile,
+    pub elf: Arc<ElfFile>,
 }
 
 /// Finds debug companions in a list of debug dirs (see the [module docs](super) for the
@@ -359,7 +360,7 @@ impl DebugFinder {
         Some(DebugFile {
             path,
             found_by,
-            elf: candidate,
+            elf: Arc::new(candidate),
         })
     }
 }

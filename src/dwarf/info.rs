@@ -1,34 +1,32 @@
 //! [`DwarfSections`] (the DWARF sections of one file) and [`DwarfInfo`] (lookups in them).
 //!
-//! Two steps, because of who owns the bytes: uncompressed sections are borrowed from the
-//! [`ElfFile`]'s mapping (no copy), compressed ones are decompressed into buffers that
-//! [`DwarfSections`] owns; [`DwarfInfo`] borrows both through one lifetime, as gimli's
-//! `EndianSlice` reader requires. No lifetime is faked. (An owned, lifetime-free
-//! `DwarfInfo` that a cache can hold beside an `Arc<ElfFile>` needs gimli's `EndianArcSlice`,
-//! behind its `endian-reader` feature, at the price of copying every section once.)
+//! Both own what they read, without copying mapped sections: a section is the file (an
+//! `Arc<ElfFile>`) plus a range of it, or a buffer of decompressed bytes (`reader.rs`). So a
+//! cache can keep a [`DwarfInfo`] next to the file it came from, with no lifetime faked.
 
-use std::borrow::Cow;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use addr2line::gimli;
-use gimli::{EndianSlice, RunTimeEndian, SectionId};
+use gimli::{RunTimeEndian, SectionId};
 
 use crate::addr::VirtAddr;
 use crate::demangle::demangle;
-use crate::elf::ElfFile;
+use crate::dwarf::reader::{Reader, SectionBytes};
+use crate::elf::{ElfFile, SectionContents};
 use crate::error::{Error, Result};
 
-type Reader<'a> = EndianSlice<'a, RunTimeEndian>;
-
-/// The DWARF sections of one ELF file: borrowed from its bytes, or decompressed and owned.
-pub struct DwarfSections<'a> {
+/// The DWARF sections of one ELF file: ranges of its mapping, or decompressed buffers.
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct DwarfSections {
     path: PathBuf,
     endian: RunTimeEndian,
     /// `(section, bytes)` for every section gimli reads that the file has.
-    sections: Vec<(SectionId, Cow<'a, [u8]>)>,
+    sections: Vec<(SectionId, SectionBytes)>,
 }
 
-impl std::fmt::Debug for DwarfSections<'_> {
+impl std::fmt::Debug for DwarfSections {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DwarfSections")
             .field("path", &self.path)
@@ -63,17 +61,26 @@ const SECTIONS: [SectionId; 15] = [
     SectionId::DebugTypes,
 ];
 
-impl<'a> DwarfSections<'a> {
+impl DwarfSections {
     /// Reads the DWARF sections of `elf` (the binary itself or its separate debug file).
     /// `Ok(None)` when the file has no DWARF (neither `.debug_info` nor `.debug_line`);
     /// `Err`, naming the file, when a section cannot be read or decompressed (a truncated
-    /// compressed section, a decompression bomb).
-    pub fn load(elf: &'a ElfFile) -> Result<Option<DwarfSections<'a>>> {
+    /// compressed section, a decompression bomb). Uncompressed sections are not copied:
+    /// the result keeps `elf` open.
+    pub fn load(elf: &Arc<ElfFile>) -> Result<Option<DwarfSections>> {
         let mut sections = Vec::new();
         for id in SECTIONS {
-            if let Some(bytes) = elf.section_data(id.name())? {
-                sections.push((id, bytes));
-            }
+            let bytes = match elf.section_contents(id.name())? {
+                None => continue,
+                Some(SectionContents::InFile(range)) => SectionBytes::InFile {
+                    file: Arc::clone(elf),
+                    range,
+                },
+                Some(SectionContents::Decompressed(bytes)) => {
+                    SectionBytes::Decompressed(Arc::from(bytes))
+                }
+            };
+            sections.push((id, bytes));
         }
         let has = |wanted: SectionId| sections.iter().any(|(id, _)| *id == wanted);
         if !has(SectionId::DebugInfo) && !has(SectionId::DebugLine) {
@@ -96,19 +103,29 @@ impl<'a> DwarfSections<'a> {
         self.sections
             .iter()
             .map(|(_, bytes)| match bytes {
-                Cow::Borrowed(_) => 0,
-                Cow::Owned(owned) => owned.len(),
+                SectionBytes::InFile { .. } => 0,
+                SectionBytes::Decompressed(owned) => owned.len(),
             })
             .sum()
     }
 
-    fn section(&self, wanted: SectionId) -> Reader<'_> {
+    /// The file the sections were read from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn section(&self, wanted: SectionId) -> Reader {
         let bytes = self
             .sections
             .iter()
             .find(|(id, _)| *id == wanted)
-            .map_or(&[][..], |(_, bytes)| bytes.as_ref());
-        EndianSlice::new(bytes, self.endian)
+            .map_or_else(SectionBytes::empty, |(_, bytes)| bytes.clone());
+        Reader::new(bytes, self.endian)
+    }
+
+    fn dwarf(&self) -> Result<gimli::Dwarf<Reader>> {
+        gimli::Dwarf::load(|id| Ok::<_, gimli::Error>(self.section(id)))
+            .map_err(|e| malformed_dwarf(&self.path, "sections", e))
     }
 }
 
@@ -118,12 +135,12 @@ impl<'a> DwarfSections<'a> {
 /// and functions, and keeps them. The value is `Send` but not `Sync` (the lazily filled
 /// caches of `addr2line::Context` are not); share it between threads behind a `Mutex`, or
 /// load one per thread.
-pub struct DwarfInfo<'a> {
-    path: &'a Path,
-    context: addr2line::Context<Reader<'a>>,
+pub struct DwarfInfo {
+    path: PathBuf,
+    context: addr2line::Context<Reader>,
 }
 
-impl std::fmt::Debug for DwarfInfo<'_> {
+impl std::fmt::Debug for DwarfInfo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DwarfInfo")
             .field("path", &self.path)
@@ -159,16 +176,17 @@ pub struct FunctionName {
     pub demangled: String,
 }
 
-impl<'a> DwarfInfo<'a> {
+impl DwarfInfo {
     /// Prepares lookups in `sections`. `Err`, naming the file, when the unit headers are
     /// malformed (a unit past the end of `.debug_info`, an unknown version).
     ///
     /// ```
+    /// use std::sync::Arc;
     /// use stacksym::dwarf::{DwarfInfo, DwarfSections};
     /// use stacksym::elf::ElfFile;
     /// use stacksym::VirtAddr;
     /// # fn main() -> stacksym::Result<()> {
-    /// let elf = ElfFile::open("testdata/bin/c-pie-g")?;
+    /// let elf = Arc::new(ElfFile::open("testdata/bin/c-pie-g")?);
     /// let sections = DwarfSections::load(&elf)?.expect("built with -g");
     /// let dwarf = DwarfInfo::new(&sections)?;
     /// // 0x12c4 is inside scale(), inlined into checksum() (testdata/README.md).
@@ -182,13 +200,29 @@ impl<'a> DwarfInfo<'a> {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn new(sections: &'a DwarfSections<'_>) -> Result<DwarfInfo<'a>> {
-        let dwarf = gimli::Dwarf::load(|id| Ok::<_, gimli::Error>(sections.section(id)))
-            .map_err(|e| malformed_dwarf(&sections.path, "sections", e))?;
+    pub fn new(sections: &DwarfSections) -> Result<DwarfInfo> {
+        Self::build(sections, None)
+    }
+
+    /// Like [`DwarfInfo::new`], for a file whose DWARF refers into a dwz supplementary file
+    /// (`.gnu_debugaltlink`, found by [`crate::debuginfo::DebugFinder::find_supplementary`]):
+    /// names and types moved there are read from `supplementary`.
+    pub fn with_supplementary(
+        sections: &DwarfSections,
+        supplementary: &DwarfSections,
+    ) -> Result<DwarfInfo> {
+        Self::build(sections, Some(supplementary))
+    }
+
+    fn build(sections: &DwarfSections, sup: Option<&DwarfSections>) -> Result<DwarfInfo> {
+        let mut dwarf = sections.dwarf()?;
+        if let Some(sup) = sup {
+            dwarf.set_sup(sup.dwarf()?);
+        }
         let context = addr2line::Context::from_dwarf(dwarf)
             .map_err(|e| malformed_dwarf(&sections.path, "unit headers", e))?;
         Ok(DwarfInfo {
-            path: &sections.path,
+            path: sections.path.clone(),
             context,
         })
     }
@@ -207,17 +241,17 @@ impl<'a> DwarfInfo<'a> {
             .context
             .find_frames(addr.0)
             .skip_all_loads()
-            .map_err(|e| malformed_dwarf(self.path, &format!("functions at {addr:#x}"), e))?;
+            .map_err(|e| malformed_dwarf(&self.path, &format!("functions at {addr:#x}"), e))?;
         let mut frames = Vec::new();
         while let Some(frame) = iter
             .next()
-            .map_err(|e| malformed_dwarf(self.path, &format!("inlined frames at {addr:#x}"), e))?
+            .map_err(|e| malformed_dwarf(&self.path, &format!("inlined frames at {addr:#x}"), e))?
         {
             let function = match &frame.function {
                 Some(name) => {
                     let raw = name
                         .raw_name()
-                        .map_err(|e| malformed_dwarf(self.path, "function name", e))?
+                        .map_err(|e| malformed_dwarf(&self.path, "function name", e))?
                         .into_owned();
                     let demangled = demangle(&raw).into_owned();
                     Some(FunctionName { raw, demangled })
@@ -244,7 +278,7 @@ impl<'a> DwarfInfo<'a> {
 
     /// The file the DWARF was read from.
     pub fn path(&self) -> &Path {
-        self.path
+        &self.path
     }
 }
 
@@ -262,14 +296,17 @@ mod tests {
     #[test]
     fn dwarf_info_is_send() {
         fn assert_send<T: Send>() {}
-        assert_send::<DwarfInfo<'static>>();
-        assert_send::<DwarfSections<'static>>();
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send::<DwarfInfo>();
+        assert_send_sync::<DwarfSections>();
     }
 
     #[test]
     fn file_without_dwarf_is_none() {
-        let elf = ElfFile::open(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/bin/c-nopie"))
-            .expect("committed test binary");
+        let elf = Arc::new(
+            ElfFile::open(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/bin/c-nopie"))
+                .expect("committed test binary"),
+        );
         if elf.section_data(".debug_info").ok().flatten().is_none() {
             assert!(DwarfSections::load(&elf).expect("reads").is_none());
         }

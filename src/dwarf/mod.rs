@@ -17,5 +17,6 @@
 //! does not cover an address is the caller's job: [`DwarfInfo::frames`] returns `Ok(None)`.
 
 mod info;
+mod reader;
 
 pub use info::{DwarfInfo, DwarfSections, Frame, FunctionName};

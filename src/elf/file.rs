@@ -54,6 +54,16 @@ impl std::fmt::Debug for ElfFile {
     }
 }
 
+/// Where the bytes of a section are (see [`ElfFile::section_contents`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SectionContents {
+    /// A range of the file's bytes (read them with [`ElfFile::bytes_in`]); empty for
+    /// `SHT_NOBITS`.
+    InFile(Range<usize>),
+    /// Decompressed from an `SHF_COMPRESSED` or `.zdebug_*` section.
+    Decompressed(Vec<u8>),
+}
+
 impl ElfFile {
     /// Opens and memory-maps the file at `path`.
     ///
@@ -161,17 +171,62 @@ impl ElfFile {
     /// before anything is allocated: a larger stated size is an error naming the file and
     /// the section ("decompression bomb").
     pub fn section_data(&self, name: &str) -> Result<Option<Cow<'_, [u8]>>> {
+        Ok(self.section_contents(name)?.map(|contents| match contents {
+            // The range was checked against the file's length by `section_contents`.
+            SectionContents::InFile(range) => {
+                Cow::Borrowed(self.data().get(range).unwrap_or_default())
+            }
+            SectionContents::Decompressed(bytes) => Cow::Owned(bytes),
+        }))
+    }
+
+    /// Like [`ElfFile::section_data`], but says where the bytes are instead of borrowing
+    /// them, so that a reader can keep the file (in an `Arc`) and a range of it.
+    pub fn section_contents(&self, name: &str) -> Result<Option<SectionContents>> {
         if self.header.is_64 {
-            self.section_data_generic::<elf::FileHeader64<Endianness>>(name)
+            self.section_contents_generic::<elf::FileHeader64<Endianness>>(name)
         } else {
-            self.section_data_generic::<elf::FileHeader32<Endianness>>(name)
+            self.section_contents_generic::<elf::FileHeader32<Endianness>>(name)
         }
     }
 
-    fn section_data_generic<Elf: FileHeader<Endian = Endianness>>(
+    /// Whether the file has a section `name` (or its `.zdebug_*` twin) with bytes in the file:
+    /// `false` for a missing section and for an `SHT_NOBITS` one (a stripped debug file keeps
+    /// such headers). Nothing is decompressed.
+    pub fn has_section_bytes(&self, name: &str) -> Result<bool> {
+        use object::{Object, ObjectSection};
+        fn generic<Elf: FileHeader<Endian = Endianness>>(
+            elf: &ElfFile,
+            name: &str,
+        ) -> Result<bool> {
+            let file = object::read::elf::ElfFile::<Elf>::parse(elf.data()).map_err(|e| {
+                Error::MalformedElf {
+                    path: elf.path.clone(),
+                    what: format!("section headers: {e}"),
+                }
+            })?;
+            Ok(file
+                .section_by_name(name)
+                .and_then(|section| section.file_range())
+                .is_some_and(|(_, size)| size > 0))
+        }
+        if self.header.is_64 {
+            generic::<elf::FileHeader64<Endianness>>(self, name)
+        } else {
+            generic::<elf::FileHeader32<Endianness>>(self, name)
+        }
+    }
+
+    /// The bytes of `range`, a range [`ElfFile::section_contents`] returned (empty if it is
+    /// not inside the file).
+    pub fn bytes_in(&self, range: Range<usize>) -> &[u8] {
+        self.data().get(range).unwrap_or_default()
+    }
+
+    fn section_contents_generic<Elf: FileHeader<Endian = Endianness>>(
         &self,
         name: &str,
-    ) -> Result<Option<Cow<'_, [u8]>>> {
+    ) -> Result<Option<SectionContents>> {
         use object::{CompressionFormat, Object, ObjectSection};
         let malformed = |what: String| Error::MalformedElf {
             path: self.path.clone(),
@@ -185,23 +240,40 @@ impl ElfFile {
         let compressed = section
             .compressed_data()
             .map_err(|e| malformed(format!("section {name}: {e}")))?;
-        if compressed.format != CompressionFormat::None {
-            let limit = MAX_DECOMPRESSED_SECTION
-                .min((compressed.data.len() as u64).saturating_mul(MAX_DECOMPRESSION_RATIO));
-            if compressed.uncompressed_size > limit {
-                return Err(malformed(format!(
-                    "section {name}: decompression bomb: {} compressed bytes claim to expand \
-                     to {} bytes, above the limit of {limit} (at most {} bytes and {}x)",
-                    compressed.data.len(),
-                    compressed.uncompressed_size,
-                    MAX_DECOMPRESSED_SECTION,
-                    MAX_DECOMPRESSION_RATIO,
-                )));
-            }
+        if compressed.format == CompressionFormat::None {
+            // `SHT_NOBITS` (a stripped debug file's sections) has no bytes in the file.
+            let Some((offset, size)) = section.file_range() else {
+                return Ok(Some(SectionContents::InFile(0..0)));
+            };
+            let range = usize::try_from(offset)
+                .ok()
+                .zip(usize::try_from(size).ok())
+                .and_then(|(start, len)| Some(start..start.checked_add(len)?))
+                .filter(|range| range.end <= self.data().len())
+                .ok_or_else(|| {
+                    malformed(format!(
+                        "section {name}: {size} bytes at offset {offset:#x} are past the end \
+                         of the file ({} bytes)",
+                        self.data().len()
+                    ))
+                })?;
+            return Ok(Some(SectionContents::InFile(range)));
+        }
+        let limit = MAX_DECOMPRESSED_SECTION
+            .min((compressed.data.len() as u64).saturating_mul(MAX_DECOMPRESSION_RATIO));
+        if compressed.uncompressed_size > limit {
+            return Err(malformed(format!(
+                "section {name}: decompression bomb: {} compressed bytes claim to expand \
+                 to {} bytes, above the limit of {limit} (at most {} bytes and {}x)",
+                compressed.data.len(),
+                compressed.uncompressed_size,
+                MAX_DECOMPRESSED_SECTION,
+                MAX_DECOMPRESSION_RATIO,
+            )));
         }
         compressed
             .decompress()
-            .map(Some)
+            .map(|bytes| Some(SectionContents::Decompressed(bytes.into_owned())))
             .map_err(|e| malformed(format!("section {name}: {e}")))
     }
 

@@ -10,6 +10,6 @@ mod index_builder;
 mod segments;
 mod symbols;
 
-pub use file::{ElfFile, ElfHeaderInfo};
+pub use file::{ElfFile, ElfHeaderInfo, SectionContents};
 pub use segments::{LoadSegment, Segments};
 pub use symbols::{ElfSymbol, SymbolId, SymbolKind, SymbolOrigin};

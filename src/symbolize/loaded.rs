@@ -1,28 +1,83 @@
-//! A file as the symbolizer keeps it in its cache: the ELF file plus the names demangled so
-//! far, so each distinct name is demangled once per file, not once per address.
+//! A file as the symbolizer keeps it in its cache: the ELF file, the names demangled so far
+//! (each distinct name is demangled once per file, not once per address), and, found on first
+//! need, its debug companion and DWARF.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
+use crate::debuginfo::{DebugFinder, FoundBy};
 use crate::demangle::demangle;
+use crate::dwarf::{DwarfInfo, DwarfSections};
 use crate::elf::{ElfFile, ElfSymbol, SymbolId, SymbolKind};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// One slot per indexed symbol: unset until first needed, then `None` when demangling leaves
 /// the name as it is (plain C names), or the name to show.
 type NameSlots = Box<[OnceLock<Option<Box<str>>>]>;
 
+/// What the symbolizer reads besides symbol tables (set on its builder).
+#[derive(Debug, Clone)]
+pub(crate) struct DebugOptions {
+    /// Where to look for separate debug files; `None`: do not look.
+    pub(crate) finder: Option<DebugFinder>,
+    /// Read DWARF for source lines and inlined frames.
+    pub(crate) source_lines: bool,
+}
+
 pub(crate) struct LoadedElf {
-    pub(crate) elf: ElfFile,
+    pub(crate) elf: Arc<ElfFile>,
     /// Shown names of code and data symbols, by symbol index; allocated on first use, since a
     /// symbolizer without demangling never needs them.
     shown_names: OnceLock<(NameSlots, NameSlots)>,
+    /// Found on the first batch that needs it.
+    debug: OnceLock<DebugState>,
+}
+
+/// A file's debug information, as found once.
+pub(crate) struct DebugState {
+    /// The separate debug file, when one was looked for and found.
+    pub(crate) companion: Option<Arc<LoadedElf>>,
+    /// How the companion was found.
+    pub(crate) found_by: Option<FoundBy>,
+    /// Whether symbols are looked up in the companion: it has a `.symtab` and the file has
+    /// none (a stripped binary whose `.dynsym` holds only exported names).
+    pub(crate) symbols_from_companion: bool,
+    /// The DWARF (of the file, or else of its companion), `None` when neither has any or
+    /// source lines are off; the error when it could not be read. An error does not fail a
+    /// batch: its addresses get symbol-table answers and the batch reports the error.
+    pub(crate) dwarf: std::result::Result<Option<Mutex<DwarfInfo>>, Error>,
 }
 
 impl LoadedElf {
     pub(crate) fn new(elf: ElfFile) -> Self {
         LoadedElf {
-            elf,
+            elf: Arc::new(elf),
             shown_names: OnceLock::new(),
+            debug: OnceLock::new(),
+        }
+    }
+
+    /// Mapped bytes of the file and of its debug companion, if one is open.
+    pub(crate) fn mapped_len(&self) -> usize {
+        let companion = self
+            .debug
+            .get()
+            .and_then(|d| d.companion.as_ref())
+            .map_or(0, |c| c.elf.mapped_len());
+        self.elf.mapped_len() + companion
+    }
+
+    /// The file's debug information, found (and its DWARF unit headers read) on first call.
+    /// Every caller of one symbolizer passes the same options.
+    pub(crate) fn debug_state(&self, options: &DebugOptions) -> &DebugState {
+        self.debug
+            .get_or_init(|| DebugState::find(&self.elf, options))
+    }
+
+    /// The file whose symbol table answers lookups: this one, or its debug companion.
+    pub(crate) fn symbol_file<'s>(self: &'s Arc<Self>, debug: &'s DebugState) -> &'s Arc<Self> {
+        match &debug.companion {
+            Some(companion) if debug.symbols_from_companion => companion,
+            _ => self,
         }
     }
 
@@ -49,7 +104,7 @@ impl LoadedElf {
         Ok(())
     }
 
-    /// The name computed earlier by [`LoadedElf::shown_name`], if any.
+    /// The name computed earlier by [`LoadedElf::compute_shown_name`], if any.
     pub(crate) fn computed_name(&self, id: SymbolId) -> Option<&str> {
         self.slot(id).ok()?.get()?.as_deref()
     }
@@ -64,6 +119,87 @@ impl LoadedElf {
         // another file is a caller bug that the empty fallback turns into "no name".
         Ok(slots.get(id.index() as usize).unwrap_or(&EMPTY_SLOT))
     }
+}
+
+impl DebugState {
+    fn find(elf: &Arc<ElfFile>, options: &DebugOptions) -> DebugState {
+        let has_dwarf = has_bytes(elf, ".debug_info");
+        let has_symtab = has_bytes(elf, ".symtab");
+        let mut state = DebugState {
+            companion: None,
+            found_by: None,
+            symbols_from_companion: false,
+            dwarf: Ok(None),
+        };
+        // As gdb: a file with its own DWARF and symbols needs no companion.
+        let wants_companion = !has_symtab || (options.source_lines && !has_dwarf);
+        if let (Some(finder), true) = (&options.finder, wants_companion) {
+            match finder.find(elf) {
+                Ok(Some(found)) => {
+                    state.symbols_from_companion = !has_symtab && has_bytes(&found.elf, ".symtab");
+                    state.found_by = Some(found.found_by);
+                    state.companion = Some(Arc::new(LoadedElf {
+                        elf: found.elf,
+                        shown_names: OnceLock::new(),
+                        debug: OnceLock::new(),
+                    }));
+                }
+                Ok(None) => {}
+                Err(e) => state.dwarf = Err(e),
+            }
+        }
+        if !options.source_lines || state.dwarf.is_err() {
+            return state;
+        }
+        let dwarf_file = match &state.companion {
+            Some(companion) if !has_dwarf => &companion.elf,
+            _ => elf,
+        };
+        state.dwarf = load_dwarf(dwarf_file, options.finder.as_ref()).map(|d| d.map(Mutex::new));
+        if let Err(e) = &state.dwarf {
+            log::debug!("{e}; symbols only");
+        }
+        state
+    }
+}
+
+/// The DWARF of `file`, with its dwz supplementary file when it names one and `finder` finds
+/// it. A missing supplementary file is not an error: lookups that need it fail one by one,
+/// and the rest work.
+fn load_dwarf(file: &Arc<ElfFile>, finder: Option<&DebugFinder>) -> Result<Option<DwarfInfo>> {
+    let Some(sections) = DwarfSections::load(file)? else {
+        return Ok(None);
+    };
+    let supplementary = match (finder, file.debugaltlink()) {
+        (Some(finder), Some(_)) => finder.find_supplementary(file)?,
+        _ => None,
+    };
+    let info = match supplementary {
+        Some(sup) => match DwarfSections::load(&sup.elf)? {
+            Some(sup_sections) => DwarfInfo::with_supplementary(&sections, &sup_sections)?,
+            None => DwarfInfo::new(&sections)?,
+        },
+        None => {
+            if file.debugaltlink().is_some() {
+                log::debug!(
+                    "{}: its dwz supplementary file (.gnu_debugaltlink) was not found; names \
+                     and lines that live there are missing",
+                    file.path().display()
+                );
+            }
+            DwarfInfo::new(&sections)?
+        }
+    };
+    Ok(Some(info))
+}
+
+/// Whether `elf` has a section `name` with bytes (see [`ElfFile::has_section_bytes`]); a
+/// malformed section table reads as "no" (symbol lookups report it).
+fn has_bytes(elf: &ElfFile, name: &str) -> bool {
+    elf.has_section_bytes(name).unwrap_or_else(|e| {
+        log::debug!("{e}");
+        false
+    })
 }
 
 fn shown_name(symbol: &ElfSymbol<'_>) -> Option<Box<str>> {

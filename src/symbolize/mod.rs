@@ -12,19 +12,21 @@ mod process;
 mod stack;
 
 use std::num::NonZeroUsize;
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError};
 
 pub use cache::{CacheStats, FileId};
-pub use output::{Sym, Symbols};
+pub use output::{NameOrigin, Sym, Symbols};
 pub use process::{ProcessSym, ProcessSymbol};
 pub use stack::{is_kernel_addr, KernelFrame, StackFrame};
 
 use crate::addr::{FileOffset, VirtAddr};
+use crate::debuginfo::{DebugFinder, DEFAULT_DEBUG_DIR};
+use crate::dwarf::Frame;
 use crate::elf::ElfFile;
 use crate::error::Result;
 use cache::SharedLru;
-use loaded::LoadedElf;
+use loaded::{DebugOptions, LoadedElf};
 use output::Found;
 
 /// Where addresses come from.
@@ -74,6 +76,9 @@ pub struct SymbolizerStats {
 #[derive(Debug, Clone)]
 pub struct SymbolizerBuilder {
     demangle: bool,
+    source_lines: bool,
+    debug_files: bool,
+    debug_dirs: Vec<PathBuf>,
     max_open_files: NonZeroUsize,
     max_cached_processes: NonZeroUsize,
 }
@@ -82,6 +87,9 @@ impl Default for SymbolizerBuilder {
     fn default() -> Self {
         SymbolizerBuilder {
             demangle: true,
+            source_lines: true,
+            debug_files: true,
+            debug_dirs: vec![PathBuf::from(DEFAULT_DEBUG_DIR)],
             max_open_files: NonZeroUsize::new(64).unwrap_or(NonZeroUsize::MIN),
             max_cached_processes: NonZeroUsize::new(256).unwrap_or(NonZeroUsize::MIN),
         }
@@ -92,6 +100,30 @@ impl SymbolizerBuilder {
     /// Demangle C++ and Rust names (default: on).
     pub fn demangle(mut self, on: bool) -> Self {
         self.demangle = on;
+        self
+    }
+
+    /// Read DWARF for source lines and inlined frames ([`Sym::frames`]) (default: on). Off,
+    /// only symbol tables are read.
+    pub fn source_lines(mut self, on: bool) -> Self {
+        self.source_lines = on;
+        self
+    }
+
+    /// Look for separate debug files (default: on): a file without DWARF or without a
+    /// `.symtab` gets its debug companion from the debug dirs, the build-id, or
+    /// `.gnu_debuglink` (see [`crate::debuginfo`] for the order and the checks); dwz
+    /// supplementary files are followed. Nothing outside the debug dirs and the file's own
+    /// directory is read.
+    pub fn debug_files(mut self, on: bool) -> Self {
+        self.debug_files = on;
+        self
+    }
+
+    /// The debug dirs, searched in order (default: `/usr/lib/debug`); gdb's
+    /// `debug-file-directory`, llvm-symbolizer's `--debug-file-directory`.
+    pub fn debug_dirs(mut self, dirs: Vec<PathBuf>) -> Self {
+        self.debug_dirs = dirs;
         self
     }
 
@@ -113,6 +145,10 @@ impl SymbolizerBuilder {
     pub fn build(self) -> Symbolizer {
         Symbolizer {
             demangle: self.demangle,
+            debug: DebugOptions {
+                finder: self.debug_files.then(|| DebugFinder::new(self.debug_dirs)),
+                source_lines: self.source_lines,
+            },
             files: SharedLru::new(self.max_open_files),
             process_maps: SharedLru::new(self.max_cached_processes),
         }
@@ -139,6 +175,7 @@ impl SymbolizerBuilder {
 /// ```
 pub struct Symbolizer {
     demangle: bool,
+    debug: DebugOptions,
     files: SharedLru<FileId, LoadedElf>,
     process_maps: SharedLru<maps_cache::ProcessKey, crate::process::ProcessMaps>,
 }
@@ -175,26 +212,56 @@ impl Symbolizer {
 
     fn symbolize_elf(&self, path: &Path, input: Input<'_>) -> Result<Symbols> {
         let file = self.open_elf(path)?;
+        let debug = file.debug_state(&self.debug);
+        let symbol_file = file.symbol_file(debug);
+        let mut dwarf_error = debug.dwarf.as_ref().err().map(|e| e.clone_for_cache());
+        // One lock for the whole batch: the DWARF's lazily parsed units are not `Sync`.
+        let dwarf = match &debug.dwarf {
+            Ok(Some(dwarf)) => Some(dwarf.lock().unwrap_or_else(PoisonError::into_inner)),
+            _ => None,
+        };
         let mut found: Vec<Option<Found>> = Vec::with_capacity(input.len());
+        let mut frames: Vec<Frame> = Vec::new();
         let mut push = |addr: Option<VirtAddr>| -> Result<()> {
-            let hit = match addr {
-                Some(addr) => file
-                    .elf
-                    .find_symbol_id(addr)?
-                    .map(|(id, start)| (addr, id, start)),
-                None => None,
-            };
-            let Some((addr, id, start)) = hit else {
+            let Some(addr) = addr else {
                 found.push(None);
                 return Ok(());
             };
-            if self.demangle {
-                // Computes the shown name on the symbol's first hit; later hits find it.
-                file.compute_shown_name(id)?;
+            let symbol = match symbol_file.elf.find_symbol_id(addr)? {
+                Some((id, start)) => {
+                    if self.demangle {
+                        // Computes the shown name on the symbol's first hit; later hits find it.
+                        symbol_file.compute_shown_name(id)?;
+                    }
+                    Some((id, addr.0 - start.0))
+                }
+                None => None,
+            };
+            let first = frames.len();
+            if let Some(dwarf) = &dwarf {
+                match dwarf.frames(addr) {
+                    Ok(Some(chain)) => frames.extend(chain),
+                    Ok(None) => {}
+                    Err(e) => {
+                        // Malformed DWARF at this address: answer from symbols alone, and
+                        // say so once per batch.
+                        log::debug!("{e}");
+                        dwarf_error.get_or_insert(e);
+                    }
+                }
+            }
+            let has_function = frames[first..]
+                .last()
+                .is_some_and(|frame| frame.function.is_some());
+            if symbol.is_none() && !has_function {
+                frames.truncate(first);
+                found.push(None);
+                return Ok(());
             }
             found.push(Some(Found {
-                id,
-                offset: addr.0 - start.0,
+                symbol,
+                addr,
+                frames: first..frames.len(),
             }));
             Ok(())
         };
@@ -211,11 +278,15 @@ impl Symbolizer {
                 }
             }
         }
+        drop(dwarf);
         Ok(Symbols {
-            file,
+            file: Arc::clone(symbol_file),
             module: path.to_path_buf(),
             found,
+            frames,
             demangle: self.demangle,
+            debug_file: debug.companion.as_ref().map(|c| c.elf.path().to_path_buf()),
+            dwarf_error,
         })
     }
 
@@ -232,7 +303,7 @@ impl Symbolizer {
     pub fn stats(&self) -> SymbolizerStats {
         let mut bytes_mapped = 0;
         self.files
-            .for_each(|f| bytes_mapped += f.elf.mapped_len() as u64);
+            .for_each(|f| bytes_mapped += f.mapped_len() as u64);
         SymbolizerStats {
             files: self.files.stats(),
             process_maps: self.process_maps.stats(),

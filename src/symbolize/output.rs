@@ -1,11 +1,26 @@
 //! What a symbolization returns: [`Symbols`], one optional [`Sym`] per input address.
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::addr::VirtAddr;
+use crate::dwarf::Frame;
 use crate::elf::{SymbolId, SymbolKind, SymbolOrigin};
+use crate::error::Error;
 use crate::symbolize::loaded::LoadedElf;
+
+/// Where a [`Sym`]'s name comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum NameOrigin {
+    /// A symbol table (of the file, or of its debug companion: see [`Sym::symbol_file`]).
+    Table(SymbolOrigin),
+    /// DWARF alone: no symbol covers the address, but a DWARF function does (its name is
+    /// the outermost frame's). The function's start is not known then: [`Sym::addr`] is the
+    /// address itself and [`Sym::offset`] is 0.
+    Dwarf,
+}
 
 /// One symbol an address resolved to. Names are borrowed from the [`Symbols`] it came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,8 +37,8 @@ pub struct Sym<'a> {
     pub version: Option<&'a str>,
     /// Whether the version is hidden (`name@VER`) rather than the default (`name@@VER`).
     pub version_hidden: bool,
-    /// Which table the name comes from (`.symtab`, `.dynsym`, or a PLT entry).
-    pub origin: SymbolOrigin,
+    /// Where the name comes from: a symbol table (`.symtab`, `.dynsym`, a PLT entry) or DWARF.
+    pub origin: NameOrigin,
     /// The start of the symbol, as an ELF virtual address.
     pub addr: VirtAddr,
     /// The size the file states; 0 for a symbol without a size (which is then taken to reach
@@ -33,24 +48,42 @@ pub struct Sym<'a> {
     pub offset: u64,
     /// Function or data object.
     pub kind: SymbolKind,
-    /// The file the symbol is from.
+    /// The file the address is in, as the caller named it.
     pub module: &'a Path,
+    /// The file whose symbol table named the symbol: `module`'s real file, or its separate
+    /// debug file when `module` is stripped to `.dynsym` and the debug file has a `.symtab`.
+    pub symbol_file: &'a Path,
+    /// Source lines from DWARF, innermost first: the inlined functions at the address, then
+    /// the function that contains them (whose machine code this is). An outer frame's
+    /// location is the call site of the frame inside it, as in llvm-symbolizer. Empty when
+    /// DWARF does not cover the address (or source lines are off); then only the symbol
+    /// table answered.
+    pub frames: &'a [Frame],
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Found {
-    pub(crate) id: SymbolId,
-    pub(crate) offset: u64,
+    /// The symbol and the address's offset into it; `None` when only DWARF covers it.
+    pub(crate) symbol: Option<(SymbolId, u64)>,
+    /// The address (for answers from DWARF alone).
+    pub(crate) addr: VirtAddr,
+    /// Its frames in [`Symbols::frames`].
+    pub(crate) frames: Range<usize>,
 }
 
 /// The results of one batch: one entry per input address, in input order. Holds the file it
 /// came from open, so names are borrowed without copies.
 pub struct Symbols {
+    /// The file whose symbol table answered (the file itself or its debug companion).
     pub(crate) file: Arc<LoadedElf>,
     /// The path the caller gave (the file may have been opened through another link).
     pub(crate) module: PathBuf,
     pub(crate) found: Vec<Option<Found>>,
+    /// The frames of every address, back to back.
+    pub(crate) frames: Vec<Frame>,
     pub(crate) demangle: bool,
+    pub(crate) debug_file: Option<PathBuf>,
+    pub(crate) dwarf_error: Option<Error>,
 }
 
 impl std::fmt::Debug for Symbols {
@@ -75,15 +108,52 @@ impl Symbols {
         &self.module
     }
 
-    /// The symbol of the `index`-th input address; `None` if no symbol covers it (or `index`
-    /// is out of range).
+    /// The separate debug file that was read for this file (its DWARF or its `.symtab`), if
+    /// one was found.
+    pub fn debug_file(&self) -> Option<&Path> {
+        self.debug_file.as_deref()
+    }
+
+    /// Why DWARF could not be used, if it could not: the debug information was malformed or
+    /// unreadable, for the whole file or for some addresses (the first such error). Those
+    /// addresses were answered from symbol tables alone.
+    pub fn dwarf_error(&self) -> Option<&Error> {
+        self.dwarf_error.as_ref()
+    }
+
+    /// The symbol of the `index`-th input address; `None` if neither a symbol nor DWARF
+    /// covers it (or `index` is out of range).
     pub fn get(&self, index: usize) -> Option<Sym<'_>> {
         let found = self.found.get(index)?.as_ref()?;
+        let frames = self.frames.get(found.frames.clone()).unwrap_or_default();
+        let symbol_file = self.file.elf.path();
+        let Some((id, offset)) = found.symbol else {
+            // Only DWARF covers the address; `found` is pushed only with frames.
+            let function = frames.last()?.function.as_ref()?;
+            return Some(Sym {
+                name: if self.demangle {
+                    &function.demangled
+                } else {
+                    &function.raw
+                },
+                raw_name: function.raw.as_bytes(),
+                version: None,
+                version_hidden: false,
+                origin: NameOrigin::Dwarf,
+                addr: found.addr,
+                size: 0,
+                offset: 0,
+                kind: SymbolKind::Function,
+                module: &self.module,
+                symbol_file,
+                frames,
+            });
+        };
         // The id came from this file's own index, so the lookup succeeds; an error or `None`
         // here would mean the index changed under us, which it cannot (it is built once).
-        let symbol = self.file.elf.symbol_by_id(found.id).ok()??;
+        let symbol = self.file.elf.symbol_by_id(id).ok()??;
         let computed = if self.demangle {
-            self.file.computed_name(found.id)
+            self.file.computed_name(id)
         } else {
             None
         };
@@ -95,12 +165,14 @@ impl Symbols {
             raw_name: symbol.name,
             version: symbol.version.and_then(|v| std::str::from_utf8(v).ok()),
             version_hidden: symbol.version_hidden,
-            origin: symbol.origin,
+            origin: NameOrigin::Table(symbol.origin),
             addr: symbol.addr,
             size: symbol.size,
-            offset: found.offset,
+            offset,
             kind: symbol.kind,
             module: &self.module,
+            symbol_file,
+            frames,
         })
     }
 
