@@ -31,6 +31,11 @@ need strip "apt-get install binutils"
 need nm "apt-get install binutils"
 need objdump "apt-get install binutils"
 need readelf "apt-get install binutils"
+need objcopy "apt-get install binutils"
+need clang "apt-get install clang"
+need clang++ "apt-get install clang"
+need dwz "apt-get install dwz"
+need llvm-dwp "apt-get install llvm"
 if command -v gcc >/dev/null 2>&1; then
     # gcc -m32 needs the 32-bit libc/libgcc development files.
     if ! echo 'int main(void){return 0;}' |
@@ -290,3 +295,181 @@ readelf -S -W bin/c-debuglink | grep '\.debug_info' >/dev/null && die "c-debugli
 readelf -S -W bin/c-buildid | grep '\.gnu_debuglink' >/dev/null && die "c-buildid: unexpected .gnu_debuglink"
 readelf -S -W bin/c-buildid | grep '\.debug_info' >/dev/null && die "c-buildid: still has .debug_info"
 echo "build.sh: split debug files: bin/c-debuglink.debug, debug/.build-id/${id:0:2}/${id:2}.debug"
+
+# ============================================================ DWARF fixtures
+# For the DWARF source-line tests (tests/dwarf.rs) and the debug-file lookup
+# (tests/debuginfo.rs): other compilers and DWARF versions, the three shapes a
+# debug file comes in, dwz, split DWARF and compressed sections.  README.md,
+# "DWARF fixtures", says what each file is and which paths a reader follows.
+# Everything here is built after (and independently of) the files above, so
+# adding it did not change any of them.
+
+# shapes BASE [symlink]: from bin/BASE (kept, unstripped: shape a) make
+#   b) bin/BASE.stripped-debuglink, whose .gnu_debuglink names BASE.debug, and
+#      bin/BASE.debug next to it;
+#   c) bin/BASE.stripped-buildid, no debuglink; its debug file is
+#      debug/.build-id/xx/rest.debug (a copy of bin/BASE.debug, or with
+#      "symlink" a relative symlink to it, as Fedora's .build-id trees are).
+# Split the way Debian's dh_strip does executables: objcopy --only-keep-debug,
+# then strip --remove-section=.comment --remove-section=.note (strip's default,
+# --strip-all: .symtab goes too; only the .debug file keeps it).  All three
+# shapes come from one link: same code, same build-id, same answers.
+shapes() {
+    local b=$1 id
+    objcopy --only-keep-debug "bin/$b" "bin/$b.debug"
+    strip --remove-section=.comment --remove-section=.note \
+        "bin/$b" -o "bin/$b.stripped-debuglink"
+    (cd bin && objcopy --add-gnu-debuglink="$b.debug" "$b.stripped-debuglink")
+    strip --remove-section=.comment --remove-section=.note \
+        "bin/$b" -o "bin/$b.stripped-buildid"
+    id=$(readelf -n "bin/$b" | awk '/Build ID:/ { print $3 }')
+    [[ ${#id} -gt 2 ]] || die "$b: no build-id"
+    mkdir -p "debug/.build-id/${id:0:2}"
+    if [[ ${2:-} == symlink ]]; then
+        ln -s "../../../bin/$b.debug" "debug/.build-id/${id:0:2}/${id:2}.debug"
+    else
+        cp "bin/$b.debug" "debug/.build-id/${id:0:2}/${id:2}.debug"
+    fi
+    readelf -S -W "bin/$b.stripped-buildid" | grep -E '\.debug_info|\.symtab' >/dev/null &&
+        die "$b.stripped-buildid: still has .debug_info or .symtab"
+    readelf -S -W "bin/$b.stripped-debuglink" | grep '\.gnu_debuglink' >/dev/null ||
+        die "$b.stripped-debuglink: no .gnu_debuglink"
+    return 0
+}
+# dwarf_version BIN: the version of the first unit in .debug_info.
+dwarf_version() {
+    readelf --debug-dump=info "$1" 2>/dev/null | awk '/Version:/ && !v { v = $2 } END { print v }'
+}
+
+# ----------------------------------------------- c-gcc-O2-g-dwarf4 (3 shapes)
+# gcc -O2 -g -gdwarf-4, lib.  demo.c in DWARF 4 (.debug_ranges, .debug_loc,
+# DW_FORM_strp; line table v4), next to c-pie-g's DWARF 5.
+gcc -O2 -g -gdwarf-4 "${DET[@]}" src/demo.c "${LIB[@]}" -o bin/c-gcc-O2-g-dwarf4
+shapes c-gcc-O2-g-dwarf4
+
+# ------------------------------------------------------------- c-clang-O2-g
+# clang -O2 -g -gdwarf-5 -Wno-unknown-attributes (noclone), lib.  demo.c by clang: DW_FORM_strx1/addrx,
+# .debug_str_offsets, .debug_addr, .debug_line_str, DW_AT_ranges in rnglists.
+clang -O2 -g -gdwarf-5 -Wno-unknown-attributes "${DET[@]}" src/demo.c "${LIB[@]}" -o bin/c-clang-O2-g
+
+# --------------------------------------------------- cpp-clang-O2-g (3 shapes)
+# clang++ -O2 -g -gdwarf-5, lines.cpp (+ lines.h): templates, lambdas, deep
+# inlining across lines.cpp, lines.h and libstdc++'s <bits/stl_algo.h>.
+clang++ -O2 -g -gdwarf-5 "${DET[@]}" src/lines.cpp -o bin/cpp-clang-O2-g
+shapes cpp-clang-O2-g
+
+# ------------------------------------------------------- cpp-gcc-O2-g-dwarf4
+# g++ -O2 -g -gdwarf-4, lines.cpp: the same program by gcc in DWARF 4.
+g++ -O2 -g -gdwarf-4 "${DET[@]}" src/lines.cpp -o bin/cpp-gcc-O2-g-dwarf4
+
+# -------------------------------------------------------- rust-O2-g (3 shapes)
+# rustc -C opt-level=2 -C debuginfo=2 -C panic=abort -C codegen-units=1
+#       -C lto=fat --crate-name demo
+# demo.rs with full DWARF (rustc writes DWARF 4).  The precompiled std brings
+# its own DWARF (line tables, linkage names), most of the file: fat LTO keeps
+# only the std code the program reaches, 2.1 MB instead of 4.4 MB without it.
+# The build-id debug file is a symlink to bin/rust-O2-g.debug (saves ~1.9 MB).
+rustc -C opt-level=2 -C debuginfo=2 -C panic=abort -C codegen-units=1 \
+    -C lto=fat --crate-name demo --remap-path-prefix="$TD"=. \
+    src/demo.rs -o bin/rust-O2-g
+shapes rust-O2-g symlink
+
+# ------------------------------------------------------ c-dwz-a, c-dwz-b (dwz)
+# gcc -O2 -g, demo.c: c-dwz-a linked with libversioned.so, c-dwz-b with
+# -DDEMO_NO_LIB (two programs sharing most types).  c-dwz-a also has
+# -fno-ident (no "GCC: ..." in .comment) only so that its build-id differs
+# from c-debuglink's, which is otherwise the same link.  Both are split like the
+# shapes above (stripped, no debuglink), then their debug files go through
+#   dwz -m common.debug -M ../../.dwz/stacksym-c-dwz.debug a.debug b.debug
+# which moves the DIEs and strings they share into common.debug (the
+# supplementary file) and gives both a .gnu_debugaltlink naming
+# "../../.dwz/stacksym-c-dwz.debug" plus common.debug's build-id.  Placed as
+#   debug/.build-id/xx/rest.debug          (each binary's build-id)
+#   debug/.dwz/stacksym-c-dwz.debug        (the altlink path, relative to the
+#                                           directory of the debug file)
+#   debug/.build-id/yy/rest.debug          (the same file, by its own build-id)
+gcc -O2 -g -fno-ident "${DET[@]}" src/demo.c "${LIB[@]}" -o bin/c-dwz-a
+gcc -O2 -g -DDEMO_NO_LIB "${DET[@]}" src/demo.c -o bin/c-dwz-b
+dwz_tmp=$(mktemp -d)
+for b in c-dwz-a c-dwz-b; do
+    objcopy --only-keep-debug "bin/$b" "$dwz_tmp/$b.debug"
+    strip --remove-section=.comment --remove-section=.note "bin/$b"
+done
+(cd "$dwz_tmp" && dwz -m common.debug -M ../../.dwz/stacksym-c-dwz.debug \
+    c-dwz-a.debug c-dwz-b.debug)
+place_by_build_id() { # place_by_build_id FILE: mv FILE to debug/.build-id/
+    local id
+    id=$(readelf -n "$1" 2>/dev/null | awk '/Build ID:/ { print $3 }')
+    [[ ${#id} -gt 2 ]] || die "$1: no build-id"
+    mkdir -p "debug/.build-id/${id:0:2}"
+    mv "$1" "debug/.build-id/${id:0:2}/${id:2}.debug"
+}
+mkdir -p debug/.dwz
+cp "$dwz_tmp/common.debug" debug/.dwz/stacksym-c-dwz.debug
+for f in c-dwz-a.debug c-dwz-b.debug; do
+    # dwz really moved DIEs and strings: references into common.debug.
+    readelf --debug-dump=abbrev "$dwz_tmp/$f" 2>/dev/null |
+        grep -E 'DW_FORM_GNU_(ref|strp)_alt' >/dev/null || die "dwz: $f refers to nothing in common.debug"
+    place_by_build_id "$dwz_tmp/$f"
+done
+place_by_build_id "$dwz_tmp/common.debug"
+rmdir "$dwz_tmp"
+for b in c-dwz-a c-dwz-b; do
+    id=$(readelf -n "bin/$b" | awk '/Build ID:/ { print $3 }')
+    readelf --string-dump=.gnu_debugaltlink "debug/.build-id/${id:0:2}/${id:2}.debug" 2>/dev/null |
+        grep '\.\./\.\./\.dwz/stacksym-c-dwz\.debug' >/dev/null || die "$b: no .gnu_debugaltlink"
+done
+
+# ------------------------------------------- c-split-dwarf, c-split-dwp
+# clang -O2 -g -gdwarf-5 -gsplit-dwarf, lib; compiled with bin/ as the working
+# directory (source ../src/demo.c, -ffile-prefix-map=$TD/bin=.), so the
+# skeleton unit (DW_TAG_skeleton_unit) says DW_AT_comp_dir "." and
+# DW_AT_dwo_name "c-split-dwarf.dwo": the .dwo is found next to the binary.
+# clang, not gcc: gcc 12 writes a different DWO id on every run (the build
+# would not be deterministic); clang's is a hash of the unit.
+# c-split-dwp: the same, then llvm-dwp -e c-split-dwp -o c-split-dwp.dwp and
+# its .dwo deleted, so only the .dwp (next to the binary) holds the DWARF.
+for b in c-split-dwarf c-split-dwp; do
+    (cd bin && clang -O2 -g -gdwarf-5 -gsplit-dwarf -Wno-unknown-attributes \
+        -ffile-prefix-map="$TD/bin"=. -c ../src/demo.c -o "$b.o" &&
+        clang "$b.o" -L. -lversioned "-Wl,-rpath,\$ORIGIN" -o "$b" &&
+        rm "$b.o")
+done
+(cd bin && llvm-dwp -e c-split-dwp -o c-split-dwp.dwp && rm c-split-dwp.dwo)
+[[ -f bin/c-split-dwarf.dwo && -f bin/c-split-dwp.dwp ]] || die "split DWARF: no .dwo/.dwp"
+readelf --debug-dump=info bin/c-split-dwarf 2>/dev/null | grep 'DW_AT_dwo_name.*c-split-dwarf\.dwo' >/dev/null ||
+    die "c-split-dwarf: no DW_AT_dwo_name"
+
+# ---------------------------------------- c-compress-zstd, c-compress-zlib-gnu
+# gcc -O2 -g, lib (the same code as c-debuglink before its split).
+# c-compress-zstd: linked with -Wl,--compress-debug-sections=zstd: SHF_COMPRESSED
+#   .debug_* sections, Elf64_Chdr ch_type ELFCOMPRESS_ZSTD (2).
+# c-compress-zlib-gnu: objcopy --compress-debug-sections=zlib-gnu: the legacy
+#   GNU form, sections renamed .zdebug_*, each "ZLIB" + 8-byte big-endian size.
+gcc -O2 -g "${DET[@]}" src/demo.c "${LIB[@]}" \
+    -Wl,--compress-debug-sections=zstd -o bin/c-compress-zstd
+gcc -O2 -g "${DET[@]}" src/demo.c "${LIB[@]}" -o bin/c-compress-zlib-gnu
+objcopy --compress-debug-sections=zlib-gnu bin/c-compress-zlib-gnu
+readelf -t bin/c-compress-zstd | grep ZSTD >/dev/null || die "c-compress-zstd: no ZSTD section"
+readelf -S -W bin/c-compress-zlib-gnu | grep '\.zdebug_info' >/dev/null ||
+    die "c-compress-zlib-gnu: no .zdebug_info"
+
+for b in c-gcc-O2-g-dwarf4:4 cpp-gcc-O2-g-dwarf4:4 c-clang-O2-g:5 cpp-clang-O2-g:5 rust-O2-g:4; do
+    v=$(dwarf_version "bin/${b%:*}")
+    [[ $v == "${b#*:}" ]] || die "${b%:*}: DWARF version $v, expected ${b#*:}"
+done
+# Each build-id under debug/ belongs to one build (a binary and its shapes),
+# so looking a binary up there never finds another binary's debug file.
+for f in debug/.build-id/*/*.debug; do
+    id=${f#debug/.build-id/}
+    id=${id/\//}
+    id=${id%.debug}
+    owners=$(for b in bin/*; do
+        case $b in *.debug | *.dwo | *.dwp) continue ;; esac
+        if [[ $(readelf -n "$b" 2>/dev/null | awk '/Build ID:/ { print $3 }') == "$id" ]]; then
+            echo "${b%%.stripped-*}"
+        fi
+    done | sort -u | wc -l)
+    ((owners <= 1)) || die "$f: its build-id is shared by $owners different builds in bin/"
+done
+echo "build.sh: DWARF fixtures built (README.md, \"DWARF fixtures\")"
