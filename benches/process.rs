@@ -225,7 +225,11 @@ fn consume(name: &str) -> usize {
 }
 
 fn stacksym_new() -> Symbolizer {
-    Symbolizer::builder().demangle(false).build()
+    Symbolizer::builder()
+        .demangle(false)
+        .source_lines(false) // as blazesym below: symbols only
+        .debug_files(false)
+        .build()
 }
 
 fn stacksym_run(s: &Symbolizer, process: &Process, addrs: &[AbsAddr]) -> usize {

@@ -311,7 +311,11 @@ impl Mode {
 }
 
 fn stacksym_new(demangle: bool) -> stacksym::Symbolizer {
-    stacksym::Symbolizer::builder().demangle(demangle).build()
+    stacksym::Symbolizer::builder()
+        .demangle(demangle)
+        .source_lines(false) // as blazesym below: symbols only
+        .debug_files(false)
+        .build()
 }
 
 fn stacksym_symbolize(s: &stacksym::Symbolizer, path: &Path, addrs: &[u64]) -> stacksym::Symbols {

@@ -4,11 +4,13 @@
 //! `Arc<ElfFile>`) plus a range of it, or a buffer of decompressed bytes (`reader.rs`). So a
 //! cache can keep a [`DwarfInfo`] next to the file it came from, with no lifetime faked.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use addr2line::gimli;
-use gimli::{RunTimeEndian, SectionId};
+use gimli::{Reader as _, RunTimeEndian, SectionId};
 
 use crate::addr::VirtAddr;
 use crate::demangle::demangle;
@@ -42,18 +44,17 @@ impl std::fmt::Debug for DwarfSections {
     }
 }
 
-/// The sections `gimli::Dwarf::load` may ask for (split-DWARF `.dwo` names excepted).
-const SECTIONS: [SectionId; 15] = [
+/// The sections frames are made of. Not read: location lists (`.debug_loc`,
+/// `.debug_loclists`, variables' locations) and macros, which `addr2line` never reads; in
+/// optimized code the location lists are a fifth of the DWARF, so not decompressing them
+/// matters.
+const SECTIONS: [SectionId; 11] = [
     SectionId::DebugAbbrev,
     SectionId::DebugAddr,
     SectionId::DebugAranges,
     SectionId::DebugInfo,
     SectionId::DebugLine,
     SectionId::DebugLineStr,
-    SectionId::DebugLoc,
-    SectionId::DebugLocLists,
-    SectionId::DebugMacinfo,
-    SectionId::DebugMacro,
     SectionId::DebugRanges,
     SectionId::DebugRngLists,
     SectionId::DebugStr,
@@ -138,6 +139,48 @@ impl DwarfSections {
 pub struct DwarfInfo {
     path: PathBuf,
     context: addr2line::Context<Reader>,
+    /// Function names met so far, keyed by where their bytes lie in the sections (address,
+    /// length), so each is copied and demangled once, not once per address.
+    names: RefCell<HashMap<(usize, usize), Arc<FunctionName>, PointerHash>>,
+    /// File paths met so far, keyed by where `addr2line`'s line tables (which live as long as
+    /// `context`) keep them.
+    files: RefCell<HashMap<(usize, usize), Arc<str>, PointerHash>>,
+}
+
+/// Hashes the `(address, length)` keys of [`DwarfInfo`]'s name tables: addresses are unique
+/// and not chosen by an attacker (they are where the sections lie in memory), so a multiply
+/// suffices where SipHash cost a tenth of a lookup.
+#[derive(Default, Clone, Copy)]
+struct PointerHash;
+
+impl std::hash::BuildHasher for PointerHash {
+    type Hasher = PointerHasher;
+
+    fn build_hasher(&self) -> PointerHasher {
+        PointerHasher(0)
+    }
+}
+
+struct PointerHasher(u64);
+
+impl std::hash::Hasher for PointerHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
 }
 
 impl std::fmt::Debug for DwarfInfo {
@@ -152,11 +195,11 @@ impl std::fmt::Debug for DwarfInfo {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Frame {
     /// The function, if DWARF names it (a line-table entry outside every function DIE has
-    /// a location but no function).
-    pub function: Option<FunctionName>,
+    /// a location but no function). Shared: every frame of one function holds the same name.
+    pub function: Option<Arc<FunctionName>>,
     /// The source file as DWARF gives it, joined with the compilation directory when it is
     /// relative (as llvm-symbolizer prints it).
-    pub file: Option<String>,
+    pub file: Option<Arc<str>>,
     /// The line, if known (line 0, "no line", reads as `None`).
     pub line: Option<u32>,
     /// The column, if known.
@@ -224,6 +267,8 @@ impl DwarfInfo {
         Ok(DwarfInfo {
             path: sections.path.clone(),
             context,
+            names: RefCell::default(),
+            files: RefCell::default(),
         })
     }
 
@@ -248,20 +293,15 @@ impl DwarfInfo {
             .map_err(|e| malformed_dwarf(&self.path, &format!("inlined frames at {addr:#x}"), e))?
         {
             let function = match &frame.function {
-                Some(name) => {
-                    let raw = name
-                        .raw_name()
-                        .map_err(|e| malformed_dwarf(&self.path, "function name", e))?
-                        .into_owned();
-                    let demangled = demangle(&raw).into_owned();
-                    Some(FunctionName { raw, demangled })
-                }
+                Some(name) => Some(self.function_name(&name.name)?),
                 None => None,
             };
             let location = frame.location.as_ref();
             frames.push(Frame {
                 function,
-                file: location.and_then(|l| l.file).map(str::to_owned),
+                file: location
+                    .and_then(|l| l.file)
+                    .map(|file| self.file_name(file)),
                 line: location.and_then(|l| l.line).filter(|&l| l != 0),
                 column: location.and_then(|l| l.column),
                 inlined: true,
@@ -279,6 +319,32 @@ impl DwarfInfo {
     /// The file the DWARF was read from.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    fn function_name(&self, name: &Reader) -> Result<Arc<FunctionName>> {
+        let bytes: &[u8] = name;
+        let key = (bytes.as_ptr() as usize, bytes.len());
+        if let Some(known) = self.names.borrow().get(&key) {
+            return Ok(Arc::clone(known));
+        }
+        let raw = name
+            .to_string_lossy()
+            .map_err(|e| malformed_dwarf(&self.path, "function name", e))?
+            .into_owned();
+        let demangled = demangle(&raw).into_owned();
+        let interned = Arc::new(FunctionName { raw, demangled });
+        self.names.borrow_mut().insert(key, Arc::clone(&interned));
+        Ok(interned)
+    }
+
+    fn file_name(&self, file: &str) -> Arc<str> {
+        let key = (file.as_ptr() as usize, file.len());
+        Arc::clone(
+            self.files
+                .borrow_mut()
+                .entry(key)
+                .or_insert_with(|| Arc::from(file)),
+        )
     }
 }
 

@@ -221,7 +221,11 @@ impl Symbolizer {
             _ => None,
         };
         let mut found: Vec<Option<Found>> = Vec::with_capacity(input.len());
-        let mut frames: Vec<Frame> = Vec::new();
+        let mut frames: Vec<Frame> = Vec::with_capacity(if dwarf.is_some() {
+            input.len() + input.len() / 4
+        } else {
+            0
+        });
         let mut push = |addr: Option<VirtAddr>| -> Result<()> {
             let Some(addr) = addr else {
                 found.push(None);
