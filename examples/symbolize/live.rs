@@ -94,6 +94,8 @@ impl Live {
                         Some(m) => Origin::KernelModule(m.to_string()),
                         None => Origin::KernelImage,
                     },
+                    has_symbol: true,
+                    frames: None,
                 },
                 module,
             ),
@@ -127,6 +129,9 @@ impl Live {
                         offset: sym.offset,
                         version: None,
                         origin: Origin::Elf,
+                        has_symbol: true,
+                        // The library's process path gives no DWARF frames yet.
+                        frames: None,
                     },
                     sym.path.to_string_lossy().into_owned(),
                 ),

@@ -1,8 +1,13 @@
-//! `symbolize`: symbolize raw address dumps, with llvm-symbolizer's flags, answers and layout.
+//! `symbolize`: symbolize raw address dumps, with llvm-symbolizer's flags, answers and layout:
+//! function names from ELF symbol tables, source lines and inlined frames from DWARF (the
+//! file's own, or its separate debug file's, found through `--debug-file-directory`, the
+//! build-id or `.gnu_debuglink`).
 //!
 //! ```text
 //! cargo run --release --example symbolize                                   # the demo dump
-//! cargo run --release --example symbolize -- --obj testdata/bin/c-nopie 0x401260
+//! cargo run --release --example symbolize -- --obj testdata/bin/c-pie-g -p 0x12c4
+//! cargo run --example symbolize -- --obj testdata/bin/c-buildid \
+//!     --debug-file-directory testdata/debug --output-style=GNU 0x1290
 //! grep -v '^#' testdata/dumps/demo.txt | cargo run --example symbolize -- --output-style=JSON
 //! cargo run --example symbolize -- --input asan-report.txt
 //! cargo run --example symbolize -- --pid 1234 0x7f3a1c2b4567               # a live process
@@ -11,7 +16,7 @@
 //! ```
 //!
 //! See `--help` (`AFTER_LONG_HELP` below) for every flag and for where this tool
-//! deliberately differs from llvm-symbolizer 14.
+//! deliberately differs from llvm-symbolizer 14 and from GNU addr2line.
 
 mod input;
 mod live;
@@ -33,16 +38,16 @@ use stacksym::{Input, Source, Symbolizer};
 
 use input::{parse_line, Kind, Parsed};
 use live::{Live, Resolved, Route};
-use output::{Answer, Functions, Origin, Outcome, Printer, Style};
+use output::{Answer, Functions, Line, Origin, Outcome, Paths, Printer, PrinterOptions, Style};
 
 const ABOUT: &str = "Symbolize raw address dumps: llvm-symbolizer's flags, answers and layout, \
-from ELF symbol tables (no DWARF yet)";
+from ELF symbol tables and DWARF (source lines, inlined frames, separate debug files)";
 
 const LONG_ABOUT: &str = "\
 Symbolize raw address dumps: pipe a crash log, a sanitizer report or a hex dump through it
-and get llvm-symbolizer's answers, in llvm-symbolizer's layout, from the ELF symbol tables
-(.symtab, .dynsym, PLT entries). There is no DWARF support yet: no source locations (always
-??:0:0) and no inline frames.";
+and get llvm-symbolizer's answers, in llvm-symbolizer's layout: function names from the ELF
+symbol tables (.symtab, .dynsym, PLT entries), source lines and inlined frames from DWARF
+(in the file itself or in its separate debug file, found by build-id or .gnu_debuglink).";
 
 const AFTER_LONG_HELP: &str = "\
 INPUT
@@ -74,31 +79,81 @@ INPUT
                           with a note on stderr. llvm-symbolizer would wait for stdin.
 
 OUTPUT (--output-style)
-  LLVM  per address: the function name (?? if none), ??:0:0, a blank line.
+  Per address, one frame per function of the inline chain at it, innermost first: the
+  inlined functions, then the function whose machine code it is. An inlined frame's location
+  is where it is; an outer frame's is the call site of the frame inside it. With
+  --no-inlines, one frame: the innermost location under the outer function's name.
+  LLVM  per frame: the function name (?? if none), then FILE:LINE:COLUMN (??:0:0 where DWARF
+        does not cover the address); a blank line after the address.
+        -p: `NAME at FILE:LINE:COLUMN`, inlined-by frames as ` (inlined by) NAME at ...`.
         DATA queries: the name, then START SIZE in decimal, then a blank line.
-  GNU   the same without the blank line, and ??:0 as the location (llvm-symbolizer's GNU
-        style; GNU addr2line itself prints ??:? when it knows the function).
-  JSON  llvm-symbolizer's objects and keys (sorted, compact):
-          {\"Address\":\"0x..\",\"ModuleName\":\"..\",\"Symbol\":[{\"Column\":0,\"Discriminator\":0,
-           \"FileName\":\"\",\"FunctionName\":\"..\",\"Line\":0,\"StartAddress\":\"0x..\",
+  GNU   the same without the blank line and the column: FILE:LINE (??:0 when unknown), as
+        llvm-symbolizer's GNU style.
+  JSON  llvm-symbolizer's objects and keys (sorted, compact), one Symbol element per frame:
+          {\"Address\":\"0x..\",\"ModuleName\":\"..\",\"Symbol\":[{\"Column\":..,\"Discriminator\":0,
+           \"FileName\":\"..\",\"FunctionName\":\"..\",\"Line\":..,\"StartAddress\":\"0x..\",
            \"StartFileName\":\"\",\"StartLine\":0}]}
-        plus, where a symbol was found, \"Offset\" (address minus symbol start, hex string),
-        \"Size\" (symbol size, hex string) and \"Version\" (ELF symbol version, versioned
-        symbols only). DATA queries give \"Data\":{\"Name\",\"Size\",\"Start\"}. Addresses given
-        as arguments print one JSON array; input lines print one object per line, as
-        llvm-symbolizer does. An unreadable module gives {\"Error\":{\"Message\":..}} for its
-        first address and an empty \"Symbol\" list for the others, as llvm-symbolizer does.
-  Names come from the stacksym library, so they can differ from llvm-symbolizer's: a PLT
-  entry is named target@plt (llvm-symbolizer names the preceding symbol, often _init);
-  among aliases (several names at one address) the library prefers GLOBAL over WEAK over
-  LOCAL, then the first in the table (llvm-symbolizer takes the alphabetically first);
-  a .symtab name keeps its version as the file spells it (vfunc@@VERS_2, as llvm-symbolizer
-  shows it; .dynsym versions are shown only in JSON's \"Version\"); C++ and Rust demanglers
-  differ in details ({lambda(int)#1} vs 'lambda'(int), [clone .cold] vs (.cold), legacy
-  Rust hashes). Data objects are named too, as
-  llvm-symbolizer names them. For a LOCAL symbol, llvm-symbolizer takes a file name from the
-  symbol table's preceding STT_FILE entry (demo.c:0:0); stacksym does not report it, so the
-  location stays ??:0:0.
+        plus, on the frame the symbol names (the outer one), \"Offset\" (address minus symbol
+        start, hex string), \"Size\" (symbol size, hex string) and \"Version\" (ELF symbol
+        version, versioned symbols only). DATA queries give \"Data\":{\"Name\",\"Size\",\"Start\"}.
+        Addresses given as arguments print one JSON array; input lines print one object per
+        line, as llvm-symbolizer does. An unreadable module gives {\"Error\":{\"Message\":..}}
+        for its first address and an empty \"Symbol\" list for the others, as
+        llvm-symbolizer does.
+
+  Function names (--functions):
+    linkage  (the default, also -f) inlined frames by their DWARF name (the linkage name,
+             demangled unless --no-demangle); the outer frame by the symbol table's name
+             and start (e.g. process_value.cold, or one alias of several), as
+             llvm-symbolizer; by DWARF where no symbol covers the address.
+    short    DWARF's short name (llvm-symbolizer prints DW_AT_name: bar for
+             ns::Foo<int>::bar(int)), derived here from the demangled linkage name: return
+             type, scopes, parameters and qualifiers dropped, template arguments kept in
+             the demangler's spelling (gcc's DW_AT_name spells them its own way:
+             <lambda(int)> for {lambda(int)#1}). ?? where DWARF does not cover the address,
+             as in llvm-symbolizer.
+    none     no name line.
+  Paths: as DWARF gives them, joined with the compilation directory, as llvm-symbolizer
+  prints them; -s/--basenames: the file name alone; --relativenames: without the
+  compilation directory. The library does not report the compilation directory, so
+  --relativenames only drops a leading ./ (the directory `.` that -ffile-prefix-map=DIR=.
+  leaves); an absolute compilation directory stays (llvm-symbolizer would drop it).
+  Debug files: DWARF is read from the file, else from its separate debug file:
+  <DIR>/.build-id/xx/rest.debug (build-id checked), then .gnu_debuglink (CRC checked) in the
+  file's directory, its .debug/ and <DIR>/<file's directory>; dwz supplementary files are
+  followed. DIR is each --debug-file-directory (repeatable; default /usr/lib/debug when none
+  is given, as llvm-symbolizer). debuginfod is not asked.
+
+  Differences from llvm-symbolizer 14 that remain:
+  - discriminators: the library's frames carry none, so JSON's \"Discriminator\" is 0 and the
+    GNU style never prints llvm-symbolizer's ` (discriminator N)` suffix;
+  - JSON's \"StartFileName\" and \"StartLine\" (the function's DW_AT_decl_file/decl_line) are
+    always \"\" and 0, and \"StartAddress\" is the symbol's start on the outer frame and \"\" on
+    inlined frames (llvm-symbolizer gives the inlined range's start): the library's frames
+    do not carry them;
+  - names come from the stacksym library, so they can differ: a PLT entry is named
+    target@plt (llvm-symbolizer names the preceding symbol, often _init); among aliases
+    (several names at one address) the library prefers GLOBAL over WEAK over LOCAL, then the
+    first in the table (llvm-symbolizer takes another one); a .symtab name keeps its version
+    as the file spells it (vfunc@@VERS_2, as llvm-symbolizer shows it; .dynsym versions are
+    shown only in JSON's \"Version\"); C++ and Rust demanglers differ in details
+    ({lambda(int)#1} vs 'lambda'(int), [clone .cold] vs (.cold), legacy Rust hashes). Data
+    objects are named too, as llvm-symbolizer names them;
+  - for a LOCAL symbol without DWARF, llvm-symbolizer takes a file name from the symbol
+    table's preceding STT_FILE entry (crtstuff.c:0:0); stacksym does not report it, so the
+    location stays ??:0:0;
+  - --pid and --kernel answers have no source lines (the library's process and kallsyms
+    lookups give no DWARF frames yet): ??:0:0, named by the symbol even with
+    --functions=short.
+  Differences from GNU addr2line -f -i -C (which the GNU style resembles):
+  - the outer frame is named by the symbol table (process_value.cold, demo_alias), as
+    llvm-symbolizer names it; addr2line names it by DWARF (process_value, demo_impl);
+  - addr2line prints ` (discriminator N)` (on every frame of the chain), ??:? for a known
+    function without a line and FILE:? for line 0; here there is no discriminator and an
+    unknown line is 0, as in llvm-symbolizer's GNU style;
+  - without -i addr2line prints the innermost frame whole (its name too); --no-inlines here
+    names the outer function, as llvm-symbolizer does;
+  - addresses are read as llvm-symbolizer reads them (1234 is decimal; see INPUT).
 
 LIVE PROCESSES AND THE KERNEL (not in llvm-symbolizer)
   --pid PID             every ADDRESS is an absolute address of the running process PID:
@@ -196,7 +251,7 @@ struct Args {
     #[arg(long, overrides_with = "demangle")]
     no_demangle: bool,
 
-    /// Print inlined frames; accepted, no effect: no DWARF support yet, so no inline frames
+    /// Print every inlined frame, innermost first: the default (also --inlining)
     #[arg(
         long,
         short = 'i',
@@ -205,9 +260,22 @@ struct Args {
     )]
     inlines: bool,
 
-    /// Do not print inlined frames; accepted, no effect (also --inlining=false)
+    /// One frame per address: the innermost location, the outer function's name (also
+    /// --inlining=false)
     #[arg(long, overrides_with = "inlines")]
     no_inlines: bool,
+
+    /// Print source files' names without their directories
+    #[arg(long, short = 's', overrides_with = "relativenames")]
+    basenames: bool,
+
+    /// Print source paths without the compilation directory (only `./` is known; see --help)
+    #[arg(long, overrides_with = "basenames")]
+    relativenames: bool,
+
+    /// A directory to look for separate debug files in (repeatable; default /usr/lib/debug)
+    #[arg(long, value_name = "DIR", action = ArgAction::Append)]
+    debug_file_directory: Vec<PathBuf>,
 
     /// Output layout; see OUTPUT in --help
     #[arg(long, value_enum, value_name = "STYLE", default_value_t = Style::Llvm, ignore_case = true)]
@@ -230,7 +298,8 @@ struct Args {
     )]
     functions: Functions,
 
-    /// One line per address: `NAME at ??:0:0` (`ADDRESS: ` first with -a); indented JSON
+    /// One line per frame: `NAME at FILE:LINE:COLUMN`, inlined frames as ` (inlined by) ...`
+    /// (`ADDRESS: ` first with -a); indented JSON
     #[arg(long, short = 'p')]
     pretty_print: bool,
 
@@ -326,6 +395,8 @@ struct Engine<W: Write> {
     stacks: Option<bool>,
     /// `--folded`.
     folded: bool,
+    /// Whether names are demangled (chooses the DWARF names' spelling).
+    demangle: bool,
 }
 
 impl<W: Write> Engine<W> {
@@ -521,14 +592,7 @@ impl<W: Write> Engine<W> {
             Ok(symbols) => symbols
                 .iter()
                 .map(|sym| match sym {
-                    Some(sym) => Outcome::Found(Answer {
-                        name: shown_name(&sym),
-                        start: sym.addr.0,
-                        size: sym.size,
-                        offset: sym.offset,
-                        version: sym.version.map(str::to_string),
-                        origin: Origin::Elf,
-                    }),
+                    Some(sym) => Outcome::Found(answer_of(&sym, self.demangle)),
                     None => Outcome::NotFound,
                 })
                 .collect(),
@@ -667,16 +731,29 @@ fn run_demo<W: Write>(engine: &mut Engine<W>) -> io::Result<bool> {
 
 fn run(args: Args, no_arguments: bool) -> io::Result<bool> {
     let demangle = !args.no_demangle;
-    let symbolizer = Symbolizer::builder().demangle(demangle).build();
+    let mut builder = Symbolizer::builder().demangle(demangle);
+    if !args.debug_file_directory.is_empty() {
+        // As llvm-symbolizer: the given directories replace the default /usr/lib/debug.
+        builder = builder.debug_dirs(args.debug_file_directory.clone());
+    }
+    let symbolizer = builder.build();
     let lone_dash = args.addresses.len() == 1 && args.addresses[0] == "-";
     let positional = !args.addresses.is_empty() && !lone_dash;
-    let printer = Printer::new(
-        args.output_style,
-        args.print_address,
-        args.pretty_print,
-        args.functions,
-        positional,
-    );
+    let printer = Printer::new(PrinterOptions {
+        style: args.output_style,
+        print_address: args.print_address,
+        pretty: args.pretty_print,
+        functions: args.functions,
+        inlines: !args.no_inlines,
+        paths: if args.basenames {
+            Paths::Base
+        } else if args.relativenames {
+            Paths::Relative
+        } else {
+            Paths::Full
+        },
+        json_array: positional,
+    });
     if positional && (args.stacks || args.folded) {
         eprintln!(
             "symbolize: --stacks and --folded read a stack dump from stdin or --input, not \
@@ -727,6 +804,7 @@ fn run(args: Args, no_arguments: bool) -> io::Result<bool> {
             Some(args.stacks || args.folded)
         },
         folded: args.folded,
+        demangle,
     };
     let mut ok = true;
     if positional {
@@ -799,5 +877,42 @@ fn shown_name(sym: &stacksym::Sym<'_>) -> String {
             format!("{}{at}{version}", sym.name)
         }
         _ => sym.name.to_string(),
+    }
+}
+
+/// An answer from the library's `Sym`: the symbol, and its DWARF frames with names spelled
+/// as `demangle` says.
+fn answer_of(sym: &stacksym::Sym<'_>, demangle: bool) -> Answer {
+    let has_symbol = matches!(sym.origin, stacksym::NameOrigin::Table(_));
+    let frames = sym
+        .frames
+        .iter()
+        .map(|frame| Line {
+            function: frame.function.as_ref().map(|f| {
+                if demangle {
+                    f.demangled.clone()
+                } else {
+                    f.raw.clone()
+                }
+            }),
+            short: frame
+                .function
+                .as_ref()
+                .map(|f| output::short_name(&f.raw, &f.demangled)),
+            file: frame.file.as_deref().map(str::to_string),
+            line: frame.line.unwrap_or(0),
+            column: frame.column.unwrap_or(0),
+            discriminator: 0,
+        })
+        .collect();
+    Answer {
+        name: shown_name(sym),
+        start: sym.addr.0,
+        size: sym.size,
+        offset: sym.offset,
+        version: sym.version.map(str::to_string),
+        origin: Origin::Elf,
+        has_symbol,
+        frames: Some(frames),
     }
 }

@@ -1,8 +1,13 @@
 //! The three output styles, laid out byte for byte as llvm-symbolizer 14 lays them out.
 //!
-//! There is no DWARF support yet, so every source location is unknown: `??:0:0` (LLVM),
-//! `??:0` (GNU), empty `FileName` and zero `Line`/`Column` (JSON), exactly what
-//! llvm-symbolizer prints for an address it finds only in the symbol table.
+//! An answer holds the symbol-table symbol and the DWARF frames at the address (innermost
+//! first). [`Printer::shown_frames`] turns them into the frames llvm-symbolizer prints: every
+//! frame of the inline chain (or, with `--no-inlines`, one frame: the innermost location
+//! under the outer function's name), the outermost frame named by the symbol table with
+//! `--functions=linkage`, as llvm-symbolizer does. Without DWARF for the address the location
+//! is unknown: `??:0:0` (LLVM), `??:0` (GNU), empty `FileName` and zero `Line`/`Column`
+//! (JSON), exactly what llvm-symbolizer prints for an address it finds only in the symbol
+//! table.
 
 use std::io::{self, Write};
 
@@ -28,23 +33,78 @@ pub enum Style {
 /// `--functions`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Functions {
-    /// Print the symbol name (the default; demangled unless --no-demangle).
+    /// The linkage name (the default; demangled unless --no-demangle); the function whose
+    /// code it is is named by the symbol table, as llvm-symbolizer names it.
     Linkage,
-    /// Same as linkage: short names come from DWARF, which is not supported yet.
+    /// The function's short name (DW_AT_name), derived from the DWARF name; `??` without
+    /// DWARF, as in llvm-symbolizer.
     Short,
     /// Print no function name line.
     None,
 }
 
+/// How source file paths are printed (`--basenames`, `--relativenames`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Paths {
+    /// As DWARF gives them, joined with the compilation directory (the default).
+    Full,
+    /// The file name alone (`-s`, `--basenames`).
+    Base,
+    /// Without the compilation directory (`--relativenames`); see [`Paths::apply`].
+    Relative,
+}
+
+impl Paths {
+    /// The path to print for `file`. `Relative` strips a leading `./`: the compilation
+    /// directory `.` (what `-ffile-prefix-map=DIR=.` leaves) joined with a relative path.
+    /// The library does not report the compilation directory, so an absolute one stays.
+    pub fn apply(self, file: &str) -> &str {
+        match self {
+            Paths::Full => file,
+            Paths::Base => file.rsplit('/').next().unwrap_or(file),
+            Paths::Relative => {
+                let mut rest = file;
+                while let Some(stripped) = rest.strip_prefix("./") {
+                    rest = stripped;
+                }
+                rest
+            }
+        }
+    }
+}
+
+/// One DWARF frame of an answer, copied out of the library's `dwarf::Frame`.
+#[derive(Debug, Clone, Default)]
+pub struct Line {
+    /// The function's name (demangled unless --no-demangle); `None` if DWARF names none.
+    pub function: Option<String>,
+    /// Its short name (`--functions=short`).
+    pub short: Option<String>,
+    pub file: Option<String>,
+    /// 0: unknown.
+    pub line: u32,
+    /// 0: unknown.
+    pub column: u32,
+    /// The line-table row's discriminator (innermost frame only; 0: none).
+    pub discriminator: u32,
+}
+
 /// The symbol an address resolved to, copied out of the library's `Sym`.
 #[derive(Debug, Clone)]
 pub struct Answer {
+    /// The symbol table's name (for a DWARF-only answer: the outermost DWARF name).
     pub name: String,
     pub start: u64,
     pub size: u64,
     pub offset: u64,
     pub version: Option<String>,
     pub origin: Origin,
+    /// False when no symbol covers the address and only DWARF named it: then `start`,
+    /// `size` and `offset` mean nothing.
+    pub has_symbol: bool,
+    /// The DWARF frames, innermost first; `Some(empty)` when DWARF does not cover the
+    /// address, `None` when DWARF was not consulted (`--pid`, kernel).
+    pub frames: Option<Vec<Line>>,
 }
 
 /// Where an answer's symbol came from; kernel symbols print their module.
@@ -69,6 +129,133 @@ impl Answer {
     }
 }
 
+/// A printed frame's function name.
+#[derive(Debug, Default)]
+enum ShownName<'a> {
+    /// `??` (JSON: `""`), or no name line with `--functions=none`.
+    #[default]
+    Unknown,
+    /// The symbol table's (text: with a kernel module's ` [module]`).
+    Table(&'a Answer),
+    /// DWARF's.
+    Dwarf(String),
+}
+
+impl ShownName<'_> {
+    fn text(&self) -> String {
+        match self {
+            ShownName::Unknown => "??".to_string(),
+            ShownName::Table(answer) => answer.display_name(),
+            ShownName::Dwarf(name) => name.clone(),
+        }
+    }
+
+    fn json(&self) -> &str {
+        match self {
+            ShownName::Unknown => "",
+            ShownName::Table(answer) => &answer.name,
+            ShownName::Dwarf(name) => name,
+        }
+    }
+}
+
+/// One frame as printed.
+#[derive(Debug, Default)]
+struct Shown<'a> {
+    name: ShownName<'a>,
+    line: Option<&'a Line>,
+    /// JSON's `StartAddress`.
+    start: Option<u64>,
+    /// The symbol, when this frame is the one it names (JSON's `Offset`, `Size`, ...).
+    symbol: Option<&'a Answer>,
+}
+
+/// The short name (DW_AT_name) of a function from its DWARF name: the name itself when it
+/// is not mangled (C), else the last component of the demangled name without return type,
+/// parameters, qualifiers and clone suffixes: `bar<int>` for
+/// `void ns::Foo<int>::bar<int>(int) const`, `largest::<i32>` spelled `largest<i32>` for
+/// Rust's `demo::largest::<i32>`. Template arguments keep the demangler's spelling, which
+/// can differ from the compiler's DW_AT_name (gcc writes `<lambda(int)>` where the demangler
+/// writes `{lambda(int)#1}`).
+pub fn short_name(raw: &str, demangled: &str) -> String {
+    if raw == demangled {
+        return raw.to_string();
+    }
+    let mut name = demangled.trim();
+    // Clone suffixes (`[clone .cold]`), then qualifiers after the parameter list.
+    while let Some(open) = name.rfind(" [clone ") {
+        if !name.ends_with(']') {
+            break;
+        }
+        name = name[..open].trim_end();
+    }
+    loop {
+        let before = name;
+        for qualifier in [" const", " volatile", " &&", " &", " noexcept"] {
+            name = name.strip_suffix(qualifier).unwrap_or(name);
+        }
+        if before == name {
+            break;
+        }
+    }
+    // The parameter list: the `(` that matches the final `)`.
+    if name.ends_with(')') {
+        let mut depth = 0i32;
+        for (i, c) in name.char_indices().rev() {
+            match c {
+                ')' | '>' | ']' | '}' => depth += 1,
+                '(' | '<' | '[' | '{' => depth -= 1,
+                _ => {}
+            }
+            if depth == 0 {
+                let head = &name[..i];
+                // `operator()(int)`: the first `()` closes the operator's name.
+                if !head.ends_with("operator") || i + 1 >= name.len() {
+                    name = head;
+                }
+                break;
+            }
+        }
+    }
+    // Components at nesting depth 0; a return type before the name ends at a depth-0 space.
+    let mut components: Vec<&str> = Vec::new();
+    let mut depth = 0i32;
+    let mut begin = 0;
+    let bytes = name.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if depth == 0 && name[i..].starts_with("operator") {
+            break; // `operator<`, `operator()`: the rest is the operator's name
+        }
+        match bytes[i] {
+            b'(' | b'<' | b'[' | b'{' => depth += 1,
+            b')' | b'>' | b']' | b'}' => depth -= 1,
+            b':' if depth == 0 && bytes.get(i + 1) == Some(&b':') => {
+                components.push(&name[begin..i]);
+                i += 2;
+                begin = i;
+                continue;
+            }
+            b' ' if depth == 0 => {
+                // `int ns::f`: the return type ends here.
+                components.clear();
+                begin = i + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    let last = &name[begin..];
+    match components.last() {
+        // Rust's `largest::<i32>` is DW_AT_name `largest<i32>`.
+        Some(previous) if last.starts_with('<') && !previous.is_empty() => {
+            format!("{previous}{last}")
+        }
+        _ if last.is_empty() => name.to_string(),
+        _ => last.to_string(),
+    }
+}
+
 /// What became of one query.
 #[derive(Debug, Clone)]
 pub enum Outcome {
@@ -84,6 +271,9 @@ pub struct Printer {
     pub print_address: bool,
     pub pretty: bool,
     pub functions: Functions,
+    /// Print every inlined frame (`--inlines`, the default), else one frame.
+    pub inlines: bool,
+    pub paths: Paths,
     /// JSON only: collect the objects into one array printed by [`Printer::finish`]
     /// (llvm-symbolizer does so for addresses given as arguments; stdin gets one per line).
     json_array: Option<Vec<Value>>,
@@ -93,21 +283,117 @@ fn hex(v: u64) -> String {
     format!("{v:#x}")
 }
 
+/// How the printer is set up, from the flags.
+pub struct PrinterOptions {
+    pub style: Style,
+    pub print_address: bool,
+    pub pretty: bool,
+    pub functions: Functions,
+    pub inlines: bool,
+    pub paths: Paths,
+    /// Addresses came as arguments: JSON prints one array.
+    pub json_array: bool,
+}
+
 impl Printer {
-    pub fn new(
-        style: Style,
-        print_address: bool,
-        pretty: bool,
-        functions: Functions,
-        json_array: bool,
-    ) -> Printer {
+    pub fn new(options: PrinterOptions) -> Printer {
         Printer {
-            style,
-            print_address,
-            pretty,
-            functions,
-            json_array: (json_array && style == Style::Json).then(Vec::new),
+            style: options.style,
+            print_address: options.print_address,
+            pretty: options.pretty,
+            functions: options.functions,
+            inlines: options.inlines,
+            paths: options.paths,
+            json_array: (options.json_array && options.style == Style::Json).then(Vec::new),
         }
+    }
+
+    /// The frames llvm-symbolizer prints for `found` (at least one).
+    ///
+    /// - Without DWARF for the address: one frame, named by the symbol table with
+    ///   `--functions=linkage`; with `short`, unnamed (`??`) when DWARF was read but does not
+    ///   cover the address, as in llvm-symbolizer (named by the symbol where DWARF is not
+    ///   consulted: `--pid`, kernel).
+    /// - With DWARF: every frame, innermost first; with `linkage`, the outermost frame (the
+    ///   function whose machine code this is) takes the symbol table's name and start, as
+    ///   llvm-symbolizer does. With `--no-inlines`, one frame: the innermost location, named
+    ///   by the symbol table (`linkage`) or the innermost DWARF function (`short`, and
+    ///   `linkage` without a symbol), as llvm-symbolizer 14 does.
+    fn shown_frames<'a>(&self, found: Option<&'a Answer>) -> Vec<Shown<'a>> {
+        let Some(a) = found else {
+            return vec![Shown::default()];
+        };
+        let linkage = self.functions == Functions::Linkage;
+        let table_name = a.has_symbol.then_some(ShownName::Table(a));
+        let table_start = a.has_symbol.then_some(a.start);
+        let symbol = (a.has_symbol && self.functions != Functions::None).then_some(a);
+        let frames = match &a.frames {
+            Some(frames) if !frames.is_empty() => frames,
+            _ => {
+                let named = linkage || (self.functions == Functions::Short && a.frames.is_none());
+                return vec![if named {
+                    Shown {
+                        name: ShownName::Table(a),
+                        line: None,
+                        start: Some(a.start),
+                        symbol,
+                    }
+                } else {
+                    Shown::default()
+                }];
+            }
+        };
+        let dwarf_name = |line: &Line| {
+            let name = match self.functions {
+                Functions::Linkage => line.function.clone(),
+                Functions::Short => line.short.clone(),
+                Functions::None => None,
+            };
+            name.map_or(ShownName::Unknown, ShownName::Dwarf)
+        };
+        let or_dwarf = |table: Option<ShownName<'a>>, line: &Line| match table {
+            Some(name) => name,
+            None => dwarf_name(line),
+        };
+        let outer = frames.len() - 1;
+        if !self.inlines {
+            let inner = &frames[0];
+            let name = match self.functions {
+                Functions::Linkage => or_dwarf(table_name, inner),
+                _ => dwarf_name(inner),
+            };
+            // The start is the named function's: the symbol's, unless the innermost DWARF
+            // function (an inlined one, whose start the library does not give) is named.
+            let start = if linkage || outer == 0 {
+                table_start
+            } else {
+                None
+            };
+            return vec![Shown {
+                name,
+                line: Some(inner),
+                start,
+                symbol,
+            }];
+        }
+        frames
+            .iter()
+            .enumerate()
+            .map(|(i, line)| {
+                let is_outer = i == outer;
+                let name = if is_outer && linkage {
+                    or_dwarf(a.has_symbol.then_some(ShownName::Table(a)), line)
+                } else {
+                    dwarf_name(line)
+                };
+                Shown {
+                    name,
+                    line: Some(line),
+                    start: if is_outer { table_start } else { None },
+                    symbol: if is_outer { symbol } else { None },
+                }
+            })
+            .collect()
     }
 
     /// Prints the answer for `addr` (the address as the input gave it).
@@ -134,22 +420,34 @@ impl Printer {
                 writeln!(w, "{addr:#x}")?;
             }
         }
-        let name = found.map_or_else(|| "??".to_string(), Answer::display_name);
         match kind {
             Kind::Code => {
-                if self.functions != Functions::None {
-                    w.write_all(name.as_bytes())?;
-                    w.write_all(if self.pretty { b" at " } else { b"\n" })?;
+                for (i, frame) in self.shown_frames(found).iter().enumerate() {
+                    if self.functions != Functions::None {
+                        if self.pretty && i > 0 {
+                            w.write_all(b" (inlined by) ")?;
+                        }
+                        w.write_all(frame.name.text().as_bytes())?;
+                        w.write_all(if self.pretty { b" at " } else { b"\n" })?;
+                    }
+                    let line = frame.line.cloned().unwrap_or_default();
+                    let file = line.file.as_deref().map_or("??", |f| self.paths.apply(f));
+                    match self.style {
+                        Style::Gnu => {
+                            write!(w, "{file}:{}", line.line)?;
+                            if line.discriminator != 0 {
+                                write!(w, " (discriminator {})", line.discriminator)?;
+                            }
+                            w.write_all(b"\n")?;
+                        }
+                        _ => writeln!(w, "{file}:{}:{}", line.line, line.column)?,
+                    }
                 }
-                let location: &[u8] = match self.style {
-                    Style::Gnu => b"??:0\n",
-                    _ => b"??:0:0\n",
-                };
-                w.write_all(location)?;
             }
             Kind::Data => {
                 // llvm-symbolizer prints the data name even with --functions=none, and the
                 // start and size in decimal.
+                let name = found.map_or_else(|| "??".to_string(), Answer::display_name);
                 let (start, size) = found.map_or((0, 0), |a| (a.start, a.size));
                 writeln!(w, "{name}\n{start} {size}")?;
             }
@@ -159,7 +457,6 @@ impl Printer {
         }
         Ok(())
     }
-
     /// A line that could not be parsed: echoed back as it was (LLVM, GNU), or an error
     /// object (JSON), as llvm-symbolizer does.
     pub fn invalid(&mut self, w: &mut impl Write, line: &[u8], module: &str) -> io::Result<()> {
@@ -237,31 +534,45 @@ impl Printer {
                 json!({ "Address": address, "Data": data, "ModuleName": module })
             }
             Kind::Code => {
-                let named = found.filter(|_| self.functions != Functions::None);
-                let mut frame = json!({
-                    "Column": 0,
-                    "Discriminator": 0,
-                    "FileName": "",
-                    "FunctionName": named.map_or("", |a| a.name.as_str()),
-                    "Line": 0,
-                });
-                if let Some(a) = named {
-                    match &a.origin {
-                        Origin::Elf => {}
-                        Origin::KernelImage => frame["Module"] = json!("vmlinux"),
-                        Origin::KernelModule(module) => frame["Module"] = json!(module),
-                    }
-                    frame["Offset"] = json!(hex(a.offset));
-                    frame["Size"] = json!(hex(a.size));
-                }
-                frame["StartAddress"] = json!(named.map_or(String::new(), |a| hex(a.start)));
-                frame["StartFileName"] = json!("");
-                frame["StartLine"] = json!(0);
-                if let Some(version) = named.and_then(|a| a.version.as_deref()) {
-                    frame["Version"] = json!(version);
-                }
-                json!({ "Address": address, "ModuleName": module, "Symbol": [frame] })
+                let frames: Vec<Value> = self
+                    .shown_frames(found)
+                    .iter()
+                    .map(|frame| self.json_frame(frame))
+                    .collect();
+                json!({ "Address": address, "ModuleName": module, "Symbol": frames })
             }
         }
+    }
+
+    /// One element of JSON's `Symbol` list: llvm-symbolizer's keys, and ours on the frame
+    /// the symbol names.
+    fn json_frame(&self, frame: &Shown<'_>) -> Value {
+        let line = frame.line.cloned().unwrap_or_default();
+        let file = line.file.as_deref().map_or("", |f| self.paths.apply(f));
+        let mut value = json!({
+            "Column": line.column,
+            "Discriminator": line.discriminator,
+            "FileName": file,
+            "FunctionName": frame.name.json(),
+            "Line": line.line,
+        });
+        if let Some(a) = frame.symbol {
+            match &a.origin {
+                Origin::Elf => {}
+                Origin::KernelImage => value["Module"] = json!("vmlinux"),
+                Origin::KernelModule(module) => value["Module"] = json!(module),
+            }
+            value["Offset"] = json!(hex(a.offset));
+            value["Size"] = json!(hex(a.size));
+            if let Some(version) = &a.version {
+                value["Version"] = json!(version);
+            }
+        }
+        value["StartAddress"] = json!(frame.start.map_or(String::new(), hex));
+        // DW_AT_decl_file / DW_AT_decl_line of the function: not in the library's frames,
+        // so always what llvm-symbolizer prints when it does not know them.
+        value["StartFileName"] = json!("");
+        value["StartLine"] = json!(0);
+        value
     }
 }
