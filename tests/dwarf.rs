@@ -79,6 +79,9 @@ fn llvm_chains(
     debug_dir: Option<&Path>,
     addrs: &[u64],
 ) -> Vec<Vec<CmpFrame>> {
+    // In the file's directory: a split-DWARF skeleton's relative comp_dir (".") is resolved
+    // against the working directory by llvm-symbolizer, against the file's by stacksym.
+    let dir = obj.parent();
     let debug_dir = debug_dir.unwrap_or(Path::new("/nonexistent/stacksym-dwarf-test"));
     let debug_flag = format!("--debug-file-directory={}", debug_dir.display());
     let flags = [
@@ -87,7 +90,7 @@ fn llvm_chains(
         "--inlining",
         debug_flag.as_str(),
     ];
-    support::llvm_symbolizer_json(llvm_symbolizer, obj, &flags, addrs)
+    support::llvm_symbolizer_json_in(dir, llvm_symbolizer, obj, &flags, addrs)
         .iter()
         .map(|value| {
             let frames = value["Symbol"].as_array().cloned().unwrap_or_default();
@@ -559,6 +562,8 @@ fn dwarf_fixtures_agree_with_llvm_symbolizer() {
         "c-debuglink",
         "c-dwz-a",
         "c-dwz-b",
+        "c-split-dwarf",
+        "c-split-dwp",
     ]
     .iter()
     .chain(&[
@@ -607,6 +612,8 @@ fn dwarf_fixtures_agree_with_llvm_symbolizer() {
         "cpp-gcc-O2-g-dwarf4",
         "rust-O2-g",
         "c-compress-zlib-gnu",
+        "c-split-dwarf",
+        "c-split-dwp",
     ] {
         cases.push((name.to_string(), Case::same(path(name), TESTDATA_SAMPLES)));
     }

@@ -12,6 +12,8 @@ use std::sync::Arc;
 use addr2line::gimli;
 use gimli::{Reader as _, RunTimeEndian, SectionId};
 
+use addr2line::{LookupContinuation as _, LookupResult};
+
 use crate::addr::VirtAddr;
 use crate::demangle::demangle;
 use crate::dwarf::reader::{Reader, SectionBytes};
@@ -62,6 +64,16 @@ const SECTIONS: [SectionId; 11] = [
     SectionId::DebugTypes,
 ];
 
+/// Sections only split DWARF reads: a package's indexes (`.debug_cu_index`,
+/// `.debug_tu_index`), and the location lists, which frames do not need but a package's
+/// index slices with every unit (missing, its offsets would be out of range).
+const DWO_ONLY: [SectionId; 4] = [
+    SectionId::DebugCuIndex,
+    SectionId::DebugTuIndex,
+    SectionId::DebugLoc,
+    SectionId::DebugLocLists,
+];
+
 impl DwarfSections {
     /// Reads the DWARF sections of `elf` (the binary itself or its separate debug file).
     /// `Ok(None)` when the file has no DWARF (neither `.debug_info` nor `.debug_line`);
@@ -69,9 +81,27 @@ impl DwarfSections {
     /// compressed section, a decompression bomb). Uncompressed sections are not copied:
     /// the result keeps `elf` open.
     pub fn load(elf: &Arc<ElfFile>) -> Result<Option<DwarfSections>> {
+        Self::load_named(elf, SectionId::name, &SECTIONS)
+    }
+
+    /// The `.dwo` sections (`.debug_info.dwo`, ...) of a split-DWARF object or package.
+    fn load_dwo(elf: &Arc<ElfFile>) -> Result<Option<DwarfSections>> {
+        let ids: Vec<SectionId> = SECTIONS.into_iter().chain(DWO_ONLY).collect();
+        Self::load_named(elf, |id| id.dwo_name().unwrap_or_default(), &ids)
+    }
+
+    fn load_named(
+        elf: &Arc<ElfFile>,
+        name: impl Fn(SectionId) -> &'static str,
+        ids: &[SectionId],
+    ) -> Result<Option<DwarfSections>> {
         let mut sections = Vec::new();
-        for id in SECTIONS {
-            let bytes = match elf.section_contents(id.name())? {
+        for &id in ids {
+            let name = name(id);
+            if name.is_empty() {
+                continue;
+            }
+            let bytes = match elf.section_contents(name)? {
                 None => continue,
                 Some(SectionContents::InFile(range)) => SectionBytes::InFile {
                     file: Arc::clone(elf),
@@ -139,6 +169,8 @@ impl DwarfSections {
 pub struct DwarfInfo {
     path: PathBuf,
     context: addr2line::Context<Reader>,
+    /// `<file>.dwp`, the split-DWARF package next to the file, if there is one.
+    package: Option<gimli::DwarfPackage<Reader>>,
     /// Function names met so far, keyed by where their bytes lie in the sections (address,
     /// length), so each is copied and demangled once, not once per address.
     names: RefCell<HashMap<(usize, usize), Arc<FunctionName>, PointerHash>>,
@@ -267,6 +299,7 @@ impl DwarfInfo {
         Ok(DwarfInfo {
             path: sections.path.clone(),
             context,
+            package: load_package(&sections.path, sections.endian),
             names: RefCell::default(),
             files: RefCell::default(),
         })
@@ -282,10 +315,16 @@ impl DwarfInfo {
             // addr2line 0.27 computes `addr + 1`, which overflows there (found by fuzzing).
             return Ok(None);
         }
-        let mut iter = self
-            .context
-            .find_frames(addr.0)
-            .skip_all_loads()
+        let mut lookup = self.context.find_frames(addr.0);
+        let result = loop {
+            match lookup {
+                LookupResult::Output(result) => break result,
+                LookupResult::Load { load, continuation } => {
+                    lookup = continuation.resume(self.load_split_unit(&load));
+                }
+            }
+        };
+        let mut iter = result
             .map_err(|e| malformed_dwarf(&self.path, &format!("functions at {addr:#x}"), e))?;
         let mut frames = Vec::new();
         while let Some(frame) = iter
@@ -321,6 +360,62 @@ impl DwarfInfo {
         &self.path
     }
 
+    /// The split-DWARF unit a skeleton unit names: from the `.dwp` package next to the file,
+    /// else from the `.dwo` file it names. Only the file's own directory is searched: a
+    /// relative `DW_AT_comp_dir` (`.`, as `-fdebug-prefix-map` leaves it) is taken as the
+    /// file's directory, and an absolute `.dwo` path elsewhere (the build machine's) is
+    /// tried by its file name in that directory. A `.dwo` whose id differs is refused. On
+    /// failure the lookup goes on with the skeleton (lines without inlined frames), as
+    /// llvm-symbolizer does; `log::debug!` says why.
+    fn load_split_unit(
+        &self,
+        load: &addr2line::SplitDwarfLoad<Reader>,
+    ) -> Option<Arc<gimli::Dwarf<Reader>>> {
+        if let Some(package) = &self.package {
+            match package.find_cu(load.dwo_id, &load.parent) {
+                Ok(Some(unit)) => return Some(Arc::new(unit)),
+                Ok(None) => {}
+                Err(e) => log::debug!("{}.dwp: {e}", self.path.display()),
+            }
+        }
+        let name = load.path.as_ref()?.to_string_lossy().ok()?;
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        let file_name = Path::new(name.as_ref()).file_name()?;
+        let path = dir.join(file_name);
+        let loaded = (|| -> Result<Option<Arc<gimli::Dwarf<Reader>>>> {
+            let elf = Arc::new(ElfFile::open(&path)?);
+            let Some(sections) = DwarfSections::load_dwo(&elf)? else {
+                return Ok(None);
+            };
+            let mut dwarf = sections.dwarf()?;
+            let id = dwarf
+                .units()
+                .next()
+                .and_then(|header| match header {
+                    Some(header) => Ok(dwarf.unit(header)?.dwo_id),
+                    None => Ok(None),
+                })
+                .map_err(|e| malformed_dwarf(&path, "split unit", e))?;
+            if id != Some(load.dwo_id) {
+                log::debug!(
+                    "{}: split unit id {id:?}, the skeleton wants {:?}; not used",
+                    path.display(),
+                    load.dwo_id
+                );
+                return Ok(None);
+            }
+            dwarf.make_dwo(&load.parent);
+            Ok(Some(Arc::new(dwarf)))
+        })();
+        match loaded {
+            Ok(unit) => unit,
+            Err(e) => {
+                log::debug!("split DWARF of {}: {e}", self.path.display());
+                None
+            }
+        }
+    }
+
     fn function_name(&self, name: &Reader) -> Result<Arc<FunctionName>> {
         let bytes: &[u8] = name;
         let key = (bytes.as_ptr() as usize, bytes.len());
@@ -346,6 +441,30 @@ impl DwarfInfo {
                 .or_insert_with(|| Arc::from(file)),
         )
     }
+}
+
+/// The split-DWARF package `<path>.dwp`, if it exists and reads (else `log::debug!`).
+fn load_package(path: &Path, endian: RunTimeEndian) -> Option<gimli::DwarfPackage<Reader>> {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".dwp");
+    let dwp = PathBuf::from(name);
+    if !dwp.is_file() {
+        return None;
+    }
+    let loaded = (|| -> Result<Option<gimli::DwarfPackage<Reader>>> {
+        let elf = Arc::new(ElfFile::open(&dwp)?);
+        let Some(sections) = DwarfSections::load_dwo(&elf)? else {
+            return Ok(None);
+        };
+        let empty = Reader::new(SectionBytes::empty(), endian);
+        gimli::DwarfPackage::load(|id| Ok::<_, gimli::Error>(sections.section(id)), empty)
+            .map(Some)
+            .map_err(|e| malformed_dwarf(&dwp, "package index", e))
+    })();
+    loaded.unwrap_or_else(|e| {
+        log::debug!("{e}");
+        None
+    })
 }
 
 fn malformed_dwarf(path: &Path, what: &str, e: gimli::Error) -> Error {

@@ -11,12 +11,16 @@
 //!
 //! Where the DWARF comes from is the caller's business: the [`crate::elf::ElfFile`] may be
 //! the binary itself or its separate debug file (found by `debuginfo/`); both are read the
-//! same way. Not handled here: relocatable objects (`ET_REL`, whose DWARF needs relocations
-//! applied), split DWARF (`.dwo`/`.dwp`) and dwz supplementary files (`.gnu_debugaltlink`):
-//! references into them are left unresolved. Falling back to the symbol table where DWARF
-//! does not cover an address is the caller's job: [`DwarfInfo::frames`] returns `Ok(None)`.
+//! same way, and a dwz supplementary file (`.gnu_debugaltlink`, also found by `debuginfo/`)
+//! is joined with [`DwarfInfo::with_supplementary`]. Split DWARF is followed here, since its
+//! files are named by the DWARF itself: the `<file>.dwp` package, else the `.dwo` a skeleton
+//! unit names, looked for in the file's own directory only (see `DwarfInfo::frames`).
+//! Not handled: relocatable objects (`ET_REL`, whose DWARF needs relocations applied).
+//! Falling back to the symbol table where DWARF does not cover an address is the caller's
+//! job: [`DwarfInfo::frames`] returns `Ok(None)`.
 
 mod info;
+/// The owned, zero-copy byte type gimli reads through.
 mod reader;
 
 pub use info::{DwarfInfo, DwarfSections, Frame, FunctionName};

@@ -266,7 +266,23 @@ pub fn llvm_symbolizer_json(
     flags: &[&str],
     addrs: &[u64],
 ) -> Vec<serde_json::Value> {
-    let mut child = Command::new(llvm_symbolizer)
+    llvm_symbolizer_json_in(None, llvm_symbolizer, obj, flags, addrs)
+}
+
+/// [`llvm_symbolizer_json`] run in `dir` (llvm-symbolizer resolves a relative
+/// `DW_AT_comp_dir` of split DWARF against its working directory).
+pub fn llvm_symbolizer_json_in(
+    dir: Option<&Path>,
+    llvm_symbolizer: &Path,
+    obj: &Path,
+    flags: &[&str],
+    addrs: &[u64],
+) -> Vec<serde_json::Value> {
+    let mut command = Command::new(llvm_symbolizer);
+    if let Some(dir) = dir {
+        command.current_dir(dir);
+    }
+    let mut child = command
         .arg(format!("--obj={}", obj.display()))
         .args(flags)
         .arg("--output-style=JSON")
