@@ -296,6 +296,12 @@ struct Rules<'a> {
     aliases: &'a [HashSet<String>],
     /// Tolerate llvm's C++ demangling dialect.
     cpp_dialect: bool,
+    /// `--functions=short`: tolerate template arguments spelled differently.
+    short: bool,
+    /// `--functions=short` or `none`: llvm-symbolizer's `StartAddress` is the DWARF
+    /// function's low_pc, none for a function with DW_AT_ranges (a hot/cold split one);
+    /// ours is the symbol's start.
+    dwarf_start: bool,
 }
 
 /// Splits a name line into (address prefix, name, pretty-print location suffix).
@@ -507,6 +513,8 @@ fn compare_binary(test: &str, tool: &Llvm, name: &str, flag_sets: &[&[&str]], cp
         let rules = Rules {
             aliases: &aliases,
             cpp_dialect: cpp && demangling,
+            short: false,
+            dwarf_start: false,
         };
         // Both read the stripped copy: this compares symbol-table answers.
         let mut a: Vec<&str> = flags.to_vec();
@@ -654,6 +662,8 @@ fn gnu_style_matches_addr2line() {
     let rules = Rules {
         aliases: &aliases,
         cpp_dialect: false,
+        short: false,
+        dwarf_start: false,
     };
     let mut t = Tolerated::default();
     for ((addr, x), y) in addrs.iter().zip(lines.chunks(2)).zip(their_lines.chunks(2)) {
@@ -1295,4 +1305,635 @@ fn help_version_and_bad_flags() {
         assert_eq!(text(&out.stdout), block("checksum"), "{args:?}");
         assert!(out.status.success(), "{args:?}");
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Source lines and inlined frames: the unstripped binaries, against llvm-symbolizer and
+// binutils addr2line
+
+/// Binaries compared with their DWARF (rust-v0 has none: its answers must stay those of the
+/// symbol table, `??:0:0`).
+const DWARF_BINARIES: &[&str] = &[
+    "c-pie-g",
+    "cpp-O2-g",
+    "c-wait",
+    "libversioned.so",
+    "rust-v0",
+];
+
+/// Differences tolerated in the DWARF comparisons, each counted and printed.
+#[derive(Default)]
+struct DwarfTolerated {
+    /// Names and STT_FILE locations, as in the symbol-table comparisons.
+    names: Tolerated,
+    /// llvm-symbolizer's and addr2line's ` (discriminator N)` / JSON `Discriminator` (the
+    /// library's frames carry no discriminator).
+    discriminator: usize,
+    /// JSON `StartFileName` / `StartLine` (DW_AT_decl_file/line; not in the library's frames).
+    decl: usize,
+    /// JSON `StartAddress` of a frame whose start the library does not give (an inlined one,
+    /// or with `--functions=short` the DWARF function's own start).
+    start: usize,
+    /// `--functions=short`: template arguments spelled by the demangler, not by the compiler.
+    short_spelling: usize,
+    /// addr2line: `??:?` / `FILE:?` where llvm-symbolizer's GNU style (and we) say `:0`.
+    unknown_line: usize,
+    /// addr2line names the outer frame by DWARF (`process_value`), we by the symbol table
+    /// (`process_value.cold`), as llvm-symbolizer does.
+    outer_name: usize,
+    /// Lines (text) or frames (JSON) compared, and how many were identical.
+    compared: usize,
+    identical: usize,
+}
+
+impl DwarfTolerated {
+    fn report(&self, context: &str) {
+        let n = &self.names;
+        eprintln!(
+            "{context}: {}/{} identical; tolerated: {} discriminator, {} decl file/line, {} \
+             start address, {} short-name spelling, {} unknown line, {} outer name by symbol \
+             table, {} alias, {} version, {} demangler dialect, {} STT_FILE file",
+            self.identical,
+            self.compared,
+            self.discriminator,
+            self.decl,
+            self.start,
+            self.short_spelling,
+            self.unknown_line,
+            self.outer_name,
+            n.alias,
+            n.version,
+            n.dialect,
+            n.file
+        );
+    }
+}
+
+/// `X (discriminator N)` → `X`.
+fn without_discriminator(line: &str) -> Option<&str> {
+    let (head, tail) = line.rsplit_once(" (discriminator ")?;
+    let n = tail.strip_suffix(')')?;
+    (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then_some(head)
+}
+
+/// The name without template arguments (`apply_twice<...>` → `apply_twice`).
+fn without_templates(name: &str) -> &str {
+    name.split('<').next().unwrap_or(name)
+}
+
+/// Splits a text line into (address prefix, `(inlined by) ` prefix, name, location): a
+/// pretty-printed `NAME at LOCATION` line, or a plain line (taken as a name).
+fn split_frame_line(line: &str) -> (&str, &str, &str, &str) {
+    let (prefix, rest) = match line.find(": ") {
+        Some(i) if line.starts_with("0x") && line[2..i].bytes().all(|b| b.is_ascii_hexdigit()) => {
+            line.split_at(i + 2)
+        }
+        _ => ("", line),
+    };
+    let (inlined, rest) = match rest.strip_prefix(" (inlined by) ") {
+        Some(r) => (" (inlined by) ", r),
+        None => ("", rest),
+    };
+    match rest.rsplit_once(" at ") {
+        Some((name, location)) if location.contains(':') => (prefix, inlined, name, location),
+        _ => (prefix, inlined, rest, ""),
+    }
+}
+
+/// One location (`FILE:LINE[:COLUMN]`, maybe with llvm's discriminator suffix).
+fn dwarf_locations_agree(ours: &str, theirs: &str, t: &mut DwarfTolerated) -> bool {
+    if ours == theirs || equivalent_locations(ours, theirs, &mut t.names) {
+        return true;
+    }
+    match without_discriminator(theirs) {
+        Some(bare) if bare == ours => {
+            t.discriminator += 1;
+            true
+        }
+        _ => false,
+    }
+}
+
+fn dwarf_names_agree(ours: &str, theirs: &str, rules: &Rules<'_>, t: &mut DwarfTolerated) -> bool {
+    if ours == theirs || equivalent_names(ours, theirs, rules, &mut t.names) {
+        return true;
+    }
+    if rules.short && without_templates(ours) == without_templates(theirs) && theirs.contains('<') {
+        t.short_spelling += 1;
+        return true;
+    }
+    false
+}
+
+/// LLVM or GNU style output, line by line, up to the counted tolerances.
+fn assert_same_dwarf_text(
+    context: &str,
+    ours: &str,
+    theirs: &str,
+    rules: &Rules<'_>,
+    t: &mut DwarfTolerated,
+) {
+    let (a, b): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), theirs.lines().collect());
+    assert_eq!(
+        a.len(),
+        b.len(),
+        "{context}: line counts differ\n--- ours:\n{ours}\n--- theirs:\n{theirs}"
+    );
+    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+        t.compared += 1;
+        if x == y {
+            t.identical += 1;
+            continue;
+        }
+        if dwarf_locations_agree(x, y, t) {
+            continue;
+        }
+        let (xp, xi, xn, xl) = split_frame_line(x);
+        let (yp, yi, yn, yl) = split_frame_line(y);
+        assert!(
+            xp == yp
+                && xi == yi
+                && dwarf_locations_agree(xl, yl, t)
+                && dwarf_names_agree(xn, yn, rules, t),
+            "{context}: line {} differs:\n  ours:   {x:?}\n  theirs: {y:?}",
+            i + 1
+        );
+    }
+}
+
+/// JSON output, frame by frame, up to the counted tolerances.
+fn assert_same_dwarf_json(
+    context: &str,
+    ours: &str,
+    theirs: &str,
+    rules: &Rules<'_>,
+    t: &mut DwarfTolerated,
+) {
+    let (a, b) = (json_values(ours), json_values(theirs));
+    assert_eq!(a.len(), b.len(), "{context}: value counts differ");
+    for (x, y) in a.into_iter().zip(b) {
+        let mut x = without_extras(x);
+        let (Some(xs), Some(ys)) = (
+            x.get_mut("Symbol").and_then(Value::as_array_mut),
+            y.get("Symbol").and_then(Value::as_array),
+        ) else {
+            assert_eq!(x, y, "{context}: JSON differs");
+            continue;
+        };
+        assert_eq!(
+            xs.len(),
+            ys.len(),
+            "{context}: frame counts differ\n{x}\n{y}"
+        );
+        for (xf, yf) in xs.iter_mut().zip(ys) {
+            t.compared += 1;
+            if xf == yf {
+                t.identical += 1;
+                continue;
+            }
+            let mut copy = |key: &str, ours_unknown: Value, counter: &mut usize| {
+                if xf[key] != yf[key] && xf[key] == ours_unknown {
+                    *counter += 1;
+                    xf[key] = yf[key].clone();
+                }
+            };
+            copy("Discriminator", Value::from(0), &mut t.discriminator);
+            copy("StartAddress", Value::from(""), &mut t.start);
+            let mut decl = 0;
+            copy("StartFileName", Value::from(""), &mut decl);
+            copy("StartLine", Value::from(0), &mut decl);
+            t.decl += usize::from(decl > 0);
+            // llvm-symbolizer's FileName from an STT_FILE symbol (see equivalent_locations).
+            if xf["FileName"] == "" && yf["Line"] == 0 && yf["FileName"] != "" {
+                t.names.file += 1;
+                xf["FileName"] = yf["FileName"].clone();
+            }
+            if let (Some(xn), Some(yn)) = (xf["FunctionName"].as_str(), yf["FunctionName"].as_str())
+            {
+                if xn != yn && dwarf_names_agree(xn, yn, rules, t) {
+                    xf["FunctionName"] = Value::from(yn);
+                }
+            }
+            if rules.dwarf_start && xf["StartAddress"] != "" && yf["StartAddress"] == "" {
+                t.start += 1;
+                xf["StartAddress"] = yf["StartAddress"].clone();
+            }
+            assert_eq!(*xf, *yf, "{context}: JSON frame differs");
+        }
+    }
+}
+
+/// The queries for a DWARF comparison: `count` random addresses inside functions (nm's
+/// sized code symbols; fixed seed), and up to `inlined` addresses where llvm-symbolizer
+/// reports inlined frames (found by asking it about every byte of every function), plus the
+/// `known` ones. Returns the addresses and how many of them are inside inlined code.
+fn dwarf_queries(
+    test: &str,
+    tool: &Llvm,
+    name: &str,
+    count: usize,
+    inlined: usize,
+    known: &[u64],
+) -> Option<(Vec<u64>, usize)> {
+    let path = bin(name);
+    let symbols = nm_symbols(test, &path)?;
+    // One entry per function (aliases share an address and would weigh more).
+    let mut seen = HashSet::new();
+    let code: Vec<&NmSym> = symbols
+        .iter()
+        .filter(|s| s.is_code() && seen.insert(s.addr))
+        .collect();
+    assert!(!code.is_empty(), "{name}: nm lists functions");
+    let mut rng = support::XorShift::new(0x5eed_0000 + name.len() as u64);
+    let mut addrs: Vec<u64> = (0..count)
+        .map(|_| {
+            let s = code[rng.below(code.len() as u64) as usize];
+            s.addr + rng.below(s.size)
+        })
+        .collect();
+    let every: Vec<u64> = code
+        .iter()
+        .flat_map(|s| s.addr..s.addr + s.size)
+        .collect::<std::collections::BTreeSet<u64>>()
+        .into_iter()
+        .collect();
+    let values = support::llvm_symbolizer_json(&tool.exe, &path, &["--inlines"], &every);
+    let deep: Vec<u64> = every
+        .iter()
+        .zip(&values)
+        .filter(|(_, v)| v["Symbol"].as_array().is_some_and(|f| f.len() > 1))
+        .map(|(&a, _)| a)
+        .collect();
+    let step = deep.len().div_ceil(inlined.max(1)).max(1);
+    addrs.extend(deep.iter().step_by(step));
+    addrs.extend(known);
+    let in_inlined = addrs
+        .iter()
+        .filter(|a| deep.binary_search(a).is_ok())
+        .count();
+    Some((addrs, in_inlined))
+}
+
+/// Runs both tools with `flags --obj PATH ADDRS...` and compares, for every flag set;
+/// returns the tolerated differences of all of them.
+fn compare_dwarf_runs(
+    test: &str,
+    tool: &Llvm,
+    obj: &str,
+    queries: &[String],
+    flag_sets: &[&[&str]],
+    aliases: &[HashSet<String>],
+    cpp: bool,
+) -> DwarfTolerated {
+    let mut total = DwarfTolerated::default();
+    for flags in flag_sets {
+        let rules = Rules {
+            aliases,
+            cpp_dialect: cpp && !flags.contains(&"--no-demangle"),
+            short: flags.contains(&"--functions=short"),
+            dwarf_start: flags
+                .iter()
+                .any(|f| *f == "--functions=short" || *f == "--functions=none"),
+        };
+        let mut args: Vec<&str> = flags.to_vec();
+        args.extend(["--obj", obj]);
+        args.extend(queries.iter().map(String::as_str));
+        let (x, y) = (ours(&args, ""), llvm(tool, &args, ""));
+        assert_eq!(
+            x.status.code(),
+            y.status.code(),
+            "{obj} {flags:?}: exit codes"
+        );
+        let context = format!("{test}: {obj} {flags:?} ({} addresses)", queries.len());
+        let (xs, ys) = (text(&x.stdout), text(&y.stdout));
+        let mut t = DwarfTolerated::default();
+        if flags.contains(&"--output-style=JSON") {
+            assert_same_dwarf_json(&context, &xs, &ys, &rules, &mut t);
+        } else {
+            assert_same_dwarf_text(&context, &xs, &ys, &rules, &mut t);
+        }
+        t.report(&context);
+        total.add(&t);
+    }
+    total
+}
+
+impl DwarfTolerated {
+    /// Like `report`, past the harness's capture, so the totals show in every run.
+    fn report_always(&self, context: &str) {
+        self.report(context);
+        let n = &self.names;
+        support::writeln_stderr(format_args!(
+            "{context}: {}/{} identical; tolerated: {} discriminator, {} decl file/line, {} \
+             start address, {} short-name spelling, {} unknown line, {} outer name by symbol \
+             table, {} alias, {} version, {} demangler dialect, {} STT_FILE file",
+            self.identical,
+            self.compared,
+            self.discriminator,
+            self.decl,
+            self.start,
+            self.short_spelling,
+            self.unknown_line,
+            self.outer_name,
+            n.alias,
+            n.version,
+            n.dialect,
+            n.file
+        ));
+    }
+
+    fn add(&mut self, t: &DwarfTolerated) {
+        self.names.alias += t.names.alias;
+        self.names.version += t.names.version;
+        self.names.dialect += t.names.dialect;
+        self.names.file += t.names.file;
+        self.discriminator += t.discriminator;
+        self.decl += t.decl;
+        self.start += t.start;
+        self.short_spelling += t.short_spelling;
+        self.unknown_line += t.unknown_line;
+        self.outer_name += t.outer_name;
+        self.compared += t.compared;
+        self.identical += t.identical;
+    }
+}
+
+#[test]
+fn dwarf_lines_and_inlined_frames_match_llvm_symbolizer() {
+    let test = "dwarf_lines_and_inlined_frames_match_llvm_symbolizer";
+    let Some(tool) = llvm_symbolizer(test) else {
+        return;
+    };
+    let flag_sets: &[&[&str]] = &[
+        &[],
+        &["--no-inlines"],
+        &["-p"],
+        &["-p", "-a", "--no-inlines"],
+        &["-a"],
+        &["--basenames"],
+        &["-s", "-p"],
+        &["--relativenames"],
+        &["--functions=none"],
+        &["--functions=none", "-p"],
+        &["--functions=short"],
+        &["--functions=short", "--no-inlines"],
+        &["--inlining=false", "-p"],
+        &["--output-style=GNU"],
+        &["--output-style=GNU", "--no-inlines"],
+        &["--output-style=GNU", "-p", "-a"],
+        &["--output-style=GNU", "--basenames"],
+        &["--output-style=JSON"],
+        &["--output-style=JSON", "--no-inlines"],
+        &["--output-style=JSON", "--functions=short"],
+        &["--output-style=JSON", "--functions=none", "--relativenames"],
+    ];
+    let mut total = DwarfTolerated::default();
+    let mut inlined_total = 0;
+    for &name in DWARF_BINARIES {
+        // testdata/README.md: 0x12c4 in c-pie-g is inside scale(), inlined into checksum().
+        let known: &[u64] = if name == "c-pie-g" { &[0x12c4] } else { &[] };
+        let Some((addrs, in_inlined)) = dwarf_queries(test, tool, name, 300, 100, known) else {
+            return;
+        };
+        if name != "rust-v0" && name != "libversioned.so" {
+            assert!(in_inlined > 0, "{name}: some addresses are in inlined code");
+        }
+        inlined_total += in_inlined;
+        eprintln!(
+            "{test}: {name}: {} addresses, {in_inlined} inside inlined code",
+            addrs.len()
+        );
+        let queries: Vec<String> = addrs.into_iter().map(hex).collect();
+        let symbols = nm_symbols(test, &bin(name)).unwrap_or_default();
+        let aliases = alias_groups(&symbols);
+        let obj = format!("testdata/bin/{name}");
+        let mut flags: Vec<Vec<&str>> = flag_sets.iter().map(|f| f.to_vec()).collect();
+        if name == "cpp-O2-g" {
+            flags.push(vec!["--no-demangle"]);
+            flags.push(vec!["--no-demangle", "--output-style=JSON"]);
+        }
+        if name.starts_with("rust") {
+            // llvm 14 and rustc-demangle spell Rust names differently (and the alias groups
+            // are of mangled names): compare mangled, as the symbol-table tests do.
+            for f in &mut flags {
+                f.push("--no-demangle");
+            }
+        }
+        let flags: Vec<&[&str]> = flags.iter().map(Vec::as_slice).collect();
+        let cpp = name.starts_with("cpp");
+        total.add(&compare_dwarf_runs(
+            test, tool, &obj, &queries, &flags, &aliases, cpp,
+        ));
+    }
+    total.report_always(&format!(
+        "{test}: TOTAL ({inlined_total} addresses inside inlined code)"
+    ));
+}
+
+#[test]
+fn inlined_scale_in_checksum_prints_both_frames() {
+    // testdata/README.md: 0x12c4 in c-pie-g is inside scale(), inlined into checksum().
+    let out = ours(&["--obj", "testdata/bin/c-pie-g", "0x12c4"], "");
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 5, "{stdout}");
+    assert_eq!(lines[0], "scale");
+    assert!(lines[1].starts_with("./src/demo.c:"), "{stdout}");
+    assert_eq!(lines[2], "checksum");
+    assert!(lines[3].starts_with("./src/demo.c:"), "{stdout}");
+    // --no-inlines: the innermost location, the outer function's name.
+    let one = text(
+        &ours(
+            &["--obj", "testdata/bin/c-pie-g", "--no-inlines", "0x12c4"],
+            "",
+        )
+        .stdout,
+    );
+    assert_eq!(one, format!("checksum\n{}\n\n", lines[1]));
+    let pretty = text(&ours(&["--obj", "testdata/bin/c-pie-g", "-p", "-s", "0x12c4"], "").stdout);
+    assert!(
+        pretty.starts_with("scale at demo.c:")
+            && pretty.contains("\n (inlined by) checksum at demo.c:"),
+        "{pretty}"
+    );
+}
+
+#[test]
+fn gnu_style_with_dwarf_matches_addr2line() {
+    let test = "gnu_style_with_dwarf_matches_addr2line";
+    let Some(addr2line) = support::require_tool(test, "addr2line", "binutils") else {
+        if std::env::var_os("CI").is_some() {
+            panic!("{test}: addr2line not found; CI is expected to install binutils");
+        }
+        return;
+    };
+    let mut total = DwarfTolerated::default();
+    for name in ["c-pie-g", "cpp-O2-g", "c-wait", "libversioned.so"] {
+        let path = bin(name);
+        let Some(symbols) = nm_symbols(test, &path) else {
+            return;
+        };
+        let mut addrs = addresses_in(&symbols, NmSym::is_code);
+        let code: Vec<&NmSym> = symbols.iter().filter(|s| s.is_code()).collect();
+        let mut rng = support::XorShift::new(0xadd2_0000 + name.len() as u64);
+        addrs.extend((0..300).map(|_| {
+            let s = code[rng.below(code.len() as u64) as usize];
+            s.addr + rng.below(s.size)
+        }));
+        if name == "c-pie-g" {
+            addrs.push(0x12c4);
+        }
+        let queries: Vec<String> = addrs.iter().copied().map(hex).collect();
+        let obj = format!("testdata/bin/{name}");
+        let mut args = vec!["--output-style=GNU", "--obj", &obj];
+        args.extend(queries.iter().map(String::as_str));
+        let x = text(&ours(&args, "").stdout);
+        let mut a2l = vec!["-f", "-i", "-C", "-e", &obj];
+        a2l.extend(queries.iter().map(String::as_str));
+        let y = text(&run_with(&addr2line, &os(&a2l), b"", root()).stdout);
+        let (xl, yl): (Vec<&str>, Vec<&str>) = (x.lines().collect(), y.lines().collect());
+        assert_eq!(
+            xl.len(),
+            yl.len(),
+            "{name}: line counts\n--- ours:\n{x}\n--- addr2line:\n{y}"
+        );
+        let aliases = alias_groups(&symbols);
+        let rules = Rules {
+            aliases: &aliases,
+            cpp_dialect: false,
+            short: false,
+            dwarf_start: false,
+        };
+        let mut t = DwarfTolerated::default();
+        for (i, (ours_line, theirs)) in xl.iter().zip(&yl).enumerate() {
+            t.compared += 1;
+            if ours_line == theirs {
+                t.identical += 1;
+                continue;
+            }
+            // addr2line repeats the innermost row's discriminator on every frame.
+            let theirs = match without_discriminator(theirs) {
+                Some(bare) => {
+                    t.discriminator += 1;
+                    bare
+                }
+                None => theirs,
+            };
+            if *ours_line == theirs {
+                continue;
+            }
+            if let (Some(o), Some(th)) = (ours_line.strip_suffix(":0"), theirs.strip_suffix(":?")) {
+                // ??:0 against ??:?, or against addr2line's STT_FILE name (crtstuff.c:?).
+                if o == th || o == "??" {
+                    t.unknown_line += 1;
+                    continue;
+                }
+            }
+            if equivalent_names(ours_line, theirs, &rules, &mut t.names) {
+                continue;
+            }
+            // The outer frame: the symbol's name (a .cold part) against DWARF's.
+            let cold = [".cold", " [clone .cold]"]
+                .iter()
+                .any(|suffix| ours_line.strip_suffix(suffix) == Some(theirs));
+            assert!(
+                cold,
+                "{name}: line {} differs:\n  ours:      {ours_line:?}\n  addr2line: {theirs:?}",
+                i + 1
+            );
+            t.outer_name += 1;
+        }
+        t.report(&format!("{test}: {name} ({} addresses)", addrs.len()));
+        total.add(&t);
+    }
+    total.report_always(&format!("{test}: TOTAL"));
+}
+
+#[test]
+fn debug_file_directory_finds_separate_debug_files() {
+    let test = "debug_file_directory_finds_separate_debug_files";
+    // Our own expectations first: c-buildid's DWARF is only in testdata/debug/.build-id.
+    let Some(symbols) = nm_symbols(test, &bin("c-buildid")) else {
+        return;
+    };
+    let checksum = symbols
+        .iter()
+        .find(|s| s.name == "checksum")
+        .expect("c-buildid keeps its .symtab");
+    let at = hex(checksum.addr);
+    let without = text(&ours(&["--obj", "testdata/bin/c-buildid", &at], "").stdout);
+    assert_eq!(without, "checksum\n??:0:0\n\n", "no debug dir, no lines");
+    let dirs: &[&[&str]] = &[
+        &["--debug-file-directory", "testdata/debug"],
+        &["--debug-file-directory=testdata/debug"],
+        // Repeatable: each directory is searched in order.
+        &[
+            "--debug-file-directory=/nonexistent/stacksym",
+            "--debug-file-directory",
+            "testdata/debug",
+        ],
+    ];
+    for flags in dirs {
+        let mut args = flags.to_vec();
+        args.extend(["--obj", "testdata/bin/c-buildid", &at]);
+        let with = text(&ours(&args, "").stdout);
+        assert!(
+            with.starts_with("checksum\n./src/demo.c:") && !with.contains("??"),
+            "{flags:?}: lines from the build-id debug file:\n{with}"
+        );
+    }
+    // c-debuglink: its .debug file beside it is found through .gnu_debuglink, no flag needed.
+    let Some(linked) = nm_symbols(test, &bin("c-debuglink")) else {
+        return;
+    };
+    let checksum = linked
+        .iter()
+        .find(|s| s.name == "checksum")
+        .expect("c-debuglink keeps its .symtab");
+    let with = text(
+        &ours(
+            &["--obj", "testdata/bin/c-debuglink", &hex(checksum.addr)],
+            "",
+        )
+        .stdout,
+    );
+    assert!(with.starts_with("checksum\n./src/demo.c:"), "{with}");
+
+    // The same as llvm-symbolizer, on many addresses, in every style.
+    let Some(tool) = llvm_symbolizer(test) else {
+        return;
+    };
+    let mut total = DwarfTolerated::default();
+    for (name, flags) in [
+        ("c-buildid", &["--debug-file-directory=testdata/debug"][..]),
+        (
+            "c-buildid",
+            &["--debug-file-directory=/nonexistent/stacksym"][..],
+        ),
+        ("c-debuglink", &[][..]),
+    ] {
+        let Some(symbols) = nm_symbols(test, &bin(name)) else {
+            return;
+        };
+        let queries: Vec<String> = addresses_in(&symbols, NmSym::is_code)
+            .into_iter()
+            .map(hex)
+            .collect();
+        let aliases = alias_groups(&symbols);
+        let styles: &[&str] = &[
+            "--output-style=LLVM",
+            "--output-style=GNU",
+            "--output-style=JSON",
+        ];
+        let sets: Vec<Vec<&str>> = styles
+            .iter()
+            .map(|style| flags.iter().copied().chain([*style]).collect())
+            .collect();
+        let sets: Vec<&[&str]> = sets.iter().map(Vec::as_slice).collect();
+        let obj = format!("testdata/bin/{name}");
+        total.add(&compare_dwarf_runs(
+            test, tool, &obj, &queries, &sets, &aliases, false,
+        ));
+    }
+    total.report_always(&format!("{test}: TOTAL"));
 }

@@ -82,7 +82,9 @@ OUTPUT (--output-style)
   Per address, one frame per function of the inline chain at it, innermost first: the
   inlined functions, then the function whose machine code it is. An inlined frame's location
   is where it is; an outer frame's is the call site of the frame inside it. With
-  --no-inlines, one frame: the innermost location under the outer function's name.
+  --no-inlines, one frame: the innermost location under the outer function's name (in the
+  GNU style: the innermost frame, name and location, as llvm-symbolizer's GNU style and
+  addr2line without -i print it).
   LLVM  per frame: the function name (?? if none), then FILE:LINE:COLUMN (??:0:0 where DWARF
         does not cover the address); a blank line after the address.
         -p: `NAME at FILE:LINE:COLUMN`, inlined-by frames as ` (inlined by) NAME at ...`.
@@ -151,8 +153,6 @@ OUTPUT (--output-style)
   - addr2line prints ` (discriminator N)` (on every frame of the chain), ??:? for a known
     function without a line and FILE:? for line 0; here there is no discriminator and an
     unknown line is 0, as in llvm-symbolizer's GNU style;
-  - without -i addr2line prints the innermost frame whole (its name too); --no-inlines here
-    names the outer function, as llvm-symbolizer does;
   - addresses are read as llvm-symbolizer reads them (1234 is decimal; see INPUT).
 
 LIVE PROCESSES AND THE KERNEL (not in llvm-symbolizer)

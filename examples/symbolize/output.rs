@@ -318,7 +318,9 @@ impl Printer {
     ///   function whose machine code this is) takes the symbol table's name and start, as
     ///   llvm-symbolizer does. With `--no-inlines`, one frame: the innermost location, named
     ///   by the symbol table (`linkage`) or the innermost DWARF function (`short`, and
-    ///   `linkage` without a symbol), as llvm-symbolizer 14 does.
+    ///   `linkage` without a symbol), as llvm-symbolizer 14 does; in the GNU style, the
+    ///   innermost frame whole (named by its own DWARF function), as llvm-symbolizer's GNU
+    ///   style and addr2line without `-i` do.
     fn shown_frames<'a>(&self, found: Option<&'a Answer>) -> Vec<Shown<'a>> {
         let Some(a) = found else {
             return vec![Shown::default()];
@@ -356,7 +358,7 @@ impl Printer {
             None => dwarf_name(line),
         };
         let outer = frames.len() - 1;
-        if !self.inlines {
+        if !self.inlines && self.style != Style::Gnu {
             let inner = &frames[0];
             let name = match self.functions {
                 Functions::Linkage => or_dwarf(table_name, inner),
@@ -376,8 +378,12 @@ impl Printer {
                 symbol,
             }];
         }
+        // GNU with --no-inlines: the innermost frame of the chain, whole (its own name), as
+        // llvm-symbolizer's GNU style does, like addr2line without -i.
+        let count = if self.inlines { frames.len() } else { 1 };
         frames
             .iter()
+            .take(count)
             .enumerate()
             .map(|(i, line)| {
                 let is_outer = i == outer;
