@@ -18,6 +18,7 @@
 //! See `--help` (`AFTER_LONG_HELP` below) for every flag and for where this tool
 //! deliberately differs from llvm-symbolizer 14 and from GNU addr2line.
 
+mod discriminators;
 mod input;
 mod live;
 mod output;
@@ -89,10 +90,12 @@ OUTPUT (--output-style)
         does not cover the address); a blank line after the address.
         -p: `NAME at FILE:LINE:COLUMN`, inlined-by frames as ` (inlined by) NAME at ...`.
         DATA queries: the name, then START SIZE in decimal, then a blank line.
-  GNU   the same without the blank line and the column: FILE:LINE (??:0 when unknown), as
-        llvm-symbolizer's GNU style.
+  GNU   the same without the blank line and the column: FILE:LINE (??:0 when unknown), and
+        ` (discriminator N)` after the innermost frame's line when its line-table row has
+        one, as llvm-symbolizer's GNU style. (The library's frames carry no discriminator;
+        the GNU and JSON styles read them from .debug_line themselves, once per file.)
   JSON  llvm-symbolizer's objects and keys (sorted, compact), one Symbol element per frame:
-          {\"Address\":\"0x..\",\"ModuleName\":\"..\",\"Symbol\":[{\"Column\":..,\"Discriminator\":0,
+          {\"Address\":\"0x..\",\"ModuleName\":\"..\",\"Symbol\":[{\"Column\":..,\"Discriminator\":..,
            \"FileName\":\"..\",\"FunctionName\":\"..\",\"Line\":..,\"StartAddress\":\"0x..\",
            \"StartFileName\":\"\",\"StartLine\":0}]}
         plus, on the frame the symbol names (the outer one), \"Offset\" (address minus symbol
@@ -127,8 +130,6 @@ OUTPUT (--output-style)
   is given, as llvm-symbolizer). debuginfod is not asked.
 
   Differences from llvm-symbolizer 14 that remain:
-  - discriminators: the library's frames carry none, so JSON's \"Discriminator\" is 0 and the
-    GNU style never prints llvm-symbolizer's ` (discriminator N)` suffix;
   - JSON's \"StartFileName\" and \"StartLine\" (the function's DW_AT_decl_file/decl_line) are
     always \"\" and 0, and \"StartAddress\" is the symbol's start on the outer frame and \"\" on
     inlined frames (llvm-symbolizer gives the inlined range's start): the library's frames
@@ -150,9 +151,10 @@ OUTPUT (--output-style)
   Differences from GNU addr2line -f -i -C (which the GNU style resembles):
   - the outer frame is named by the symbol table (process_value.cold, demo_alias), as
     llvm-symbolizer names it; addr2line names it by DWARF (process_value, demo_impl);
-  - addr2line prints ` (discriminator N)` (on every frame of the chain), ??:? for a known
-    function without a line and FILE:? for line 0; here there is no discriminator and an
-    unknown line is 0, as in llvm-symbolizer's GNU style;
+  - addr2line repeats the innermost row's ` (discriminator N)` on every frame of the chain
+    (here, as in llvm-symbolizer, only the innermost frame has it), and prints ??:? for a
+    known function without a line and FILE:? for line 0 (here ??:0 and FILE:0, as in
+    llvm-symbolizer's GNU style);
   - addresses are read as llvm-symbolizer reads them (1234 is decimal; see INPUT).
 
 LIVE PROCESSES AND THE KERNEL (not in llvm-symbolizer)
@@ -397,6 +399,9 @@ struct Engine<W: Write> {
     folded: bool,
     /// Whether names are demangled (chooses the DWARF names' spelling).
     demangle: bool,
+    /// Line-table discriminators (the library's frames have none), read only for the
+    /// styles that print them (GNU, JSON).
+    discriminators: Option<discriminators::Discriminators>,
 }
 
 impl<W: Write> Engine<W> {
@@ -591,8 +596,16 @@ impl<W: Write> Engine<W> {
         {
             Ok(symbols) => symbols
                 .iter()
-                .map(|sym| match sym {
-                    Some(sym) => Outcome::Found(answer_of(&sym, self.demangle)),
+                .zip(&addrs)
+                .map(|(sym, &addr)| match sym {
+                    Some(sym) => {
+                        let mut answer = answer_of(&sym, self.demangle);
+                        let innermost = answer.frames.as_mut().and_then(|f| f.first_mut());
+                        if let (Some(table), Some(frame)) = (&mut self.discriminators, innermost) {
+                            frame.discriminator = table.at(path, symbols.debug_file(), addr);
+                        }
+                        Outcome::Found(answer)
+                    }
                     None => Outcome::NotFound,
                 })
                 .collect(),
@@ -805,6 +818,7 @@ fn run(args: Args, no_arguments: bool) -> io::Result<bool> {
         },
         folded: args.folded,
         demangle,
+        discriminators: (args.output_style != Style::Llvm).then(Default::default),
     };
     let mut ok = true;
     if positional {
