@@ -19,13 +19,14 @@ use crate::input::Kind;
 /// `--output-style`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Style {
-    /// Function name, `??:0:0`, blank line (llvm-symbolizer's default).
+    /// Per frame: function name, `FILE:LINE:COLUMN`; a blank line per address (llvm-symbolizer's
+    /// default).
     #[value(name = "LLVM")]
     Llvm,
-    /// Function name, `??:0` (llvm-symbolizer's addr2line-like style).
+    /// Per frame: function name, `FILE:LINE` (llvm-symbolizer's addr2line-like style).
     #[value(name = "GNU")]
     Gnu,
-    /// One JSON object per address (see --help).
+    /// One JSON object per address, one `Symbol` element per frame (see --help).
     #[value(name = "JSON")]
     Json,
 }
