@@ -310,10 +310,28 @@ impl DwarfInfo {
     /// DWARF does not cover `addr`; `Err`, naming the file, when the DWARF met on the way is
     /// malformed.
     pub fn frames(&self, addr: VirtAddr) -> Result<Option<Vec<Frame>>> {
+        let mut frames = Vec::new();
+        Ok(self.append_frames(addr, &mut frames)?.then_some(frames))
+    }
+
+    /// Like [`DwarfInfo::frames`], appending the frames to `out` (a batch's frames, back to
+    /// back, without a vector per address). `Ok(false)` (nothing appended) when the DWARF
+    /// does not cover `addr`; on `Err`, `out` is left as it was.
+    pub fn append_frames(&self, addr: VirtAddr, out: &mut Vec<Frame>) -> Result<bool> {
+        let start = out.len();
+        let appended = self.append_frames_inner(addr, out);
+        if appended.is_err() {
+            out.truncate(start);
+        }
+        appended
+    }
+
+    fn append_frames_inner(&self, addr: VirtAddr, out: &mut Vec<Frame>) -> Result<bool> {
+        let start = out.len();
         if addr.0 == u64::MAX {
             // No half-open DWARF range `[low, high)` can hold the last address; and
             // addr2line 0.27 computes `addr + 1`, which overflows there (found by fuzzing).
-            return Ok(None);
+            return Ok(false);
         }
         let mut lookup = self.context.find_frames(addr.0);
         let result = loop {
@@ -326,7 +344,6 @@ impl DwarfInfo {
         };
         let mut iter = result
             .map_err(|e| malformed_dwarf(&self.path, &format!("functions at {addr:#x}"), e))?;
-        let mut frames = Vec::new();
         while let Some(frame) = iter
             .next()
             .map_err(|e| malformed_dwarf(&self.path, &format!("inlined frames at {addr:#x}"), e))?
@@ -336,7 +353,7 @@ impl DwarfInfo {
                 None => None,
             };
             let location = frame.location.as_ref();
-            frames.push(Frame {
+            out.push(Frame {
                 function,
                 file: location
                     .and_then(|l| l.file)
@@ -346,12 +363,12 @@ impl DwarfInfo {
                 inlined: true,
             });
         }
-        match frames.last_mut() {
+        match out[start..].last_mut() {
             Some(last) => {
                 last.inlined = false;
-                Ok(Some(frames))
+                Ok(true)
             }
-            None => Ok(None),
+            None => Ok(false),
         }
     }
 

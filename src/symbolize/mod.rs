@@ -51,14 +51,6 @@ pub enum Input<'a> {
     FileOffsets(&'a [u64]),
 }
 
-impl Input<'_> {
-    fn len(&self) -> usize {
-        match self {
-            Input::VirtAddrs(a) | Input::FileOffsets(a) => a.len(),
-        }
-    }
-}
-
 /// Counters of a [`Symbolizer`], to export as metrics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SymbolizerStats {
@@ -220,68 +212,82 @@ impl Symbolizer {
             Ok(Some(dwarf)) => Some(dwarf.lock().unwrap_or_else(PoisonError::into_inner)),
             _ => None,
         };
-        let mut found: Vec<Option<Found>> = Vec::with_capacity(input.len());
-        let mut frames: Vec<Frame> = Vec::with_capacity(if dwarf.is_some() {
-            input.len() + input.len() / 4
-        } else {
-            0
-        });
-        let mut push = |addr: Option<VirtAddr>| -> Result<()> {
-            let Some(addr) = addr else {
-                found.push(None);
-                return Ok(());
+        let addrs: Vec<Option<VirtAddr>> = match input {
+            Input::VirtAddrs(addrs) => addrs.iter().map(|&a| Some(VirtAddr(a))).collect(),
+            Input::FileOffsets(offsets) => {
+                let segments = file.elf.segments();
+                offsets
+                    .iter()
+                    .map(|&offset| segments.file_offset_to_virt(FileOffset(offset)))
+                    .collect()
+            }
+        };
+        let mut symbols = Vec::with_capacity(addrs.len());
+        for addr in &addrs {
+            let symbol = match addr {
+                Some(addr) => symbol_file.elf.find_symbol_id(*addr)?,
+                None => None,
             };
-            let symbol = match symbol_file.elf.find_symbol_id(addr)? {
-                Some((id, start)) => {
+            symbols.push(match (symbol, addr) {
+                (Some((id, start)), Some(addr)) => {
                     if self.demangle {
                         // Computes the shown name on the symbol's first hit; later hits find it.
                         symbol_file.compute_shown_name(id)?;
                     }
                     Some((id, addr.0 - start.0))
                 }
-                None => None,
-            };
-            let first = frames.len();
-            if let Some(dwarf) = &dwarf {
-                match dwarf.frames(addr) {
-                    Ok(Some(chain)) => frames.extend(chain),
-                    Ok(None) => {}
-                    Err(e) => {
-                        // Malformed DWARF at this address: answer from symbols alone, and
-                        // say so once per batch.
-                        log::debug!("{e}");
-                        dwarf_error.get_or_insert(e);
+                _ => None,
+            });
+        }
+        // Frames in address order, each distinct address once: neighbouring addresses share
+        // line-table rows and function ranges, so walking them in order keeps those in the
+        // CPU caches (and a profile's repeated addresses cost one lookup).
+        let mut frames: Vec<Frame> = Vec::new();
+        let mut ranges: Vec<std::ops::Range<usize>> = vec![0..0; addrs.len()];
+        if let Some(dwarf) = &dwarf {
+            frames.reserve(addrs.len() + addrs.len() / 4);
+            let mut order: Vec<(VirtAddr, usize)> = addrs
+                .iter()
+                .enumerate()
+                .filter_map(|(i, addr)| Some(((*addr)?, i)))
+                .collect();
+            order.sort_unstable();
+            let mut previous: Option<(VirtAddr, std::ops::Range<usize>)> = None;
+            for (addr, i) in order {
+                if let Some((seen, range)) = &previous {
+                    if *seen == addr {
+                        ranges[i] = range.clone();
+                        continue;
                     }
                 }
-            }
-            let has_function = frames[first..]
-                .last()
-                .is_some_and(|frame| frame.function.is_some());
-            if symbol.is_none() && !has_function {
-                frames.truncate(first);
-                found.push(None);
-                return Ok(());
-            }
-            found.push(Some(Found {
-                symbol,
-                addr,
-                frames: first..frames.len(),
-            }));
-            Ok(())
-        };
-        match input {
-            Input::VirtAddrs(addrs) => {
-                for &addr in addrs {
-                    push(Some(VirtAddr(addr)))?;
+                let first = frames.len();
+                if let Err(e) = dwarf.append_frames(addr, &mut frames) {
+                    // Malformed DWARF at this address: answer from symbols alone, and say
+                    // so once per batch.
+                    log::debug!("{e}");
+                    dwarf_error.get_or_insert(e);
                 }
-            }
-            Input::FileOffsets(offsets) => {
-                let segments = file.elf.segments();
-                for &offset in offsets {
-                    push(segments.file_offset_to_virt(FileOffset(offset)))?;
-                }
+                ranges[i] = first..frames.len();
+                previous = Some((addr, first..frames.len()));
             }
         }
+        let found: Vec<Option<Found>> = addrs
+            .iter()
+            .zip(symbols)
+            .zip(ranges)
+            .map(|((addr, symbol), range)| {
+                let addr = (*addr)?;
+                let has_function = frames
+                    .get(range.clone())
+                    .and_then(<[Frame]>::last)
+                    .is_some_and(|frame| frame.function.is_some());
+                (symbol.is_some() || has_function).then_some(Found {
+                    symbol,
+                    addr,
+                    frames: range,
+                })
+            })
+            .collect();
         drop(dwarf);
         Ok(Symbols {
             file: Arc::clone(symbol_file),
