@@ -36,6 +36,7 @@ need clang "apt-get install clang"
 need clang++ "apt-get install clang"
 need dwz "apt-get install dwz"
 need llvm-dwp "apt-get install llvm"
+need xz "apt-get install xz-utils"
 if command -v gcc >/dev/null 2>&1; then
     # gcc -m32 needs the 32-bit libc/libgcc development files.
     if ! echo 'int main(void){return 0;}' |
@@ -473,3 +474,74 @@ for f in debug/.build-id/*/*.debug; do
     ((owners <= 1)) || die "$f: its build-id is shared by $owners different builds in bin/"
 done
 echo "build.sh: DWARF fixtures built (README.md, \"DWARF fixtures\")"
+
+# ============================================================ MiniDebugInfo
+# c-minidebuginfo: demo.c, gcc -O2 -g -gno-column-info, lib, turned into a
+# MiniDebugInfo binary the way the gdb manual ("MiniDebugInfo") and Fedora's
+# find-debuginfo.sh do it: a stripped binary (only .dynsym) whose
+# .gnu_debugdata section holds an xz-compressed ELF file with a .symtab of the
+# function symbols that .dynsym lacks (and no DWARF):
+#   nm -D BIN --format=posix --defined-only | awk '{print $1}' | sort >dynsyms
+#   nm BIN --format=posix --defined-only | awk '$2=="T"||$2=="t" {print $1}' |
+#       sort >funcsyms
+#   comm -13 dynsyms funcsyms >keep_symbols
+#   objcopy --only-keep-debug BIN debug
+#   objcopy -S --remove-section .gdb_index --remove-section .comment \
+#       --keep-symbols=keep_symbols debug mini_debuginfo
+#   strip --strip-all --remove-section .comment BIN
+#   xz mini_debuginfo
+#   objcopy --add-section .gnu_debugdata=mini_debuginfo.xz BIN
+# xz runs as "xz -6 --check=crc64 -T1" (preset and check are xz's defaults,
+# written out; -T1 = single-threaded, whose output does not depend on the
+# machine's core count), so the payload is byte-identical on a rerun.
+# -gno-column-info changes only the (discarded) DWARF: the code is the same
+# as c-debuglink's, the build-id is its own.
+# c-minidebuginfo-corrupt: a copy whose .gnu_debugdata has the 16 bytes at the
+# middle of the payload inverted (XOR 0xff), inside the LZMA2 data, with the
+# xz headers, index and footer intact: decompression fails ("xz -t": corrupt
+# data) and a reader must report that and fall back to .dynsym.  Same link, so
+# the same build-id as c-minidebuginfo.
+gcc -O2 -g -gno-column-info "${DET[@]}" src/demo.c "${LIB[@]}" -o bin/c-minidebuginfo
+mdi_tmp=$(mktemp -d)
+nm -D bin/c-minidebuginfo --format=posix --defined-only | awk '{ print $1 }' |
+    sort >"$mdi_tmp/dynsyms"
+nm bin/c-minidebuginfo --format=posix --defined-only |
+    awk '{ if ($2 == "T" || $2 == "t") print $1 }' | sort >"$mdi_tmp/funcsyms"
+comm -13 "$mdi_tmp/dynsyms" "$mdi_tmp/funcsyms" >"$mdi_tmp/keep_symbols"
+objcopy --only-keep-debug bin/c-minidebuginfo "$mdi_tmp/debug"
+objcopy -S --remove-section .gdb_index --remove-section .comment \
+    --keep-symbols="$mdi_tmp/keep_symbols" "$mdi_tmp/debug" "$mdi_tmp/mini_debuginfo"
+strip --strip-all --remove-section .comment bin/c-minidebuginfo
+xz -6 --check=crc64 -T1 "$mdi_tmp/mini_debuginfo"
+objcopy --add-section .gnu_debugdata="$mdi_tmp/mini_debuginfo.xz" bin/c-minidebuginfo
+# The corrupt copy: invert 16 bytes at the middle of the payload.
+xzf="$mdi_tmp/mini_debuginfo.xz"
+n=$(wc -c <"$xzf")
+mid=$((n / 2))
+{
+    head -c "$mid" "$xzf"
+    for b in $(od -An -v -tu1 -j "$mid" -N 16 "$xzf"); do
+        printf "\\$(printf %03o $((b ^ 0xff)))"
+    done
+    tail -c +$((mid + 17)) "$xzf"
+} >"$mdi_tmp/corrupt.xz"
+[[ $(wc -c <"$mdi_tmp/corrupt.xz") == "$n" ]] || die "c-minidebuginfo-corrupt: payload size changed"
+objcopy --update-section .gnu_debugdata="$mdi_tmp/corrupt.xz" \
+    bin/c-minidebuginfo bin/c-minidebuginfo-corrupt
+# Sanity: the section is there, the binary has no .symtab, the good payload
+# decompresses to an ELF file whose .symtab has the static functions, the
+# corrupt one does not decompress.
+for b in c-minidebuginfo c-minidebuginfo-corrupt; do
+    readelf -S -W "bin/$b" | grep '\.gnu_debugdata' >/dev/null || die "$b: no .gnu_debugdata"
+    readelf -S -W "bin/$b" | grep -E '\.symtab|\.debug_' >/dev/null && die "$b: still has .symtab or .debug_*"
+    objcopy --dump-section .gnu_debugdata="$mdi_tmp/$b.xz" "bin/$b" "$mdi_tmp/scratch"
+done
+cmp -s "$mdi_tmp/c-minidebuginfo.xz" "$xzf" || die "c-minidebuginfo: .gnu_debugdata is not the payload"
+xz -dc "$mdi_tmp/c-minidebuginfo.xz" >"$mdi_tmp/payload" || die "c-minidebuginfo: payload does not decompress"
+for f in mix leaf_hash die_bad_value process_value.cold checksum; do
+    nm --defined-only "$mdi_tmp/payload" | awk -v n="$f" '$3 == n { f = 1 } END { exit !f }' ||
+        die "c-minidebuginfo: no $f in the .gnu_debugdata .symtab"
+done
+xz -t "$mdi_tmp/c-minidebuginfo-corrupt.xz" 2>/dev/null && die "c-minidebuginfo-corrupt: payload still decompresses"
+rm -rf "$mdi_tmp"
+echo "build.sh: MiniDebugInfo fixtures built (README.md, \"MiniDebugInfo\")"
