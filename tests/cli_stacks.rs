@@ -126,6 +126,24 @@ fn llvm_names(text: &str) -> Vec<&str> {
     lines.iter().step_by(3).copied().collect()
 }
 
+/// (name, location) per address of LLVM-style output without inlined frames (name,
+/// location, blank per address).
+fn llvm_answers(text: &str) -> Vec<(&str, &str)> {
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines.len() % 3,
+        0,
+        "name, location, blank per address:\n{text}"
+    );
+    lines
+        .chunks(3)
+        .map(|chunk| {
+            assert_eq!(chunk[2], "", "{text}");
+            (chunk[0], chunk[1])
+        })
+        .collect()
+}
+
 fn is_puts(name: &str) -> bool {
     // puts and _IO_puts are aliases in glibc; either name is right.
     ["puts", "_IO_puts"].contains(&name)
@@ -142,20 +160,25 @@ fn pid_llvm_gnu_json() {
         .map(|n| format!("{:#x}", waiter.addr(n) + 3))
         .chain(["0x10".to_string()])
         .collect();
-    let mut args = vec!["--pid", &pid];
+    let mut args = vec!["--pid", &pid, "--no-inlines"];
     args.extend(addrs.iter().map(String::as_str));
 
     let out = ours(&args, "");
     assert_ok(&out);
     let text = stdout(&out);
-    let got = llvm_names(&text);
+    let got = llvm_answers(&text);
+    let got_names: Vec<&str> = got.iter().map(|a| a.0).collect();
     assert_eq!(got.len(), 5, "{text}");
-    assert_eq!(&got[..3], &names[..3], "{text}");
-    assert!(is_puts(got[3]), "{text}");
-    assert_eq!(got[4], "??", "{text}");
+    assert_eq!(&got_names[..3], &names[..3], "{text}");
+    assert!(is_puts(got_names[3]), "{text}");
+    assert_eq!(got[4], ("??", "??:0:0"), "{text}");
+    // Source lines from the mapped files' DWARF: c-wait and libversioned.so are built with
+    // -g (testdata/README.md).
+    assert!(got[0].1.contains("wait.c:"), "{text}");
+    assert!(got[2].1.contains("libversioned.c:"), "{text}");
 
     // The same as input lines, GNU style.
-    let mut gnu_args = vec!["--pid", pid.as_str(), "--output-style=GNU"];
+    let mut gnu_args = vec!["--pid", pid.as_str(), "--output-style=GNU", "--no-inlines"];
     gnu_args.push("-");
     let out = ours(&gnu_args, &(addrs.join("\n") + "\n"));
     assert_ok(&out);
@@ -163,7 +186,7 @@ fn pid_llvm_gnu_json() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 10, "{text}");
     assert_eq!(lines[0], "wait_target");
-    assert_eq!(lines[1], "??:0");
+    assert!(lines[1].contains("wait.c:"), "{text}");
     assert_eq!(lines[4], "vhelper");
     assert_eq!(lines[8], "??");
 
@@ -494,7 +517,12 @@ fn pid_that_exits_during_the_run() {
     for _ in 0..3 {
         output.read_line(&mut answer).unwrap();
     }
-    assert_eq!(answer, "wait_target\n??:0:0\n\n");
+    let lines: Vec<&str> = answer.lines().collect();
+    assert_eq!(lines[0], "wait_target", "{answer}");
+    assert!(
+        lines[1].contains("wait.c:"),
+        "a source line from c-wait's DWARF: {answer}"
+    );
 
     let _ = waiter.child.kill();
     let _ = waiter.child.wait();

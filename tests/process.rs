@@ -227,6 +227,77 @@ fn hostile_maps_text_never_panics() {
 // process in a container. No child process, no root needed.
 // ------------------------------------------------------------------------------------------
 
+/// A container's debug files live in its own root: `c-buildid` (its DWARF stripped into a
+/// debug file found by build-id) is mapped from `<root>/opt/app`, and
+/// its debug file sits only under `<root>/usr/lib/debug/.build-id/`. The symbolizer (debug
+/// dirs: the default `/usr/lib/debug`) must look inside the root first and find it.
+#[test]
+fn debug_files_are_searched_inside_the_process_root_first() {
+    let stripped = bin("c-buildid");
+    let id: String = readelf_build_id(&stripped)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let rel = format!("usr/lib/debug/.build-id/{}/{}.debug", &id[..2], &id[2..]);
+    let debug = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/debug")
+        .join(rel.strip_prefix("usr/lib/debug/").unwrap());
+    assert!(debug.is_file(), "{} is committed", debug.display());
+
+    let procfs = tempfile::tempdir().unwrap();
+    let pid = 4343;
+    let proc_dir = procfs.path().join(pid.to_string());
+    let root = proc_dir.join("root");
+    std::fs::create_dir_all(root.join("opt/app")).unwrap();
+    std::fs::create_dir_all(root.join(&rel).parent().unwrap()).unwrap();
+    std::fs::copy(&stripped, root.join("opt/app/c-buildid")).unwrap();
+    std::fs::write(proc_dir.join("stat"), format!("{pid} (c-buildid) S 1")).unwrap();
+    let base = 0x5600_0000_0000u64;
+    let mut maps = String::new();
+    for (off, vaddr, size) in readelf_loads(&stripped) {
+        let start = base + (vaddr & !0xfff);
+        let end = (base + vaddr + size + 0xfff) & !0xfff;
+        maps += &format!(
+            "{start:x}-{end:x} r-xp {:08x} fe:00 79      /opt/app/c-buildid\n",
+            off & !0xfff
+        );
+    }
+    std::fs::write(proc_dir.join("maps"), maps).unwrap();
+    let process = Process::with_procfs_root(procfs.path(), pid);
+    let checksum = base + nm_addr(&debug, "checksum") + 4;
+
+    let without = Symbolizer::builder().build();
+    let results = without
+        .symbolize_process(&process, &[AbsAddr(checksum)])
+        .unwrap();
+    let before = results[0].sym().expect("named by the binary's own .symtab");
+    assert_eq!(before.name, "checksum");
+    assert!(
+        before.frames.is_empty(),
+        "without the container's debug file there is no DWARF: {:?}",
+        before.frames
+    );
+
+    std::fs::copy(&debug, root.join(&rel)).unwrap();
+    let with = Symbolizer::builder().build();
+    let results = with
+        .symbolize_process(&process, &[AbsAddr(checksum)])
+        .unwrap();
+    let sym = results[0]
+        .sym()
+        .expect("found through the container's debug file");
+    assert_eq!(sym.name, "checksum");
+    let outer = sym.frames.last().expect("DWARF lines from the debug file");
+    assert_eq!(
+        outer.function.as_ref().map(|f| f.raw.as_str()),
+        Some("checksum")
+    );
+    assert!(
+        outer.file.as_deref().is_some_and(|f| f.ends_with("demo.c")),
+        "{outer:?}"
+    );
+}
+
 #[test]
 fn files_are_opened_under_the_configured_procfs_root() {
     let wait = bin("c-wait");

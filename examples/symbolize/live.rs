@@ -110,6 +110,7 @@ impl Live {
         &self,
         symbolizer: &Symbolizer,
         addrs: &[u64],
+        demangle: bool,
     ) -> stacksym::Result<Vec<Resolved>> {
         let Some(process) = &self.process else {
             return Ok(vec![Resolved::NotFound(String::new()); addrs.len()]);
@@ -130,8 +131,7 @@ impl Live {
                         version: None,
                         origin: Origin::Elf,
                         has_symbol: true,
-                        // The library's process path gives no DWARF frames yet.
-                        frames: None,
+                        frames: Some(crate::lines_of(&sym.frames, demangle)),
                     },
                     sym.path.to_string_lossy().into_owned(),
                 ),

@@ -145,9 +145,10 @@ OUTPUT (--output-style)
   - for a LOCAL symbol without DWARF, llvm-symbolizer takes a file name from the symbol
     table's preceding STT_FILE entry (crtstuff.c:0:0); stacksym does not report it, so the
     location stays ??:0:0;
-  - --pid and --kernel answers have no source lines (the library's process and kallsyms
-    lookups give no DWARF frames yet): ??:0:0, named by the symbol even with
-    --functions=short.
+  - --kernel answers have no source lines (kallsyms has none; vmlinux is not read yet):
+    ??:0:0, named by the symbol even with --functions=short. --pid answers have source
+    lines and inlined frames from the mapped files' DWARF (debug files searched inside the
+    process's root first, then the debug dirs), without discriminators.
   Differences from GNU addr2line -f -i -C (which the GNU style resembles):
   - the outer frame is named by the symbol table (process_value.cold, demo_alias), as
     llvm-symbolizer names it; addr2line names it by DWARF (process_value, demo_impl);
@@ -555,7 +556,10 @@ impl<W: Write> Engine<W> {
         let results = if self.live_failed {
             None // reported once already; the process is gone
         } else {
-            match self.live.process(&self.symbolizer, &process_addrs) {
+            match self
+                .live
+                .process(&self.symbolizer, &process_addrs, self.demangle)
+            {
                 Ok(results) => Some(results),
                 Err(err) => {
                     eprintln!("symbolize: {err}");
@@ -898,8 +902,23 @@ fn shown_name(sym: &stacksym::Sym<'_>) -> String {
 /// as `demangle` says.
 fn answer_of(sym: &stacksym::Sym<'_>, demangle: bool) -> Answer {
     let has_symbol = matches!(sym.origin, stacksym::NameOrigin::Table(_));
-    let frames = sym
-        .frames
+    let frames = lines_of(sym.frames, demangle);
+    Answer {
+        name: shown_name(sym),
+        start: sym.addr.0,
+        size: sym.size,
+        offset: sym.offset,
+        version: sym.version.map(str::to_string),
+        origin: Origin::Elf,
+        has_symbol,
+        frames: Some(frames),
+    }
+}
+
+/// The library's frames as the printer takes them; function names demangled or not as
+/// `demangle` says.
+pub fn lines_of(frames: &[stacksym::dwarf::Frame], demangle: bool) -> Vec<Line> {
+    frames
         .iter()
         .map(|frame| Line {
             function: frame.function.as_ref().map(|f| {
@@ -918,15 +937,5 @@ fn answer_of(sym: &stacksym::Sym<'_>, demangle: bool) -> Answer {
             column: frame.column.unwrap_or(0),
             discriminator: 0,
         })
-        .collect();
-    Answer {
-        name: shown_name(sym),
-        start: sym.addr.0,
-        size: sym.size,
-        offset: sym.offset,
-        version: sym.version.map(str::to_string),
-        origin: Origin::Elf,
-        has_symbol,
-        frames: Some(frames),
-    }
+        .collect()
 }

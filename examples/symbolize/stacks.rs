@@ -102,7 +102,7 @@ pub fn run(
     user.sort_unstable();
     user.dedup();
     if !user.is_empty() {
-        match live.process(symbolizer, &user) {
+        match live.process(symbolizer, &user, true) {
             Ok(results) => {
                 for (addr, resolved) in user.iter().zip(results) {
                     match resolved {

@@ -207,6 +207,12 @@ impl Process {
         std::fs::read(self.proc_dir().join("stat")).ok()
     }
 
+    /// The process's root directory as the host reaches it, `<procfs>/<pid>/root`: a
+    /// container's own file system (its files, and its debug files under it).
+    pub fn root_dir(&self) -> PathBuf {
+        self.proc_dir().join("root")
+    }
+
     /// The path through which this process's file behind `mapping` can be opened from here:
     /// `<procfs_root>/<pid>/root/<path>` for a file (so a container process's own file), or
     /// `<procfs_root>/<pid>/map_files/<start>-<end>` for a deleted file or a memfd. `None`

@@ -2,6 +2,7 @@
 //! (each distinct name is demangled once per file, not once per address), and, found on first
 //! need, its debug companion and DWARF.
 
+use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::debuginfo::{DebugFinder, FoundBy};
@@ -21,6 +22,26 @@ pub(crate) struct DebugOptions {
     pub(crate) finder: Option<DebugFinder>,
     /// Read DWARF for source lines and inlined frames.
     pub(crate) source_lines: bool,
+}
+
+impl DebugOptions {
+    /// The options for a file of a process whose root directory is `root` (a container's,
+    /// seen from the host as `/proc/PID/root`): each debug dir inside that root first, then
+    /// the host's, so a container's own debug files win for its own binaries.
+    pub(crate) fn inside(&self, root: &Path) -> DebugOptions {
+        let finder = self.finder.as_ref().map(|finder| {
+            let inside = finder
+                .debug_dirs()
+                .iter()
+                .map(|dir| root.join(dir.strip_prefix("/").unwrap_or(dir)));
+            let dirs = inside.chain(finder.debug_dirs().iter().cloned()).collect();
+            DebugFinder::new(dirs)
+        });
+        DebugOptions {
+            finder,
+            source_lines: self.source_lines,
+        }
+    }
 }
 
 pub(crate) struct LoadedElf {
@@ -66,8 +87,9 @@ impl LoadedElf {
         self.elf.mapped_len() + companion
     }
 
-    /// The file's debug information, found (and its DWARF unit headers read) on first call.
-    /// Every caller of one symbolizer passes the same options.
+    /// The file's debug information, found (and its DWARF unit headers read) on first call;
+    /// the options of that first call decide (one symbolizer passes the same ones, but for
+    /// a process's file the debug dirs inside its root come first).
     pub(crate) fn debug_state(&self, options: &DebugOptions) -> &DebugState {
         self.debug
             .get_or_init(|| DebugState::find(&self.elf, options))

@@ -198,13 +198,18 @@ impl Symbolizer {
     /// itself could not be read (it names the file and the problem).
     pub fn symbolize(&self, source: &Source<'_>, input: Input<'_>) -> Result<Symbols> {
         match source {
-            Source::Elf { path } => self.symbolize_elf(path, input),
+            Source::Elf { path } => self.symbolize_elf(path, input, None),
         }
     }
 
-    fn symbolize_elf(&self, path: &Path, input: Input<'_>) -> Result<Symbols> {
+    /// Symbolizes addresses of the ELF file at `path`; `root`: the root directory of the
+    /// process the file is mapped in, whose debug dirs are searched first.
+    fn symbolize_elf(&self, path: &Path, input: Input<'_>, root: Option<&Path>) -> Result<Symbols> {
         let file = self.open_elf(path)?;
-        let debug = file.debug_state(&self.debug);
+        let debug = match root {
+            Some(root) => file.debug_state(&self.debug.inside(root)),
+            None => file.debug_state(&self.debug),
+        };
         let symbol_file = file.symbol_file(debug);
         let mut dwarf_error = debug.dwarf.as_ref().err().map(|e| e.clone_for_cache());
         // One lock for the whole batch: the DWARF's lazily parsed units are not `Sync`.

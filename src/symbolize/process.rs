@@ -10,10 +10,11 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use crate::addr::{AbsAddr, FileOffset, VirtAddr};
+use crate::dwarf::Frame;
 use crate::elf::ElfFile;
 use crate::error::{Error, Result};
 use crate::process::{FileKey, Mapping, MappingKind, PerfMap, Process, ProcessMaps};
-use crate::symbolize::{Input, Source, Symbolizer};
+use crate::symbolize::{Input, Symbolizer};
 
 /// A symbol an absolute address resolved to. Owns its strings, so it outlives the batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +33,9 @@ pub struct ProcessSym {
     pub path: PathBuf,
     /// The address's offset in that file (in the vDSO image; for JIT code, in its mapping).
     pub file_offset: FileOffset,
+    /// Source lines and inlined frames, innermost first, as in [`crate::Sym::frames`]
+    /// (shared, cheap clones); empty without DWARF, and for the vDSO and JIT code.
+    pub frames: Vec<Frame>,
 }
 
 /// What one absolute address of a process resolved to.
@@ -152,12 +156,12 @@ impl Symbolizer {
             group.mappings.push(mapping_index);
         }
 
+        let root = process.root_dir();
         for group in groups {
-            let symbols = match self.symbolize(
-                &Source::Elf {
-                    path: &group.open_path,
-                },
+            let symbols = match self.symbolize_elf(
+                &group.open_path,
                 Input::FileOffsets(&group.offsets),
+                Some(&root),
             ) {
                 Ok(symbols) => symbols,
                 Err(e) => {
@@ -184,6 +188,7 @@ impl Symbolizer {
                         size: sym.size,
                         path,
                         file_offset,
+                        frames: sym.frames.to_vec(),
                     }),
                     None => ProcessSymbol::NoSymbol { path, file_offset },
                 };
@@ -262,6 +267,7 @@ impl Special {
                             size: sym.size,
                             path: "[vdso]".into(),
                             file_offset: offset,
+                            frames: Vec::new(),
                         }))
                     }
                 },
@@ -279,6 +285,7 @@ impl Special {
                             size: sym.size,
                             path: map.path().to_path_buf(),
                             file_offset: offset,
+                            frames: Vec::new(),
                         })),
                     },
                 }
