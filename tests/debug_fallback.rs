@@ -52,7 +52,7 @@ fn malformed_debug_info_is_reported_and_symbols_still_answer() {
         .symbolize(&Source::Elf { path: &path }, Input::VirtAddrs(&addrs))
         .expect("a file with broken DWARF is still symbolized");
     let error = symbols
-        .dwarf_error()
+        .debug_error()
         .expect("the broken DWARF is reported")
         .to_string();
     assert!(
@@ -98,12 +98,12 @@ fn missing_dwz_supplementary_file_keeps_lines_and_symbols() {
     for (i, sym) in symbols.iter().enumerate() {
         let sym = sym.unwrap_or_else(|| panic!("address {:#x} has its symbol", addrs[i]));
         // Names moved into the supplementary file are missing, or the unit cannot be read
-        // at all (then `dwarf_error` says so); either way the symbol answers.
+        // at all (then `debug_error` says so); either way the symbol answers.
         if let Some(outer) = sym.frames.last() {
             assert!(outer.line.is_some() || outer.function.is_none());
         }
     }
-    if let Some(e) = symbols.dwarf_error() {
+    if let Some(e) = symbols.debug_error() {
         assert!(e.to_string().contains("DWARF"), "{e}");
     }
 }
@@ -120,7 +120,7 @@ fn split_dwarf_without_its_dwo_gives_skeleton_lines() {
         .symbolize(&Source::Elf { path: &copy }, Input::VirtAddrs(&addrs))
         .expect("symbolized without the .dwo");
     assert!(
-        alone.dwarf_error().is_none(),
+        alone.debug_error().is_none(),
         "a missing .dwo is not an error"
     );
 

@@ -342,7 +342,7 @@ fn compare(tools: &Tools, case: &Case<'_>, keep: impl Fn(&support::RefSym) -> bo
     let symbols = symbolizer
         .symbolize(&Source::Elf { path: ours_obj }, Input::VirtAddrs(&addrs))
         .unwrap_or_else(|e| panic!("symbolizing {}: {e}", ours_obj.display()));
-    if let Some(e) = symbols.dwarf_error() {
+    if let Some(e) = symbols.debug_error() {
         panic!("{}: DWARF error: {e}", ours_obj.display());
     }
     let read_from = symbols.debug_file().unwrap_or(ours_obj);

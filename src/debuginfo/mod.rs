@@ -33,9 +33,15 @@
 //! only when it lies inside a debug dir or that directory), then `<debug-dir>/.build-id/…`,
 //! then `<debug-dir>/.dwz/…`; each candidate's build-id must equal the recorded one.
 //!
-//! Not here yet: debuginfod, split DWARF (`.dwo`/`.dwp`), MiniDebugInfo (`.gnu_debugdata`),
-//! and debug files inside a container's root.
+//! [`mini_debuginfo`] reads MiniDebugInfo, the xz-compressed symbol table some distributions
+//! embed in stripped binaries (`.gnu_debugdata`; feature `minidebuginfo`, on by default).
+//!
+//! Split DWARF (`.dwo`/`.dwp`) is followed by `dwarf/`, since the DWARF names those files.
+//! Debug files inside a container's root are searched by the symbolizer, which puts the
+//! root's debug dirs first. Not here yet: debuginfod.
 
 mod finder;
+mod minidebuginfo;
 
 pub use finder::{DebugFile, DebugFinder, DebugLinkDir, FoundBy, DEFAULT_DEBUG_DIR};
+pub use minidebuginfo::{mini_debuginfo, MAX_MINIDEBUGINFO_BYTES};

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::debuginfo::{DebugFinder, FoundBy};
+use crate::debuginfo::{mini_debuginfo, DebugFinder, FoundBy};
 use crate::demangle::demangle;
 use crate::dwarf::{DwarfInfo, DwarfSections};
 use crate::elf::{ElfFile, ElfSymbol, SymbolId, SymbolKind};
@@ -62,6 +62,12 @@ pub(crate) struct DebugState {
     /// Whether symbols are looked up in the companion: it has a `.symtab` and the file has
     /// none (a stripped binary whose `.dynsym` holds only exported names).
     pub(crate) symbols_from_companion: bool,
+    /// The file's MiniDebugInfo (`.gnu_debugdata`), read when the file has no `.symtab` and
+    /// no companion gives one: its `.symtab` holds the functions `.dynsym` lacks, so both
+    /// are searched (see `Symbolizer::symbolize_elf`).
+    pub(crate) mini: Option<Arc<LoadedElf>>,
+    /// Why a debug source other than DWARF (MiniDebugInfo) could not be used.
+    pub(crate) error: Option<Error>,
     /// The DWARF (of the file, or else of its companion), `None` when neither has any or
     /// source lines are off; the error when it could not be read. An error does not fail a
     /// batch: its addresses get symbol-table answers and the batch reports the error.
@@ -77,14 +83,13 @@ impl LoadedElf {
         }
     }
 
-    /// Mapped bytes of the file and of its debug companion, if one is open.
+    /// Bytes of the file and of its debug companion and MiniDebugInfo, if any is open.
     pub(crate) fn mapped_len(&self) -> usize {
-        let companion = self
-            .debug
-            .get()
-            .and_then(|d| d.companion.as_ref())
-            .map_or(0, |c| c.elf.mapped_len());
-        self.elf.mapped_len() + companion
+        let extra = self.debug.get().map_or(0, |d| {
+            d.companion.as_ref().map_or(0, |c| c.elf.mapped_len())
+                + d.mini.as_ref().map_or(0, |m| m.elf.mapped_len())
+        });
+        self.elf.mapped_len() + extra
     }
 
     /// The file's debug information, found (and its DWARF unit headers read) on first call;
@@ -151,6 +156,8 @@ impl DebugState {
             companion: None,
             found_by: None,
             symbols_from_companion: false,
+            mini: None,
+            error: None,
             dwarf: Ok(None),
         };
         // As gdb: a file with its own DWARF and symbols needs no companion.
@@ -168,6 +175,18 @@ impl DebugState {
                 }
                 Ok(None) => {}
                 Err(e) => state.dwarf = Err(e),
+            }
+        }
+        if !has_symtab && !state.symbols_from_companion {
+            match mini_debuginfo(elf) {
+                Ok(Some(mini)) => {
+                    state.mini = Some(Arc::new(LoadedElf::new(mini)));
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    log::debug!("{e}; .dynsym only");
+                    state.error = Some(e);
+                }
             }
         }
         if !options.source_lines || state.dwarf.is_err() {

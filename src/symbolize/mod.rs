@@ -211,7 +211,12 @@ impl Symbolizer {
             None => file.debug_state(&self.debug),
         };
         let symbol_file = file.symbol_file(debug);
-        let mut dwarf_error = debug.dwarf.as_ref().err().map(|e| e.clone_for_cache());
+        let mut debug_error = debug
+            .dwarf
+            .as_ref()
+            .err()
+            .or(debug.error.as_ref())
+            .map(|e| e.clone_for_cache());
         // One lock for the whole batch: the DWARF's lazily parsed units are not `Sync`.
         let dwarf = match &debug.dwarf {
             Ok(Some(dwarf)) => Some(dwarf.lock().unwrap_or_else(PoisonError::into_inner)),
@@ -227,19 +232,31 @@ impl Symbolizer {
                     .collect()
             }
         };
+        let mini = debug.mini.as_ref();
         let mut symbols = Vec::with_capacity(addrs.len());
         for addr in &addrs {
-            let symbol = match addr {
-                Some(addr) => symbol_file.elf.find_symbol_id(*addr)?,
+            let Some(addr) = *addr else {
+                symbols.push(None);
+                continue;
+            };
+            let own = symbol_file.elf.find_symbol_id(addr)?;
+            // MiniDebugInfo names what `.dynsym` does not: the nearer symbol wins.
+            let from_mini = match mini {
+                Some(mini) => mini.elf.find_symbol_id(addr)?,
                 None => None,
             };
-            symbols.push(match (symbol, addr) {
-                (Some((id, start)), Some(addr)) => {
+            let (file, hit, in_mini) = match (own, from_mini) {
+                (Some(own), Some(theirs)) if theirs.1 > own.1 => (mini, Some(theirs), true),
+                (None, Some(theirs)) => (mini, Some(theirs), true),
+                (own, _) => (Some(symbol_file), own, false),
+            };
+            symbols.push(match (file, hit) {
+                (Some(file), Some((id, start))) => {
                     if self.demangle {
                         // Computes the shown name on the symbol's first hit; later hits find it.
-                        symbol_file.compute_shown_name(id)?;
+                        file.compute_shown_name(id)?;
                     }
-                    Some((id, addr.0 - start.0))
+                    Some((id, addr.0 - start.0, in_mini))
                 }
                 _ => None,
             });
@@ -270,7 +287,7 @@ impl Symbolizer {
                     // Malformed DWARF at this address: answer from symbols alone, and say
                     // so once per batch.
                     log::debug!("{e}");
-                    dwarf_error.get_or_insert(e);
+                    debug_error.get_or_insert(e);
                 }
                 ranges[i] = first..frames.len();
                 previous = Some((addr, first..frames.len()));
@@ -287,7 +304,8 @@ impl Symbolizer {
                     .and_then(<[Frame]>::last)
                     .is_some_and(|frame| frame.function.is_some());
                 (symbol.is_some() || has_function).then_some(Found {
-                    symbol,
+                    symbol: symbol.map(|(id, offset, _)| (id, offset)),
+                    in_mini: symbol.is_some_and(|(_, _, in_mini)| in_mini),
                     addr,
                     frames: range,
                 })
@@ -296,12 +314,13 @@ impl Symbolizer {
         drop(dwarf);
         Ok(Symbols {
             file: Arc::clone(symbol_file),
+            mini: mini.cloned(),
             module: path.to_path_buf(),
             found,
             frames,
             demangle: self.demangle,
             debug_file: debug.companion.as_ref().map(|c| c.elf.path().to_path_buf()),
-            dwarf_error,
+            debug_error,
         })
     }
 

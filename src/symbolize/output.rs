@@ -65,6 +65,8 @@ pub struct Sym<'a> {
 pub(crate) struct Found {
     /// The symbol and the address's offset into it; `None` when only DWARF covers it.
     pub(crate) symbol: Option<(SymbolId, u64)>,
+    /// Whether the symbol is from [`Symbols::mini`] rather than [`Symbols::file`].
+    pub(crate) in_mini: bool,
     /// The address (for answers from DWARF alone).
     pub(crate) addr: VirtAddr,
     /// Its frames in [`Symbols::frames`].
@@ -76,6 +78,8 @@ pub(crate) struct Found {
 pub struct Symbols {
     /// The file whose symbol table answered (the file itself or its debug companion).
     pub(crate) file: Arc<LoadedElf>,
+    /// The file's MiniDebugInfo, searched beside `file`'s `.dynsym`.
+    pub(crate) mini: Option<Arc<LoadedElf>>,
     /// The path the caller gave (the file may have been opened through another link).
     pub(crate) module: PathBuf,
     pub(crate) found: Vec<Option<Found>>,
@@ -83,7 +87,7 @@ pub struct Symbols {
     pub(crate) frames: Vec<Frame>,
     pub(crate) demangle: bool,
     pub(crate) debug_file: Option<PathBuf>,
-    pub(crate) dwarf_error: Option<Error>,
+    pub(crate) debug_error: Option<Error>,
 }
 
 impl std::fmt::Debug for Symbols {
@@ -114,11 +118,11 @@ impl Symbols {
         self.debug_file.as_deref()
     }
 
-    /// Why DWARF could not be used, if it could not: the debug information was malformed or
-    /// unreadable, for the whole file or for some addresses (the first such error). Those
-    /// addresses were answered from symbol tables alone.
-    pub fn dwarf_error(&self) -> Option<&Error> {
-        self.dwarf_error.as_ref()
+    /// Why debug information could not be used, if it could not: DWARF or MiniDebugInfo
+    /// was malformed or unreadable, for the whole file or for some addresses (the first
+    /// such error). Those addresses were answered from the symbol tables that could be read.
+    pub fn debug_error(&self) -> Option<&Error> {
+        self.debug_error.as_ref()
     }
 
     /// The symbol of the `index`-th input address; `None` if neither a symbol nor DWARF
@@ -126,7 +130,11 @@ impl Symbols {
     pub fn get(&self, index: usize) -> Option<Sym<'_>> {
         let found = self.found.get(index)?.as_ref()?;
         let frames = self.frames.get(found.frames.clone()).unwrap_or_default();
-        let symbol_file = self.file.elf.path();
+        let file = match (&self.mini, found.in_mini) {
+            (Some(mini), true) => mini,
+            _ => &self.file,
+        };
+        let symbol_file = file.elf.path();
         let Some((id, offset)) = found.symbol else {
             // Only DWARF covers the address; `found` is pushed only with frames.
             let function = frames.last()?.function.as_ref()?;
@@ -151,9 +159,9 @@ impl Symbols {
         };
         // The id came from this file's own index, so the lookup succeeds; an error or `None`
         // here would mean the index changed under us, which it cannot (it is built once).
-        let symbol = self.file.elf.symbol_by_id(id).ok()??;
+        let symbol = file.elf.symbol_by_id(id).ok()??;
         let computed = if self.demangle {
-            self.file.computed_name(id)
+            file.computed_name(id)
         } else {
             None
         };
