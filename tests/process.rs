@@ -619,6 +619,68 @@ fn live_process_whose_binary_was_deleted_is_read_through_map_files() {
     );
 }
 
+/// A binary replaced on disk after the process started (a package upgrade renames the new
+/// file over the old path): the path now names another program, the maps say `(deleted)`,
+/// and the process's own, old symbols must still answer (through map_files), not the new
+/// file's. Uses c-wait (the running program) and c-nopie (the replacement, whose symbols
+/// differ).
+#[test]
+fn live_process_whose_binary_was_replaced_keeps_its_old_symbols() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("app");
+    std::fs::copy(bin("c-wait"), &exe).unwrap();
+    std::fs::copy(bin("libversioned.so"), dir.path().join("libversioned.so")).unwrap();
+    let waiter = Waiter::spawn(&exe);
+    let replacement = dir.path().join("app.new");
+    std::fs::copy(bin("c-nopie"), &replacement).unwrap();
+    std::fs::rename(&replacement, &exe).unwrap();
+
+    let process = Process::new(waiter.pid);
+    let maps = process.read_maps().unwrap();
+    let target = AbsAddr(waiter.addr("wait_target"));
+    let mapping = maps.find(target).unwrap();
+    assert_eq!(
+        mapping.kind,
+        MappingKind::File {
+            path: exe.clone(),
+            deleted: true
+        },
+        "the kernel marks the replaced inode deleted"
+    );
+    let via = process.open_path(mapping).unwrap();
+    if std::fs::File::open(&via).is_err() {
+        writeln_stderr(format_args!(
+            "live_process_whose_binary_was_replaced_keeps_its_old_symbols: skipped: cannot \
+             open {} (needs root)",
+            via.display()
+        ));
+        return;
+    }
+    // A symbolizer that saw the new file at that path first must not mix the two up.
+    let symbolizer = Symbolizer::builder().build();
+    let new_file = symbolizer
+        .symbolize(
+            &stacksym::Source::Elf { path: &exe },
+            stacksym::Input::VirtAddrs(&[nm_addr(&bin("c-nopie"), "main")]),
+        )
+        .unwrap();
+    assert_eq!(new_file.get(0).map(|s| s.name), Some("main"));
+    let results = symbolizer
+        .symbolize_process_with(&process, &maps, &[target])
+        .unwrap();
+    assert_eq!(name_of(&results[0]), "wait_target");
+    let sym = results[0].sym().unwrap();
+    assert_eq!(sym.path, exe);
+    assert!(
+        sym.frames
+            .last()
+            .and_then(|f| f.file.as_deref())
+            .is_some_and(|f| f.ends_with("wait.c")),
+        "the old file's DWARF: {:?}",
+        sym.frames
+    );
+}
+
 fn assert_names_pid(err: &Error, pid: u32) {
     let shown = err.to_string();
     assert!(matches!(err, Error::Process { .. }), "{err:?}");
