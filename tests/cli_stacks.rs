@@ -557,3 +557,68 @@ fn stacks_folded_with_a_kernel_and_user_key() {
         "0x1000;0x7f0000001234;entry_SYSCALL_64;do_work 5\n"
     );
 }
+
+/// `--kallsyms FILE --vmlinux FILE`: kernel-image addresses get vmlinux's names, source lines
+/// and inlined frames. `c-pie-g` (built with -g; 0x12c4 is in scale() inlined into
+/// checksum()) plays vmlinux with a `_stext` added by objcopy; the kallsyms text lists its
+/// functions moved by a made-up KASLR offset.
+#[test]
+fn kernel_with_vmlinux_prints_source_lines() {
+    let test = "kernel_with_vmlinux_prints_source_lines";
+    let Some(objcopy) = support::require_tool(test, "objcopy", "binutils") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("a temporary dir");
+    let vmlinux = dir.path().join("vmlinux");
+    let status = Command::new(objcopy)
+        .args(["--add-symbol", "_stext=.text:0,global,function"])
+        .arg(support::bin("c-pie-g"))
+        .arg(&vmlinux)
+        .status()
+        .expect("objcopy runs");
+    assert!(status.success());
+    let offset: u64 = 0xffff_ffff_8000_0000 + 0x3a0_0000;
+    let mut text = String::new();
+    for line in support::run("nm", &["--defined-only", vmlinux.to_str().unwrap()]).lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if let [addr, kind @ ("t" | "T"), name] = fields[..] {
+            let addr = u64::from_str_radix(addr, 16).expect("hex");
+            text += &format!("{:016x} {kind} {name}\n", addr + offset);
+        }
+    }
+    let kallsyms = dir.path().join("kallsyms");
+    std::fs::write(&kallsyms, text).expect("writable");
+    let addr = format!("{:#x}", 0x12c4 + offset);
+    let args = [
+        "--kallsyms",
+        kallsyms.to_str().unwrap(),
+        "--vmlinux",
+        vmlinux.to_str().unwrap(),
+        addr.as_str(),
+    ];
+    let out = ours(&args, "");
+    assert_ok(&out);
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 5, "two frames and a blank line:\n{text}");
+    assert_eq!(lines[0], "scale", "{text}");
+    assert!(lines[1].contains("demo.c:"), "{text}");
+    assert_eq!(lines[2], "checksum", "{text}");
+    assert!(lines[3].contains("demo.c:"), "{text}");
+
+    // Without --vmlinux: kallsyms' name only.
+    let out = ours(
+        &args[..2]
+            .iter()
+            .chain([&addr.as_str()])
+            .copied()
+            .collect::<Vec<_>>(),
+        "",
+    );
+    assert_ok(&out);
+    assert_eq!(stdout(&out), "checksum\n??:0:0\n\n");
+
+    // --vmlinux without --kernel: an error.
+    let out = ours(&["--vmlinux", vmlinux.to_str().unwrap(), "0x1"], "");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+}

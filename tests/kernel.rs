@@ -390,3 +390,98 @@ fn live_proc_kallsyms_agrees_with_reference() {
     assert_eq!(k.skipped_lines(), 0);
     agree_with_reference(&k, &text, 0x853c49e6748fea9b);
 }
+
+/// A vmlinux with symbols and DWARF, matched to kallsyms by its `_stext`. No kernel build is
+/// committed: `c-pie-g` (built with -g; 0x12c4 is in scale() inlined into checksum(),
+/// testdata/README.md) plays vmlinux, given a `_stext` at its `.text` start with objcopy,
+/// and the kallsyms text lists its functions moved by a made-up KASLR offset into the
+/// kernel half, plus one module symbol.
+#[test]
+fn vmlinux_names_and_source_lines_after_the_kaslr_offset() {
+    use stacksym::kernel::Vmlinux;
+    let test = "vmlinux_names_and_source_lines_after_the_kaslr_offset";
+    let Some(objcopy) = support::require_tool(test, "objcopy", "binutils") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("a temporary dir");
+    let vmlinux_path = dir.path().join("vmlinux");
+    let status = std::process::Command::new(objcopy)
+        .args(["--add-symbol", "_stext=.text:0,global,function"])
+        .arg(support::bin("c-pie-g"))
+        .arg(&vmlinux_path)
+        .status()
+        .expect("objcopy runs");
+    assert!(status.success());
+
+    let offset: u64 = 0xffff_ffff_8000_0000 + 0x1e0_0000;
+    let mut text = String::new();
+    for line in support::run("nm", &["--defined-only", vmlinux_path.to_str().unwrap()]).lines() {
+        let mut fields = line.split_whitespace();
+        let (Some(addr), Some(kind), Some(name)) = (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        if matches!(kind, "t" | "T") {
+            let addr = u64::from_str_radix(addr, 16).expect("nm prints hex");
+            text += &format!("{:016x} {kind} {name}\n", addr + offset);
+        }
+    }
+    text += "ffffffffc0001000 t mod_fn\t[mymod]\nffffffffc0001100 t mod_end\t[mymod]\n";
+    let kallsyms = Kallsyms::from_bytes("kallsyms-for-vmlinux", text).expect("parses");
+    let vmlinux = Vmlinux::new(&vmlinux_path, &kallsyms).expect("matched by _stext");
+    assert_eq!(vmlinux.anchor(), Some("_stext"));
+    assert_eq!(vmlinux.kaslr_offset(), offset);
+
+    let checksum = support::nm_addr(&vmlinux_path, "checksum");
+    let addrs = [
+        0x12c4 + offset,
+        checksum + 2 + offset,
+        0xffff_ffff_c000_1004,
+        0xffff_ffff_ff00_0000,
+    ];
+    let symbolizer = stacksym::Symbolizer::builder().build();
+    let frames = symbolizer
+        .symbolize_kernel(&kallsyms, Some(&vmlinux), &addrs)
+        .expect("symbolized");
+    let inlined = frames[0].as_ref().expect("0x12c4 is in checksum");
+    assert_eq!(inlined.name, "checksum");
+    assert_eq!(inlined.module, None);
+    let names: Vec<_> = inlined
+        .frames
+        .iter()
+        .map(|f| f.function.as_ref().map(|n| n.raw.as_str()))
+        .collect();
+    assert_eq!(names, [Some("scale"), Some("checksum")], "{inlined:?}");
+    let plain = frames[1].as_ref().expect("checksum+2");
+    assert_eq!((plain.name.as_str(), plain.offset), ("checksum", 2));
+    assert!(plain
+        .frames
+        .last()
+        .and_then(|f| f.file.as_deref())
+        .is_some_and(|f| f.ends_with("demo.c")));
+    let module = frames[2].as_ref().expect("a module symbol");
+    assert_eq!(
+        (module.name.as_str(), module.module.as_deref()),
+        ("mod_fn", Some("mymod"))
+    );
+    assert!(module.frames.is_empty(), "modules have no vmlinux lines");
+    assert!(frames[3].is_none(), "nothing covers it");
+
+    // Without vmlinux: kallsyms names, no lines.
+    let frames = symbolizer
+        .symbolize_kernel(&kallsyms, None, &addrs[..1])
+        .expect("symbolized");
+    let only = frames[0].as_ref().expect("kallsyms names it");
+    assert_eq!(only.name, "checksum");
+    assert!(only.frames.is_empty());
+
+    // A file with no anchor: an error naming it.
+    let err = Vmlinux::new(support::bin("c-pie-g"), &kallsyms).expect_err("no _stext");
+    assert!(err.to_string().contains("c-pie-g"), "{err}");
+    assert_eq!(
+        Vmlinux::with_kaslr_offset(&vmlinux_path, offset)
+            .virt_addr(0x12c4 + offset)
+            .0,
+        0x12c4
+    );
+}

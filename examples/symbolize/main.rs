@@ -145,8 +145,10 @@ OUTPUT (--output-style)
   - for a LOCAL symbol without DWARF, llvm-symbolizer takes a file name from the symbol
     table's preceding STT_FILE entry (crtstuff.c:0:0); stacksym does not report it, so the
     location stays ??:0:0;
-  - --kernel answers have no source lines (kallsyms has none; vmlinux is not read yet):
-    ??:0:0, named by the symbol even with --functions=short. --pid answers have source
+  - --kernel answers have no source lines unless --vmlinux FILE is given (kallsyms has
+    none): ??:0:0, named by the symbol even with --functions=short. With --vmlinux, the
+    kernel image's addresses are named from vmlinux with its lines and inlined frames;
+    modules keep kallsyms' names (their .ko files are not read yet). --pid answers have source
     lines and inlined frames from the mapped files' DWARF (debug files searched inside the
     process's root first, then the debug dirs), without discriminators.
   Differences from GNU addr2line -f -i -C (which the GNU style resembles):
@@ -321,6 +323,11 @@ struct Args {
     /// The kallsyms file for --kernel (implies --kernel); default /proc/kallsyms
     #[arg(long, value_name = "FILE", conflicts_with = "obj")]
     kallsyms: Option<PathBuf>,
+
+    /// With --kernel: the kernel image with symbols and DWARF, for names and source lines of
+    /// kernel-image addresses (matched to kallsyms by _stext: the KASLR offset)
+    #[arg(long, value_name = "FILE", conflicts_with = "obj")]
+    vmlinux: Option<PathBuf>,
 
     /// Input is a stack dump (bpftrace map output with raw stacks); see STACK DUMPS in --help
     #[arg(long)]
@@ -540,7 +547,10 @@ impl<W: Write> Engine<W> {
             match route {
                 Route::Elf => {}
                 Route::Kernel => {
-                    let (m, o) = resolved_outcome(self.live.kernel(addr), &mut self.failed);
+                    let (m, o) = resolved_outcome(
+                        self.live.kernel(&self.symbolizer, addr, self.demangle),
+                        &mut self.failed,
+                    );
                     *module = m;
                     *outcome = Some(o);
                 }
@@ -789,6 +799,19 @@ fn run(args: Args, no_arguments: bool) -> io::Result<bool> {
             Err(err) => {
                 // The library's message names the file and, for zeroed addresses, explains
                 // kptr_restrict and how to lift it.
+                eprintln!("symbolize: {err}");
+                return Ok(false);
+            }
+        }
+    }
+    if let Some(path) = &args.vmlinux {
+        let Some(kallsyms) = &live.kallsyms else {
+            eprintln!("symbolize: --vmlinux needs --kernel (or --kallsyms FILE)");
+            return Ok(false);
+        };
+        match stacksym::kernel::Vmlinux::new(path, kallsyms) {
+            Ok(vmlinux) => live.vmlinux = Some(vmlinux),
+            Err(err) => {
                 eprintln!("symbolize: {err}");
                 return Ok(false);
             }

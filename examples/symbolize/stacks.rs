@@ -82,7 +82,7 @@ pub fn run(
         if is_kernel(addr) {
             match live.kallsyms {
                 Some(_) => {
-                    if let Resolved::Found(answer, _) = live.kernel(addr) {
+                    if let Resolved::Found(answer, _) = live.kernel(symbolizer, addr, true) {
                         answers.insert(addr, answer);
                     }
                 }

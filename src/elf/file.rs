@@ -340,6 +340,35 @@ impl ElfFile {
         }
     }
 
+    /// The value of the first symbol named `name` in `.symtab`, else in `.dynsym`, of any
+    /// type: also the `NOTYPE` symbols linker scripts define (`_stext`, `_text`), which the
+    /// address index leaves out. `Ok(None)` if no symbol has that name. A linear scan of
+    /// the tables, for the few lookups by name there are (a kernel's KASLR anchor).
+    pub fn symbol_value_by_name(&self, name: &str) -> Result<Option<VirtAddr>> {
+        use object::{Object, ObjectSymbol};
+        fn generic<Elf: FileHeader<Endian = Endianness>>(
+            elf: &ElfFile,
+            name: &str,
+        ) -> Result<Option<VirtAddr>> {
+            let file = object::read::elf::ElfFile::<Elf>::parse(elf.data()).map_err(|e| {
+                Error::MalformedElf {
+                    path: elf.path.clone(),
+                    what: format!("section headers: {e}"),
+                }
+            })?;
+            Ok(file
+                .symbols()
+                .chain(file.dynamic_symbols())
+                .find(|symbol| symbol.name() == Ok(name) && !symbol.is_undefined())
+                .map(|symbol| VirtAddr(symbol.address())))
+        }
+        if self.header.is_64 {
+            generic::<elf::FileHeader64<Endianness>>(self, name)
+        } else {
+            generic::<elf::FileHeader32<Endianness>>(self, name)
+        }
+    }
+
     /// The symbol an id from an earlier lookup refers to.
     pub fn symbol_by_id(&self, id: SymbolId) -> Result<Option<ElfSymbol<'_>>> {
         let tables = self.symbol_tables()?;

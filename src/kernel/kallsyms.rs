@@ -215,6 +215,18 @@ impl Kallsyms {
             .filter_map(|&(offset, len)| self.str_at(offset, usize::from(len)))
     }
 
+    /// The address of the kernel image's (not a module's) symbol `name`, from any line that
+    /// names it: also a name the index dropped for another at the same address (`_text`,
+    /// `_stext` and `startup_64` share one). A linear scan of the text, for the few lookups
+    /// by name there are (the KASLR anchor of [`crate::kernel::Vmlinux`]).
+    pub fn address_of(&self, name: &str) -> Option<u64> {
+        self.text.lines().find_map(|line| {
+            let parsed = parse_line(line.as_bytes()).ok()??;
+            let found = line.get(parsed.name.0..parsed.name.1)?;
+            (found == name && parsed.module.is_none()).then_some(parsed.addr)
+        })
+    }
+
     /// The text (code) symbol covering `addr`: `Ok(None)` when no symbol covers it or the
     /// symbol covering it is a data symbol.
     ///

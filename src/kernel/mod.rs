@@ -7,9 +7,9 @@
 //! bpftrace's `kstack` give them: the symbol, the offset into it, and the module it belongs
 //! to (`None` for the kernel image itself).
 //!
-//! What it does not do (yet): read `vmlinux` or `.ko` files (so no source lines and no KASLR
-//! offset computation; kallsyms addresses already include the KASLR slide), and it does not
-//! cache: the `Symbolizer` façade is the place for that.
+//! [`Vmlinux`] matches a kernel image with symbols and DWARF to kallsyms (the KASLR offset);
+//! `Symbolizer::symbolize_kernel` then gives the image's addresses names and source lines
+//! from it, and module addresses kallsyms names. Not done yet: `.ko` files of modules.
 //!
 //! ```
 //! use stacksym::kernel::Kallsyms;
@@ -28,5 +28,7 @@
 //! ```
 
 mod kallsyms;
+mod vmlinux;
 
 pub use kallsyms::{Kallsyms, KernelSym, MAX_LINE_LEN, MAX_NAME_LEN, PROC_KALLSYMS};
+pub use vmlinux::{Vmlinux, KASLR_ANCHORS};
