@@ -150,6 +150,7 @@ fn fixture_every_kind_of_line() {
             Normalized::File(NormalizedAddr {
                 build_id: None,
                 file_offset: FileOffset(0x26010),
+                virt_addr: None,
                 path: libc.into(),
                 deleted: false,
             }),
@@ -160,6 +161,7 @@ fn fixture_every_kind_of_line() {
             Normalized::File(NormalizedAddr {
                 build_id: None,
                 file_offset: FileOffset(8),
+                virt_addr: None,
                 path: "/memfd:jit code".into(),
                 deleted: true,
             }),
@@ -296,6 +298,93 @@ fn debug_files_are_searched_inside_the_process_root_first() {
         outer.file.as_deref().is_some_and(|f| f.ends_with("demo.c")),
         "{outer:?}"
     );
+}
+
+/// Normalize now, symbolize later by build-id: an address of `c-buildid` (its DWARF and
+/// full `.symtab` in testdata/debug/.build-id) is normalized in a fake procfs, then
+/// symbolized through `Source::BuildId` alone: from the debug file by virtual address, from
+/// a binary linked into a `.build-id` dir (Fedora's layout) by file offset.
+#[test]
+fn normalized_addresses_are_symbolized_by_build_id() {
+    use stacksym::{Input, Source};
+    let binary = bin("c-buildid");
+    let procfs = tempfile::tempdir().unwrap();
+    let pid = 4444;
+    let proc_dir = procfs.path().join(pid.to_string());
+    std::fs::create_dir_all(proc_dir.join("root/opt")).unwrap();
+    std::fs::copy(&binary, proc_dir.join("root/opt/app")).unwrap();
+    std::fs::write(proc_dir.join("stat"), format!("{pid} (app) S 1")).unwrap();
+    let base = 0x5500_0000_0000u64;
+    let mut maps = String::new();
+    for (off, vaddr, size) in readelf_loads(&binary) {
+        let start = base + (vaddr & !0xfff);
+        let end = (base + vaddr + size + 0xfff) & !0xfff;
+        maps += &format!(
+            "{start:x}-{end:x} r-xp {:08x} fe:00 80 /opt/app\n",
+            off & !0xfff
+        );
+    }
+    std::fs::write(proc_dir.join("maps"), maps).unwrap();
+    let process = Process::with_procfs_root(procfs.path(), pid);
+    let checksum = nm_addr(&binary, "checksum");
+    let norm = process.normalize(&[AbsAddr(base + checksum + 4)]).unwrap();
+    let Normalized::File(n) = &norm[0] else {
+        panic!("{norm:?}")
+    };
+    let build_id = n.build_id.clone().expect("c-buildid has a build-id");
+    assert_eq!(n.virt_addr.map(|v| v.0), Some(checksum + 4));
+
+    let testdata_debug = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/debug");
+    let symbolizer = Symbolizer::builder()
+        .debug_dirs(vec![testdata_debug.clone()])
+        .build();
+    let source = Source::BuildId {
+        build_id: &build_id,
+    };
+    let virt = [n.virt_addr.unwrap().0];
+    let symbols = symbolizer
+        .symbolize(&source, Input::VirtAddrs(&virt))
+        .expect("the debug file is found by build-id");
+    let sym = symbols.get(0).expect("named");
+    assert_eq!((sym.name, sym.offset), ("checksum", 4));
+    assert!(symbols.module().to_string_lossy().ends_with(".debug"));
+    assert!(!sym.frames.is_empty(), "the debug file's DWARF");
+    let err = symbolizer
+        .symbolize(&source, Input::FileOffsets(&[n.file_offset.0]))
+        .expect_err("a debug file cannot convert file offsets");
+    assert!(err.to_string().contains("virt_addr"), "{err}");
+
+    // Fedora links the binary itself at .build-id/xx/rest: file offsets work there.
+    let linked = tempfile::tempdir().unwrap();
+    let hex: String = build_id.iter().map(|b| format!("{b:02x}")).collect();
+    let link = linked
+        .path()
+        .join(".build-id")
+        .join(&hex[..2])
+        .join(&hex[2..]);
+    std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&binary, &link).unwrap();
+    let symbolizer = Symbolizer::builder()
+        .debug_dirs(vec![linked.path().to_path_buf()])
+        .build();
+    let symbols = symbolizer
+        .symbolize(&source, Input::FileOffsets(&[n.file_offset.0]))
+        .expect("the binary is found by build-id");
+    assert_eq!(
+        symbols.get(0).map(|s| (s.name, s.offset)),
+        Some(("checksum", 4))
+    );
+
+    // An unknown build-id: an error that names it.
+    let err = symbolizer
+        .symbolize(
+            &Source::BuildId {
+                build_id: &[0xde, 0xad, 0xbe, 0xef],
+            },
+            Input::VirtAddrs(&virt),
+        )
+        .expect_err("nothing has it");
+    assert!(err.to_string().contains("deadbeef"), "{err}");
 }
 
 #[test]

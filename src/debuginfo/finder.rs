@@ -303,66 +303,108 @@ impl DebugFinder {
         check: Check<'_>,
         found_by: FoundBy,
     ) -> Option<DebugFile> {
-        let for_file = elf.path().display();
-        let metadata = match std::fs::metadata(&path) {
-            Ok(metadata) => metadata,
-            Err(e) => {
-                log::trace!("{for_file}: no debug file at {}: {e}", path.display());
-                return None;
-            }
+        try_candidate(&elf.path().display(), referrer, path, check, found_by)
+    }
+
+    /// The file with the GNU build-id `build_id`, for symbolizing an address normalized
+    /// earlier (perhaps on another machine) without its path: for each debug dir in order,
+    /// `<debug-dir>/.build-id/xx/rest` (the binary itself, as Fedora links it there), then
+    /// `<debug-dir>/.build-id/xx/rest.debug` (its debug file); each candidate's build-id
+    /// must equal `build_id`. `Ok(None)` when none does (or `build_id` is shorter than 2
+    /// bytes).
+    pub fn find_by_build_id(&self, build_id: &[u8]) -> Result<Option<DebugFile>> {
+        let for_file = format!("build-id {}", hex(build_id));
+        let nobody = Referrer {
+            dir: None,
+            id: None,
         };
-        if referrer.id == Some((metadata.dev(), metadata.ino())) {
-            log::debug!(
-                "{for_file}: skipping debug file candidate {}: it is the file itself",
-                path.display()
-            );
-            return None;
-        }
-        let candidate = match ElfFile::open(&path) {
-            Ok(candidate) => candidate,
-            Err(e) => {
-                log::debug!("{for_file}: skipping debug file candidate: {e}");
-                return None;
-            }
-        };
-        let refusal = match check {
-            Check::BuildId(want) => match candidate.build_id() {
-                Some(have) if have == want => None,
-                Some(have) => Some(format!("its build-id {} is not {}", hex(have), hex(want))),
-                None => Some(format!("it has no build-id (want {})", hex(want))),
-            },
-            Check::Crc { crc, build_id } => {
-                let have = crc32fast::hash(candidate.data());
-                if have != crc {
-                    Some(format!(
-                        "its CRC32 is {have:#010x}, .gnu_debuglink says {crc:#010x}"
-                    ))
-                } else {
-                    match (candidate.build_id(), build_id) {
-                        (Some(have), Some(want)) if have != want => Some(format!(
-                            "the CRC matches but its build-id {} is not {}",
-                            hex(have),
-                            hex(want)
-                        )),
-                        _ => None,
-                    }
+        for debug_dir in &self.debug_dirs {
+            let Some(debug) = build_id_path(debug_dir, build_id) else {
+                return Ok(None);
+            };
+            let binary = debug.with_extension("");
+            for path in [binary, debug] {
+                let found_by = FoundBy::BuildIdDir {
+                    debug_dir: debug_dir.clone(),
+                };
+                let check = Check::BuildId(build_id);
+                if let Some(found) = try_candidate(&for_file, &nobody, path, check, found_by) {
+                    return Ok(Some(found));
                 }
             }
-        };
-        if let Some(why) = refusal {
-            log::debug!(
-                "{for_file}: skipping debug file candidate {}: {why}",
-                path.display()
-            );
+        }
+        Ok(None)
+    }
+}
+
+/// Opens `path` and checks it (see [`Check`]); `None`, with a log line saying why, when it is
+/// missing, the referring file itself, not ELF, or fails the check. `for_file` names what
+/// the search is for, in the log.
+fn try_candidate(
+    for_file: &dyn std::fmt::Display,
+    referrer: &Referrer,
+    path: PathBuf,
+    check: Check<'_>,
+    found_by: FoundBy,
+) -> Option<DebugFile> {
+    let metadata = match std::fs::metadata(&path) {
+        Ok(metadata) => metadata,
+        Err(e) => {
+            log::trace!("{for_file}: no debug file at {}: {e}", path.display());
             return None;
         }
-        log::debug!("{for_file}: debug file {} ({found_by:?})", path.display());
-        Some(DebugFile {
-            path,
-            found_by,
-            elf: Arc::new(candidate),
-        })
+    };
+    if referrer.id == Some((metadata.dev(), metadata.ino())) {
+        log::debug!(
+            "{for_file}: skipping debug file candidate {}: it is the file itself",
+            path.display()
+        );
+        return None;
     }
+    let candidate = match ElfFile::open(&path) {
+        Ok(candidate) => candidate,
+        Err(e) => {
+            log::debug!("{for_file}: skipping debug file candidate: {e}");
+            return None;
+        }
+    };
+    let refusal = match check {
+        Check::BuildId(want) => match candidate.build_id() {
+            Some(have) if have == want => None,
+            Some(have) => Some(format!("its build-id {} is not {}", hex(have), hex(want))),
+            None => Some(format!("it has no build-id (want {})", hex(want))),
+        },
+        Check::Crc { crc, build_id } => {
+            let have = crc32fast::hash(candidate.data());
+            if have != crc {
+                Some(format!(
+                    "its CRC32 is {have:#010x}, .gnu_debuglink says {crc:#010x}"
+                ))
+            } else {
+                match (candidate.build_id(), build_id) {
+                    (Some(have), Some(want)) if have != want => Some(format!(
+                        "the CRC matches but its build-id {} is not {}",
+                        hex(have),
+                        hex(want)
+                    )),
+                    _ => None,
+                }
+            }
+        }
+    };
+    if let Some(why) = refusal {
+        log::debug!(
+            "{for_file}: skipping debug file candidate {}: {why}",
+            path.display()
+        );
+        return None;
+    }
+    log::debug!("{for_file}: debug file {} ({found_by:?})", path.display());
+    Some(DebugFile {
+        path,
+        found_by,
+        elf: Arc::new(candidate),
+    })
 }
 
 /// `<debug_dir>/.build-id/xx/rest.debug`; `None` for a build-id shorter than 2 bytes (no

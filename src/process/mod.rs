@@ -28,8 +28,8 @@ pub use maps::{parse_maps, Dev, Mapping, MappingKind, Perms};
 pub use perfmap::{parse_perf_map, PerfMap, PerfMapSym, MAX_PERF_MAP_BYTES};
 pub use vdso::MAX_VDSO_BYTES;
 
-use crate::addr::{AbsAddr, FileOffset};
-use crate::elf::ElfFile;
+use crate::addr::{AbsAddr, FileOffset, VirtAddr};
+use crate::elf::{ElfFile, Segments};
 use crate::error::{Error, Result};
 
 /// The fields of a `<pid>/stat` line after `PID (COMM)`, from STATE on. COMM may hold spaces
@@ -97,6 +97,11 @@ pub struct NormalizedAddr {
     pub build_id: Option<Vec<u8>>,
     /// The offset in the file.
     pub file_offset: FileOffset,
+    /// The ELF virtual address at that offset (from the file's `PT_LOAD` segments), which
+    /// the file's separate debug file understands too (its segments have no file contents,
+    /// so offsets mean nothing to it); `None` when the file could not be read or the offset
+    /// is in no segment.
+    pub virt_addr: Option<VirtAddr>,
     /// The path as the process's maps name it (relative to the process's root directory).
     /// For a memfd, `/memfd:NAME`.
     pub path: PathBuf,
@@ -251,8 +256,8 @@ impl Process {
     /// [`Process::open_path`], to read its build-id; a file that cannot be opened or is not ELF
     /// gets `build_id: None` (logged with `log::debug!`), not an error.
     pub fn normalize_with(&self, maps: &ProcessMaps, addrs: &[AbsAddr]) -> Vec<Normalized> {
-        // Build-ids per file: the mappings of one file share an entry.
-        let mut build_ids: HashMap<FileKey, Option<Vec<u8>>> = HashMap::new();
+        // Build-id and segments per file: the mappings of one file share an entry.
+        let mut files: HashMap<FileKey, Option<(Option<Vec<u8>>, Segments)>> = HashMap::new();
         addrs
             .iter()
             .map(|&addr| {
@@ -266,19 +271,31 @@ impl Process {
                 ) else {
                     return Normalized::NotInFile(mapping.kind.clone());
                 };
-                let build_id = build_ids
-                    .entry(FileKey::of(mapping))
-                    .or_insert_with(|| match ElfFile::open(&open_path) {
-                        Ok(elf) => elf.build_id().map(<[u8]>::to_vec),
-                        Err(e) => {
-                            log::debug!("no build-id for a mapping of process {}: {e}", self.pid);
-                            None
+                let file =
+                    files.entry(FileKey::of(mapping)).or_insert_with(|| {
+                        match ElfFile::open(&open_path) {
+                            Ok(elf) => {
+                                Some((elf.build_id().map(<[u8]>::to_vec), elf.segments().clone()))
+                            }
+                            Err(e) => {
+                                log::debug!(
+                                    "no build-id for a mapping of process {}: {e}",
+                                    self.pid
+                                );
+                                None
+                            }
                         }
-                    })
-                    .clone();
+                    });
+                let (build_id, virt_addr) = match file {
+                    Some((build_id, segments)) => {
+                        (build_id.clone(), segments.file_offset_to_virt(file_offset))
+                    }
+                    None => (None, None),
+                };
                 Normalized::File(NormalizedAddr {
                     build_id,
                     file_offset,
+                    virt_addr,
                     path,
                     deleted: mapping.is_deleted(),
                 })
@@ -356,6 +373,7 @@ mod tests {
             Normalized::File(NormalizedAddr {
                 build_id: None,
                 file_offset: FileOffset(0x1010),
+                virt_addr: None,
                 path: "/bin/a b".into(),
                 deleted: false,
             })

@@ -24,7 +24,7 @@ use crate::addr::{FileOffset, VirtAddr};
 use crate::debuginfo::{DebugFinder, DEFAULT_DEBUG_DIR};
 use crate::dwarf::Frame;
 use crate::elf::ElfFile;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use cache::SharedLru;
 use loaded::{DebugOptions, LoadedElf};
 use output::Found;
@@ -37,6 +37,17 @@ pub enum Source<'a> {
     Elf {
         /// Its path.
         path: &'a Path,
+    },
+    /// The file with this GNU build-id, found in the symbolizer's debug dirs: the binary
+    /// (`<debug-dir>/.build-id/xx/rest`, as Fedora links it), else its debug file
+    /// (`<debug-dir>/.build-id/xx/rest.debug`); see
+    /// [`DebugFinder::find_by_build_id`]. For addresses normalized earlier, perhaps on
+    /// another machine ([`crate::process::NormalizedAddr`]). A debug file has no file
+    /// contents for its segments, so give it virtual addresses
+    /// ([`crate::process::NormalizedAddr::virt_addr`]): file offsets need the binary.
+    BuildId {
+        /// The build-id's bytes.
+        build_id: &'a [u8],
     },
 }
 
@@ -137,6 +148,7 @@ impl SymbolizerBuilder {
     pub fn build(self) -> Symbolizer {
         Symbolizer {
             demangle: self.demangle,
+            build_ids: DebugFinder::new(self.debug_dirs.clone()),
             debug: DebugOptions {
                 finder: self.debug_files.then(|| DebugFinder::new(self.debug_dirs)),
                 source_lines: self.source_lines,
@@ -167,6 +179,8 @@ impl SymbolizerBuilder {
 /// ```
 pub struct Symbolizer {
     demangle: bool,
+    /// Finds files by build-id ([`Source::BuildId`]) in the debug dirs.
+    build_ids: DebugFinder,
     debug: DebugOptions,
     files: SharedLru<FileId, LoadedElf>,
     process_maps: SharedLru<maps_cache::ProcessKey, crate::process::ProcessMaps>,
@@ -199,6 +213,32 @@ impl Symbolizer {
     pub fn symbolize(&self, source: &Source<'_>, input: Input<'_>) -> Result<Symbols> {
         match source {
             Source::Elf { path } => self.symbolize_elf(path, input, None),
+            Source::BuildId { build_id } => {
+                let hex: String = build_id.iter().map(|b| format!("{b:02x}")).collect();
+                let not_found = || Error::Unsupported {
+                    path: PathBuf::from(format!("build-id {hex}")),
+                    what: format!(
+                        "no file with this build-id in {:?} (.build-id/xx/rest or \
+                         .build-id/xx/rest.debug)",
+                        self.build_ids.debug_dirs()
+                    ),
+                };
+                let found = self
+                    .build_ids
+                    .find_by_build_id(build_id)?
+                    .ok_or_else(not_found)?;
+                let is_debug_file = found.path.extension().is_some_and(|e| e == "debug");
+                if is_debug_file && matches!(input, Input::FileOffsets(_)) {
+                    return Err(Error::Unsupported {
+                        path: found.path,
+                        what: "file offsets need the binary, and only its debug file has \
+                               this build-id here: give virtual addresses \
+                               (NormalizedAddr::virt_addr)"
+                            .to_string(),
+                    });
+                }
+                self.symbolize_elf(&found.path, input, None)
+            }
         }
     }
 
