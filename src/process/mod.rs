@@ -256,8 +256,9 @@ impl Process {
     /// [`Process::open_path`], to read its build-id; a file that cannot be opened or is not ELF
     /// gets `build_id: None` (logged with `log::debug!`), not an error.
     pub fn normalize_with(&self, maps: &ProcessMaps, addrs: &[AbsAddr]) -> Vec<Normalized> {
-        // Build-id and segments per file: the mappings of one file share an entry.
-        let mut files: HashMap<FileKey, Option<(Option<Vec<u8>>, Segments)>> = HashMap::new();
+        // Build-id and segments per file (`None`: unreadable): its mappings share an entry.
+        type FileFacts = Option<(Option<Vec<u8>>, Segments)>;
+        let mut files: HashMap<FileKey, FileFacts> = HashMap::new();
         addrs
             .iter()
             .map(|&addr| {
