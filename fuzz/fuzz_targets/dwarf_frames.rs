@@ -11,6 +11,7 @@
 #![no_main]
 
 use std::sync::Arc;
+
 use libfuzzer_sys::fuzz_target;
 use stacksym::dwarf::{DwarfInfo, DwarfSections};
 use stacksym::elf::ElfFile;
@@ -23,7 +24,8 @@ fuzz_target!(|data: &[u8]| {
     let Ok(elf) = ElfFile::from_bytes("fuzz-input", data) else {
         return;
     };
-    let sections = match DwarfSections::load(&Arc::new(elf)) {
+    let elf = Arc::new(elf);
+    let sections = match DwarfSections::load(&elf) {
         Ok(Some(sections)) => sections,
         Ok(None) => return,
         Err(e) => {
