@@ -485,3 +485,62 @@ fn vmlinux_names_and_source_lines_after_the_kaslr_offset() {
         0x12c4
     );
 }
+
+/// `Symbolizer::kallsyms` parses a kallsyms file once and keeps it; it reads it again when
+/// an address it is asked about is in no symbol and its copy is older than
+/// `KALLSYMS_MIN_AGE`, as when a module is loaded (`/proc/kallsyms` keeps size 0 and one
+/// mtime, so only unknown addresses tell). Simulated with a regular file rewritten to the
+/// same length and given back its old mtime, so its identity does not change either.
+#[test]
+fn symbolizer_caches_kallsyms_and_rereads_for_unknown_addresses() {
+    let dir = tempfile::tempdir().expect("a temporary dir");
+    let path = dir.path().join("kallsyms");
+    let before = "ffffffff81000000 T _stext\nffffffff81000100 T do_work\n\
+                  ffffffffc0001000 t old_fn\t[modaa]\nffffffffc0001100 t old_end\t[modaa]\n";
+    let after = "ffffffff81000000 T _stext\nffffffff81000100 T do_work\n\
+                 ffffffffc0009000 t new_fn\t[modbb]\nffffffffc0009100 t new_end\t[modbb]\n";
+    assert_eq!(before.len(), after.len());
+    std::fs::write(&path, before).unwrap();
+    let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+
+    let symbolizer = stacksym::Symbolizer::builder().build();
+    let known = [0xffff_ffff_8100_0104u64];
+    let first = symbolizer.kallsyms(&path, &known).unwrap();
+    let again = symbolizer.kallsyms(&path, &known).unwrap();
+    assert!(std::sync::Arc::ptr_eq(&first, &again), "parsed once");
+    let stats = symbolizer.stats().kallsyms;
+    assert_eq!((stats.hits, stats.misses), (1, 1));
+
+    // A module is loaded: same size, same mtime.
+    std::fs::write(&path, after).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    let new_module = [0xffff_ffff_c000_9004u64];
+    let young = symbolizer.kallsyms(&path, &new_module).unwrap();
+    assert!(
+        std::sync::Arc::ptr_eq(&first, &young),
+        "not read again before KALLSYMS_MIN_AGE"
+    );
+    std::thread::sleep(stacksym::symbolize::KALLSYMS_MIN_AGE);
+    let fresh = symbolizer.kallsyms(&path, &new_module).unwrap();
+    assert!(!std::sync::Arc::ptr_eq(&first, &fresh), "read again");
+    let frames = symbolizer
+        .symbolize_kernel(&fresh, None, &new_module)
+        .unwrap();
+    assert_eq!(
+        frames[0]
+            .as_ref()
+            .map(|f| (f.name.as_str(), f.module.as_deref())),
+        Some(("new_fn", Some("modbb")))
+    );
+    symbolizer.clear();
+    assert_eq!(
+        symbolizer.stats().kallsyms.hits,
+        3,
+        "each call after the first found it"
+    );
+}

@@ -5,6 +5,7 @@
 //! new variants and new loaders behind the same call, not as a new API.
 
 mod cache;
+mod kallsyms_cache;
 mod loaded;
 mod maps_cache;
 mod output;
@@ -16,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError};
 
 pub use cache::{CacheStats, FileId};
+pub use kallsyms_cache::KALLSYMS_MIN_AGE;
 pub use output::{NameOrigin, Sym, Symbols};
 pub use process::{ProcessSym, ProcessSymbol};
 pub use stack::{is_kernel_addr, KernelFrame, StackFrame};
@@ -69,6 +71,8 @@ pub struct SymbolizerStats {
     pub files: CacheStats,
     /// The cache of process maps (see [`Symbolizer::symbolize_process`]).
     pub process_maps: CacheStats,
+    /// The cache of kallsyms files (see [`Symbolizer::kallsyms`]).
+    pub kallsyms: CacheStats,
     /// Files open now.
     pub open_files: usize,
     /// Bytes of files mapped into memory now.
@@ -84,6 +88,7 @@ pub struct SymbolizerBuilder {
     debug_dirs: Vec<PathBuf>,
     max_open_files: NonZeroUsize,
     max_cached_processes: NonZeroUsize,
+    max_cached_kallsyms: NonZeroUsize,
 }
 
 impl Default for SymbolizerBuilder {
@@ -95,6 +100,7 @@ impl Default for SymbolizerBuilder {
             debug_dirs: vec![PathBuf::from(DEFAULT_DEBUG_DIR)],
             max_open_files: NonZeroUsize::new(64).unwrap_or(NonZeroUsize::MIN),
             max_cached_processes: NonZeroUsize::new(256).unwrap_or(NonZeroUsize::MIN),
+            max_cached_kallsyms: NonZeroUsize::new(4).unwrap_or(NonZeroUsize::MIN),
         }
     }
 }
@@ -144,6 +150,13 @@ impl SymbolizerBuilder {
         self
     }
 
+    /// How many kallsyms files stay parsed at most (default: 4; one for the running kernel
+    /// is the usual need); see [`Symbolizer::kallsyms`].
+    pub fn max_cached_kallsyms(mut self, count: NonZeroUsize) -> Self {
+        self.max_cached_kallsyms = count;
+        self
+    }
+
     /// The symbolizer.
     pub fn build(self) -> Symbolizer {
         Symbolizer {
@@ -155,6 +168,7 @@ impl SymbolizerBuilder {
             },
             files: SharedLru::new(self.max_open_files),
             process_maps: SharedLru::new(self.max_cached_processes),
+            kallsyms: SharedLru::new(self.max_cached_kallsyms),
         }
     }
 }
@@ -184,6 +198,7 @@ pub struct Symbolizer {
     debug: DebugOptions,
     files: SharedLru<FileId, LoadedElf>,
     process_maps: SharedLru<maps_cache::ProcessKey, crate::process::ProcessMaps>,
+    kallsyms: SharedLru<PathBuf, kallsyms_cache::CachedKallsyms>,
 }
 
 impl std::fmt::Debug for Symbolizer {
@@ -381,16 +396,18 @@ impl Symbolizer {
         SymbolizerStats {
             files: self.files.stats(),
             process_maps: self.process_maps.stats(),
+            kallsyms: self.kallsyms.stats(),
             open_files: self.files.len(),
             bytes_mapped,
         }
     }
 
-    /// Closes every cached file and forgets every cached process map. Results already
-    /// returned stay valid (they hold their file).
+    /// Closes every cached file and forgets every cached process map and kallsyms. Results
+    /// already returned stay valid (they hold their file).
     pub fn clear(&self) {
         self.files.clear();
         self.process_maps.clear();
+        self.kallsyms.clear();
     }
 }
 

@@ -1,0 +1,70 @@
+//! The symbolizer's cache of kallsyms files: parsing `/proc/kallsyms` (100k+ lines) for every
+//! kernel stack would cost more than symbolizing it.
+//!
+//! An entry is keyed by path and read again when the file was replaced (a regular file whose
+//! device, inode, size or mtime changed), or when an address about to be looked up is covered
+//! by no text symbol and the entry is at least [`KALLSYMS_MIN_AGE`] old: `/proc/kallsyms`
+//! always has size 0 and the same mtime, so a module loaded since the last read shows only as
+//! addresses the cached copy does not know (as with the maps cache's refresh).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::error::Result;
+use crate::kernel::Kallsyms;
+use crate::symbolize::{FileId, Symbolizer};
+
+/// How old a cached kallsyms must be before an unknown address makes it read again: a stack
+/// of addresses that kallsyms really does not cover (e.g. BPF programs without their symbols)
+/// then costs at most one read per second, not one per stack.
+pub const KALLSYMS_MIN_AGE: Duration = Duration::from_secs(1);
+
+/// One cached kallsyms file.
+pub(crate) struct CachedKallsyms {
+    kallsyms: Arc<Kallsyms>,
+    /// The file's identity when it was read (`None` if it could not be stat'ed).
+    file: Option<FileId>,
+    read_at: Instant,
+}
+
+impl CachedKallsyms {
+    fn read(path: &Path) -> Result<CachedKallsyms> {
+        let file = FileId::of_path(path).ok();
+        Ok(CachedKallsyms {
+            kallsyms: Arc::new(Kallsyms::open(path)?),
+            file,
+            read_at: Instant::now(),
+        })
+    }
+}
+
+impl Symbolizer {
+    /// The kallsyms file at `path` ([`crate::kernel::PROC_KALLSYMS`] for the running kernel),
+    /// parsed once and cached (at most [`crate::SymbolizerBuilder::max_cached_kallsyms`]
+    /// files). `addrs` are the addresses about to be looked up: when one of them is covered by
+    /// no text symbol and the cached copy is older than [`KALLSYMS_MIN_AGE`], or the file was
+    /// replaced, it is read again (a module may have been loaded since). Errors are those of
+    /// [`Kallsyms::open`] (they name the file and, for hidden addresses, explain
+    /// `kptr_restrict`).
+    pub fn kallsyms(&self, path: &Path, addrs: &[u64]) -> Result<Arc<Kallsyms>> {
+        let key = path.to_path_buf();
+        let cached = self
+            .kallsyms
+            .get_or_load(&key, || CachedKallsyms::read(path))?;
+        let replaced = FileId::of_path(path).ok() != cached.file;
+        let stale = || {
+            cached.read_at.elapsed() >= KALLSYMS_MIN_AGE
+                && addrs
+                    .iter()
+                    .any(|&addr| !matches!(cached.kallsyms.find_symbol(addr), Ok(Some(_))))
+        };
+        if !replaced && !stale() {
+            return Ok(Arc::clone(&cached.kallsyms));
+        }
+        let fresh = Arc::new(CachedKallsyms::read(path)?);
+        let kallsyms = Arc::clone(&fresh.kallsyms);
+        self.kallsyms.insert(key, fresh);
+        Ok(kallsyms)
+    }
+}
