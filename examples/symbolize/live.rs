@@ -9,14 +9,10 @@ use stacksym::Symbolizer;
 
 use crate::output::{Answer, Origin};
 
-/// The lowest kernel address on x86_64 (the start of the upper canonical half). On aarch64
-/// with 48-bit virtual addresses kernel space starts at 0xffff000000000000, which this bound
-/// also splits correctly for the addresses kernels actually use (0xffff8... and above).
-pub const KERNEL_START: u64 = 0xffff_8000_0000_0000;
-
-/// Whether `addr` is a kernel address (see [`KERNEL_START`]).
+/// Whether `addr` is a kernel address: the library's rule, the top bit set (the kernel half
+/// of the address space on x86_64 and on aarch64, whatever its virtual address size).
 pub fn is_kernel(addr: u64) -> bool {
-    addr >= KERNEL_START
+    stacksym::symbolize::is_kernel_addr(addr)
 }
 
 /// Where a query goes.

@@ -173,8 +173,9 @@ LIVE PROCESSES AND THE KERNEL (not in llvm-symbolizer)
                         perf prints it; JSON gives FunctionName without the suffix and
                         \"Module\": the module's name, or \"vmlinux\" for the kernel image;
                         ModuleName is the kallsyms file.
-  --pid and --kernel    together: addresses >= 0xffff800000000000 (the x86_64 kernel half)
-                        go to kallsyms, the others to the process, as in mixed stacks.
+  --pid and --kernel    together: addresses with the top bit set (the kernel half on x86_64
+                        and aarch64) go to kallsyms, the others to the process, as in
+                        mixed stacks.
   With either, a query line is just an ADDRESS (no MODULE); a sanitizer frame still names
   its module. --adjust-vma applies to these addresses too.
   A PID that does not exist (or whose maps cannot be read) and a kallsyms file that cannot
@@ -194,7 +195,7 @@ STACK DUMPS (--stacks, --folded; not in llvm-symbolizer)
   Each block opens with `@[` or `@NAME[` (also `@[KEY, ` for maps keyed by more than the
   stack) and closes with `]: COUNT` (or `, KEY]: COUNT`). A frame is an address (0x-hex,
   or bare hex of 8 digits or more) or anything else (`do_sys_openat2+5`), which is kept as
-  it is. Kernel addresses (>= 0xffff800000000000) are looked up in kallsyms when --kernel
+  it is. Kernel addresses (top bit set) are looked up in kallsyms when --kernel
   or --kallsyms is given (else kept, with a note on stderr), user addresses in --pid's
   process when --pid is given (else kept). A frame that is not found keeps its address.
   Input is read as a stack dump with --stacks or --folded, or when the first line of an
