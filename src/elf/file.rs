@@ -183,57 +183,12 @@ impl ElfFile {
     /// Like [`ElfFile::section_data`], but says where the bytes are instead of borrowing
     /// them, so that a reader can keep the file (in an `Arc`) and a range of it.
     pub fn section_contents(&self, name: &str) -> Result<Option<SectionContents>> {
-        if self.header.is_64 {
-            self.section_contents_generic::<elf::FileHeader64<Endianness>>(name)
-        } else {
-            self.section_contents_generic::<elf::FileHeader32<Endianness>>(name)
-        }
-    }
-
-    /// Whether the file has a section `name` (or its `.zdebug_*` twin) with bytes in the file:
-    /// `false` for a missing section and for an `SHT_NOBITS` one (a stripped debug file keeps
-    /// such headers). Nothing is decompressed.
-    pub fn has_section_bytes(&self, name: &str) -> Result<bool> {
-        use object::{Object, ObjectSection};
-        fn generic<Elf: FileHeader<Endian = Endianness>>(
-            elf: &ElfFile,
-            name: &str,
-        ) -> Result<bool> {
-            let file = object::read::elf::ElfFile::<Elf>::parse(elf.data()).map_err(|e| {
-                Error::MalformedElf {
-                    path: elf.path.clone(),
-                    what: format!("section headers: {e}"),
-                }
-            })?;
-            Ok(file
-                .section_by_name(name)
-                .and_then(|section| section.file_range())
-                .is_some_and(|(_, size)| size > 0))
-        }
-        if self.header.is_64 {
-            generic::<elf::FileHeader64<Endianness>>(self, name)
-        } else {
-            generic::<elf::FileHeader32<Endianness>>(self, name)
-        }
-    }
-
-    /// The bytes of `range`, a range [`ElfFile::section_contents`] returned (empty if it is
-    /// not inside the file).
-    pub fn bytes_in(&self, range: Range<usize>) -> &[u8] {
-        self.data().get(range).unwrap_or_default()
-    }
-
-    fn section_contents_generic<Elf: FileHeader<Endian = Endianness>>(
-        &self,
-        name: &str,
-    ) -> Result<Option<SectionContents>> {
         use object::{CompressionFormat, Object, ObjectSection};
         let malformed = |what: String| Error::MalformedElf {
             path: self.path.clone(),
             what,
         };
-        let file = object::read::elf::ElfFile::<Elf>::parse(self.data())
-            .map_err(|e| malformed(format!("section headers: {e}")))?;
+        let file = self.object_file()?;
         let Some(section) = file.section_by_name(name) else {
             return Ok(None);
         };
@@ -275,6 +230,34 @@ impl ElfFile {
             .decompress()
             .map(|bytes| Some(SectionContents::Decompressed(bytes.into_owned())))
             .map_err(|e| malformed(format!("section {name}: {e}")))
+    }
+
+    /// Whether the file has a section `name` (or its `.zdebug_*` twin) with bytes in the file:
+    /// `false` for a missing section and for an `SHT_NOBITS` one (a stripped debug file keeps
+    /// such headers). Nothing is decompressed.
+    pub fn has_section_bytes(&self, name: &str) -> Result<bool> {
+        use object::{Object, ObjectSection};
+        Ok(self
+            .object_file()?
+            .section_by_name(name)
+            .and_then(|section| section.file_range())
+            .is_some_and(|(_, size)| size > 0))
+    }
+
+    /// The file as the object crate's format-independent reader sees it (ELF32 or ELF64,
+    /// either byte order), for sections and symbols by name; its section headers are
+    /// checked on every call (they are few, and these lookups are rare).
+    fn object_file(&self) -> Result<object::File<'_>> {
+        object::File::parse(self.data()).map_err(|e| Error::MalformedElf {
+            path: self.path.clone(),
+            what: format!("section headers: {e}"),
+        })
+    }
+
+    /// The bytes of `range`, a range [`ElfFile::section_contents`] returned (empty if it is
+    /// not inside the file).
+    pub fn bytes_in(&self, range: Range<usize>) -> &[u8] {
+        self.data().get(range).unwrap_or_default()
     }
 
     /// Builds the symbol index on first use; later calls return the same index or error.
@@ -346,27 +329,13 @@ impl ElfFile {
     /// the tables, for the few lookups by name there are (a kernel's KASLR anchor).
     pub fn symbol_value_by_name(&self, name: &str) -> Result<Option<VirtAddr>> {
         use object::{Object, ObjectSymbol};
-        fn generic<Elf: FileHeader<Endian = Endianness>>(
-            elf: &ElfFile,
-            name: &str,
-        ) -> Result<Option<VirtAddr>> {
-            let file = object::read::elf::ElfFile::<Elf>::parse(elf.data()).map_err(|e| {
-                Error::MalformedElf {
-                    path: elf.path.clone(),
-                    what: format!("section headers: {e}"),
-                }
-            })?;
-            Ok(file
-                .symbols()
-                .chain(file.dynamic_symbols())
-                .find(|symbol| symbol.name() == Ok(name) && !symbol.is_undefined())
-                .map(|symbol| VirtAddr(symbol.address())))
-        }
-        if self.header.is_64 {
-            generic::<elf::FileHeader64<Endianness>>(self, name)
-        } else {
-            generic::<elf::FileHeader32<Endianness>>(self, name)
-        }
+        let file = self.object_file()?;
+        let found = file
+            .symbols()
+            .chain(file.dynamic_symbols())
+            .find(|symbol| symbol.name() == Ok(name) && !symbol.is_undefined())
+            .map(|symbol| VirtAddr(symbol.address()));
+        Ok(found)
     }
 
     /// The symbol an id from an earlier lookup refers to.
