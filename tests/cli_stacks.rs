@@ -559,33 +559,16 @@ fn stacks_folded_with_a_kernel_and_user_key() {
 }
 
 /// `--kallsyms FILE --vmlinux FILE`: kernel-image addresses get vmlinux's names, source lines
-/// and inlined frames. `c-pie-g` (built with -g; 0x12c4 is in scale() inlined into
-/// checksum()) plays vmlinux with a `_stext` added by objcopy; the kallsyms text lists its
-/// functions moved by a made-up KASLR offset.
+/// and inlined frames. `c-pie-g` plays vmlinux (`support::fake_vmlinux`; 0x12c4 is in
+/// scale() inlined into checksum()); the kallsyms text lists its functions moved by a
+/// made-up KASLR offset.
 #[test]
 fn kernel_with_vmlinux_prints_source_lines() {
     let test = "kernel_with_vmlinux_prints_source_lines";
-    let Some(objcopy) = support::require_tool(test, "objcopy", "binutils") else {
+    let offset: u64 = 0xffff_ffff_8000_0000 + 0x3a0_0000;
+    let Some((dir, vmlinux, text)) = support::fake_vmlinux(test, offset) else {
         return;
     };
-    let dir = tempfile::tempdir().expect("a temporary dir");
-    let vmlinux = dir.path().join("vmlinux");
-    let status = Command::new(objcopy)
-        .args(["--add-symbol", "_stext=.text:0,global,function"])
-        .arg(support::bin("c-pie-g"))
-        .arg(&vmlinux)
-        .status()
-        .expect("objcopy runs");
-    assert!(status.success());
-    let offset: u64 = 0xffff_ffff_8000_0000 + 0x3a0_0000;
-    let mut text = String::new();
-    for line in support::run("nm", &["--defined-only", vmlinux.to_str().unwrap()]).lines() {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        if let [addr, kind @ ("t" | "T"), name] = fields[..] {
-            let addr = u64::from_str_radix(addr, 16).expect("hex");
-            text += &format!("{:016x} {kind} {name}\n", addr + offset);
-        }
-    }
     let kallsyms = dir.path().join("kallsyms");
     std::fs::write(&kallsyms, text).expect("writable");
     let addr = format!("{:#x}", 0x12c4 + offset);

@@ -391,41 +391,17 @@ fn live_proc_kallsyms_agrees_with_reference() {
     agree_with_reference(&k, &text, 0x853c49e6748fea9b);
 }
 
-/// A vmlinux with symbols and DWARF, matched to kallsyms by its `_stext`. No kernel build is
-/// committed: `c-pie-g` (built with -g; 0x12c4 is in scale() inlined into checksum(),
-/// testdata/README.md) plays vmlinux, given a `_stext` at its `.text` start with objcopy,
-/// and the kallsyms text lists its functions moved by a made-up KASLR offset into the
-/// kernel half, plus one module symbol.
+/// A vmlinux with symbols and DWARF, matched to kallsyms by its `_stext`: `c-pie-g` plays
+/// vmlinux (`support::fake_vmlinux`), the kallsyms text lists its functions moved by a
+/// made-up KASLR offset into the kernel half, plus one module's symbols.
 #[test]
 fn vmlinux_names_and_source_lines_after_the_kaslr_offset() {
     use stacksym::kernel::Vmlinux;
     let test = "vmlinux_names_and_source_lines_after_the_kaslr_offset";
-    let Some(objcopy) = support::require_tool(test, "objcopy", "binutils") else {
+    let offset: u64 = 0xffff_ffff_8000_0000 + 0x1e0_0000;
+    let Some((_dir, vmlinux_path, mut text)) = support::fake_vmlinux(test, offset) else {
         return;
     };
-    let dir = tempfile::tempdir().expect("a temporary dir");
-    let vmlinux_path = dir.path().join("vmlinux");
-    let status = std::process::Command::new(objcopy)
-        .args(["--add-symbol", "_stext=.text:0,global,function"])
-        .arg(support::bin("c-pie-g"))
-        .arg(&vmlinux_path)
-        .status()
-        .expect("objcopy runs");
-    assert!(status.success());
-
-    let offset: u64 = 0xffff_ffff_8000_0000 + 0x1e0_0000;
-    let mut text = String::new();
-    for line in support::run("nm", &["--defined-only", vmlinux_path.to_str().unwrap()]).lines() {
-        let mut fields = line.split_whitespace();
-        let (Some(addr), Some(kind), Some(name)) = (fields.next(), fields.next(), fields.next())
-        else {
-            continue;
-        };
-        if matches!(kind, "t" | "T") {
-            let addr = u64::from_str_radix(addr, 16).expect("nm prints hex");
-            text += &format!("{:016x} {kind} {name}\n", addr + offset);
-        }
-    }
     text += "ffffffffc0001000 t mod_fn\t[mymod]\nffffffffc0001100 t mod_end\t[mymod]\n";
     let kallsyms = Kallsyms::from_bytes("kallsyms-for-vmlinux", text).expect("parses");
     let vmlinux = Vmlinux::new(&vmlinux_path, &kallsyms).expect("matched by _stext");

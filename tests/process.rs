@@ -229,6 +229,37 @@ fn hostile_maps_text_never_panics() {
 // process in a container. No child process, no root needed.
 // ------------------------------------------------------------------------------------------
 
+/// A fake procfs holding one process, `pid`, that maps `binary` as `path` (an absolute path
+/// inside its root, where the file is copied): every `PT_LOAD`, page-aligned, from `base`,
+/// as ld.so maps it, then the lines of `extra_maps`. The temporary dir holds it all.
+fn fake_process(
+    binary: &Path,
+    path: &str,
+    pid: u32,
+    base: u64,
+    extra_maps: &str,
+) -> (tempfile::TempDir, Process) {
+    let procfs = tempfile::tempdir().unwrap();
+    let proc_dir = procfs.path().join(pid.to_string());
+    let in_root = proc_dir.join("root").join(path.trim_start_matches('/'));
+    std::fs::create_dir_all(in_root.parent().unwrap()).unwrap();
+    std::fs::copy(binary, &in_root).unwrap();
+    std::fs::write(proc_dir.join("stat"), format!("{pid} (app) S 1")).unwrap();
+    let mut maps = String::new();
+    for (off, vaddr, size) in readelf_loads(binary) {
+        let start = base + (vaddr & !0xfff);
+        let end = (base + vaddr + size + 0xfff) & !0xfff;
+        maps += &format!(
+            "{start:x}-{end:x} r-xp {:08x} fe:00 77      {path}\n",
+            off & !0xfff
+        );
+    }
+    maps += extra_maps;
+    std::fs::write(proc_dir.join("maps"), maps).unwrap();
+    let process = Process::with_procfs_root(procfs.path(), pid);
+    (procfs, process)
+}
+
 /// A container's debug files live in its own root: `c-buildid` (its DWARF stripped into a
 /// debug file found by build-id) is mapped from `<root>/opt/app`, and
 /// its debug file sits only under `<root>/usr/lib/debug/.build-id/`. The symbolizer (debug
@@ -246,26 +277,10 @@ fn debug_files_are_searched_inside_the_process_root_first() {
         .join(rel.strip_prefix("usr/lib/debug/").unwrap());
     assert!(debug.is_file(), "{} is committed", debug.display());
 
-    let procfs = tempfile::tempdir().unwrap();
-    let pid = 4343;
-    let proc_dir = procfs.path().join(pid.to_string());
-    let root = proc_dir.join("root");
-    std::fs::create_dir_all(root.join("opt/app")).unwrap();
-    std::fs::create_dir_all(root.join(&rel).parent().unwrap()).unwrap();
-    std::fs::copy(&stripped, root.join("opt/app/c-buildid")).unwrap();
-    std::fs::write(proc_dir.join("stat"), format!("{pid} (c-buildid) S 1")).unwrap();
     let base = 0x5600_0000_0000u64;
-    let mut maps = String::new();
-    for (off, vaddr, size) in readelf_loads(&stripped) {
-        let start = base + (vaddr & !0xfff);
-        let end = (base + vaddr + size + 0xfff) & !0xfff;
-        maps += &format!(
-            "{start:x}-{end:x} r-xp {:08x} fe:00 79      /opt/app/c-buildid\n",
-            off & !0xfff
-        );
-    }
-    std::fs::write(proc_dir.join("maps"), maps).unwrap();
-    let process = Process::with_procfs_root(procfs.path(), pid);
+    let (_procfs, process) = fake_process(&stripped, "/opt/app/c-buildid", 4343, base, "");
+    let root = process.root_dir();
+    std::fs::create_dir_all(root.join(&rel).parent().unwrap()).unwrap();
     let checksum = base + nm_addr(&debug, "checksum") + 4;
 
     let without = Symbolizer::builder().build();
@@ -308,24 +323,8 @@ fn debug_files_are_searched_inside_the_process_root_first() {
 fn normalized_addresses_are_symbolized_by_build_id() {
     use stacksym::{Input, Source};
     let binary = bin("c-buildid");
-    let procfs = tempfile::tempdir().unwrap();
-    let pid = 4444;
-    let proc_dir = procfs.path().join(pid.to_string());
-    std::fs::create_dir_all(proc_dir.join("root/opt")).unwrap();
-    std::fs::copy(&binary, proc_dir.join("root/opt/app")).unwrap();
-    std::fs::write(proc_dir.join("stat"), format!("{pid} (app) S 1")).unwrap();
     let base = 0x5500_0000_0000u64;
-    let mut maps = String::new();
-    for (off, vaddr, size) in readelf_loads(&binary) {
-        let start = base + (vaddr & !0xfff);
-        let end = (base + vaddr + size + 0xfff) & !0xfff;
-        maps += &format!(
-            "{start:x}-{end:x} r-xp {:08x} fe:00 80 /opt/app\n",
-            off & !0xfff
-        );
-    }
-    std::fs::write(proc_dir.join("maps"), maps).unwrap();
-    let process = Process::with_procfs_root(procfs.path(), pid);
+    let (_procfs, process) = fake_process(&binary, "/opt/app", 4444, base, "");
     let checksum = nm_addr(&binary, "checksum");
     let norm = process.normalize(&[AbsAddr(base + checksum + 4)]).unwrap();
     let Normalized::File(n) = &norm[0] else {
@@ -390,29 +389,13 @@ fn normalized_addresses_are_symbolized_by_build_id() {
 #[test]
 fn files_are_opened_under_the_configured_procfs_root() {
     let wait = bin("c-wait");
-    let procfs = tempfile::tempdir().unwrap();
-    let pid = 4242;
-    let proc_dir = procfs.path().join(pid.to_string());
-    let app_dir = proc_dir.join("root/opt/app");
-    std::fs::create_dir_all(&app_dir).unwrap();
-    std::fs::copy(&wait, app_dir.join("my app")).unwrap();
-    std::fs::write(proc_dir.join("stat"), format!("{pid} (my app) S 1")).unwrap();
-
-    // Map every PT_LOAD the way ld.so does (page-aligned), at a made-up base.
+    // Every PT_LOAD mapped the way ld.so does (page-aligned), at a made-up base; a path
+    // with a blank in it.
     let base = 0x5600_0000_0000u64;
-    let mut maps = String::new();
-    for (off, vaddr, size) in readelf_loads(&wait) {
-        let start = base + (vaddr & !0xfff);
-        let end = (base + vaddr + size + 0xfff) & !0xfff;
-        maps += &format!(
-            "{start:x}-{end:x} r-xp {:08x} fe:00 77      /opt/app/my app\n",
-            off & !0xfff
-        );
-    }
-    maps += "7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0     [stack]\n";
-    std::fs::write(proc_dir.join("maps"), maps).unwrap();
-
-    let process = Process::with_procfs_root(procfs.path(), pid);
+    let stack = "7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0     [stack]\n";
+    let (_procfs, process) = fake_process(&wait, "/opt/app/my app", 4242, base, stack);
+    let proc_dir = process.proc_dir();
+    let app_dir = process.root_dir().join("opt/app");
     let target = base + nm_addr(&wait, "wait_target");
     let symbolizer = Symbolizer::builder().build();
     let results = symbolizer

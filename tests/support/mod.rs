@@ -542,3 +542,35 @@ pub fn name_of(result: &stacksym::symbolize::ProcessSymbol) -> &str {
         .map(|s| s.name.as_str())
         .unwrap_or_else(|| panic!("no symbol: {result:?}"))
 }
+
+/// A stand-in for a kernel image with DWARF, as no kernel build is committed: `c-pie-g`
+/// (built with -g; 0x12c4 is in scale() inlined into checksum(), testdata/README.md) given a
+/// `_stext` at its `.text` start by `objcopy --add-symbol`, in a temporary dir; and the
+/// kallsyms text of a kernel running it `offset` bytes higher (its text symbols, by `nm`).
+/// `None` (after printing SKIPPED) without objcopy.
+pub fn fake_vmlinux(test: &str, offset: u64) -> Option<(tempfile::TempDir, PathBuf, String)> {
+    let objcopy = require_tool(test, "objcopy", "binutils")?;
+    let dir = tempfile::tempdir().expect("a temporary dir");
+    let vmlinux = dir.path().join("vmlinux");
+    let status = Command::new(objcopy)
+        .args(["--add-symbol", "_stext=.text:0,global,function"])
+        .arg(bin("c-pie-g"))
+        .arg(&vmlinux)
+        .status()
+        .expect("objcopy runs");
+    assert!(status.success(), "objcopy --add-symbol failed");
+    let mut kallsyms = String::new();
+    for line in run(
+        "nm",
+        &["--defined-only", vmlinux.to_str().expect("UTF-8 path")],
+    )
+    .lines()
+    {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if let [addr, kind @ ("t" | "T"), name] = fields[..] {
+            let addr = u64::from_str_radix(addr, 16).expect("nm prints hex");
+            kallsyms += &format!("{:016x} {kind} {name}\n", addr + offset);
+        }
+    }
+    Some((dir, vmlinux, kallsyms))
+}
