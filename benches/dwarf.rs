@@ -34,6 +34,9 @@ use criterion::{Criterion, SamplingMode};
 use object::{Object, ObjectSymbol, SymbolKind};
 use stacksym::{Input, Source, Symbolizer};
 
+mod common;
+use common::{consume, median as median_of, mode, XorShift};
+
 const LIBC: &str = "/usr/lib/x86_64-linux-gnu/libc.so.6";
 const DEBUG_DIR: &str = "/usr/lib/debug";
 /// How many addresses every peer symbolizes.
@@ -42,18 +45,6 @@ const ADDRESS_COUNT: usize = 20_000;
 const SEED: u64 = 0x0d1a_ce5e_ed5e_ed01;
 /// Argument that makes this bench a child that measures one peer's peak memory.
 const PEAK_CHILD: &str = "--peak-memory-of";
-
-/// Fixed-seed xorshift64.
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
 
 /// libc's debug file, by the build-id of libc.so.6 (read with the object crate).
 fn debug_file() -> Result<PathBuf, String> {
@@ -98,11 +89,6 @@ fn pick_addresses(debug: &Path) -> Vec<u64> {
             start + rng.next() % size
         })
         .collect()
-}
-
-/// Reads a string as printing would: its length and last byte.
-fn consume(s: &str) -> usize {
-    s.len() + usize::from(s.as_bytes().last().copied().unwrap_or(0))
 }
 
 /// One address's answer, reduced for comparing the peers: (frames, innermost function,
@@ -375,9 +361,8 @@ fn peak_of(peer: Peer) -> Option<(u64, u64)> {
     Some((fields.next()?.parse().ok()?, fields.next()?.parse().ok()?))
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(0.0)
+fn median(v: Vec<f64>) -> f64 {
+    median_of(v).unwrap_or(0.0)
 }
 
 fn main() {
@@ -386,8 +371,7 @@ fn main() {
         peak_child(args.get(i + 1).map_or("", String::as_str));
         return;
     }
-    let listing = args.iter().any(|a| a == "--list");
-    let quick = args.iter().any(|a| a == "--test") || !args.iter().any(|a| a == "--bench");
+    let (listing, quick) = mode();
 
     let debug = match debug_file() {
         Ok(debug) => debug,

@@ -31,6 +31,9 @@ use blazesym::MaybeDefault;
 use criterion::{Criterion, SamplingMode};
 use stacksym::kernel::{Kallsyms, PROC_KALLSYMS};
 
+mod common;
+use common::{consume, median as median_of, mode, XorShift};
+
 /// How many addresses every peer symbolizes.
 const ADDRESS_COUNT: usize = 100_000;
 /// Fixed seed of the address generator, so every run uses the same addresses.
@@ -40,18 +43,6 @@ const FIXTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/testdata/kallsyms/real-excerpt.txt"
 );
-
-/// Fixed-seed xorshift64.
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
 
 /// The kallsyms text to use and where it came from.
 fn kallsyms_text() -> (String, String) {
@@ -98,11 +89,6 @@ fn pick_addresses(text: &str) -> (Vec<u64>, usize) {
         })
         .collect();
     (addrs, ranges.len())
-}
-
-/// Reads a name as printing would: its length and last byte.
-fn consume(name: &str) -> usize {
-    name.len() + usize::from(name.as_bytes().last().copied().unwrap_or(0))
 }
 
 fn blazesym_new() -> Symbolizer {
@@ -178,15 +164,12 @@ fn agreement(path: &Path, addrs: &[u64]) -> (usize, usize, usize) {
     (same_name, same_start, both)
 }
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v.get(v.len() / 2).copied().unwrap_or_default()
+fn median(v: Vec<Duration>) -> Duration {
+    median_of(v).unwrap_or_default()
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let listing = args.iter().any(|a| a == "--list");
-    let quick = args.iter().any(|a| a == "--test") || !args.iter().any(|a| a == "--bench");
+    let (listing, quick) = mode();
 
     let (text, origin) = kallsyms_text();
     let (addrs, text_syms) = pick_addresses(&text);

@@ -39,24 +39,15 @@ use stacksym::addr::AbsAddr;
 use stacksym::process::Process;
 use stacksym::Symbolizer;
 
+mod common;
+use common::{consume, median, mode, XorShift};
+
 /// How many addresses every peer symbolizes.
 const ADDRESS_COUNT: usize = 100_000;
 /// Fixed seed of the address generator, so every run uses the same symbols and offsets.
 const SEED: u64 = 0x5eed_0f9a_11d0_0d0d;
 /// The spawned program.
 const WAIT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/bin/c-wait");
-
-/// Fixed-seed xorshift64.
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
 
 /// The running c-wait: killed and reaped when dropped (also when the bench panics).
 struct Waiter {
@@ -219,11 +210,6 @@ fn pick_addresses(pid: u32) -> Result<(Vec<u64>, FileCounts), String> {
     Ok((addrs, counts))
 }
 
-/// Reads a name as printing would: its length and last byte.
-fn consume(name: &str) -> usize {
-    name.len() + usize::from(name.as_bytes().last().copied().unwrap_or(0))
-}
-
 fn stacksym_new() -> Symbolizer {
     Symbolizer::builder()
         .demangle(false)
@@ -315,15 +301,8 @@ fn agreement(pid: u32, ours: &[AbsAddr], theirs: &[u64]) -> ([usize; 5], Vec<(St
     (counts, differing)
 }
 
-fn median<T: Copy + PartialOrd>(mut v: Vec<T>) -> Option<T> {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
-    v.get(v.len() / 2).copied()
-}
-
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let listing = args.iter().any(|a| a == "--list");
-    let quick = args.iter().any(|a| a == "--test") || !args.iter().any(|a| a == "--bench");
+    let (listing, quick) = mode();
 
     // Arguments first: a bad one exits before there is a child to leave behind.
     let mut criterion = Criterion::default()
