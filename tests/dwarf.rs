@@ -537,6 +537,45 @@ fn libc_debug_file_agrees_with_llvm_symbolizer() {
     );
 }
 
+/// More of the system's glibc (libc6-dbg ships their debug files too): libm and the dynamic
+/// loader, sampled from their debug files' full `.symtab` (static functions included), the
+/// library given by its installed path to both sides.
+#[test]
+fn libm_and_ld_so_agree_with_llvm_symbolizer() {
+    let test = "libm_and_ld_so_agree_with_llvm_symbolizer";
+    let Some(tools) = tools(test) else { return };
+    let debug_dir = Path::new("/usr/lib/debug");
+    let mut failed = Vec::new();
+    for lib in [
+        "/usr/lib/x86_64-linux-gnu/libm.so.6",
+        "/lib64/ld-linux-x86-64.so.2",
+    ] {
+        let lib = Path::new(lib);
+        let debug = match build_id_debug_file(&tools.readelf, lib, debug_dir) {
+            Ok(debug) => debug,
+            Err(why) => {
+                writeln_stderr(format_args!("{test}: SKIPPED {}: {why}", lib.display()));
+                continue;
+            }
+        };
+        let case = Case {
+            sample_from: &debug,
+            ours_debug_dirs: vec![debug_dir.to_path_buf()],
+            dwarf_file: &debug,
+            llvm_debug_dir: Some(debug_dir),
+            ..Case::same(lib, LIBC_SAMPLES / 2)
+        };
+        let report = compare(&tools, &case, |_| true);
+        if report.agreed * 1000 < report.total * REQUIRED_PER_MILLE {
+            failed.push(lib.display().to_string());
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "below the required agreement: {failed:?}"
+    );
+}
+
 /// The DWARF fixtures of testdata/README.md ("DWARF fixtures"): gcc DWARF 4 and clang
 /// DWARF 5, C, C++ (templates, lambdas, inlining: lines.cpp) and Rust, each program in
 /// three shapes from one link (unstripped; stripped + `.gnu_debuglink`; stripped + build-id
