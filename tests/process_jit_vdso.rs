@@ -590,3 +590,59 @@ fn exited_child_vdso_and_perf_map_are_errors_naming_the_pid() {
         assert!(err.to_string().contains(&format!("process {pid}")), "{err}");
     }
 }
+
+/// The symbolizer keeps a process's perf map between batches (a JIT's map can be tens of
+/// MB) and reads it again when the file changes, as it does when the JIT appends. Checked by
+/// rewriting the map in place with its old size and mtime (the cached map must still
+/// answer), then appending a line (the new line must be found).
+#[test]
+fn perf_map_is_cached_and_read_again_when_it_grows() {
+    let fake = FakeProc::new(0);
+    std::fs::write(
+        fake.proc_dir().join("maps"),
+        "7f0000000000-7f0000100000 rwxp 00000000 00:00 0\n",
+    )
+    .unwrap();
+    // A start time (field 22), which caches are keyed by along with the pid.
+    std::fs::write(
+        fake.proc_dir().join("stat"),
+        format!(
+            "{} (fake (jit)) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 4242 0 0\n",
+            fake.pid
+        ),
+    )
+    .unwrap();
+    let map_file = fake.container_map();
+    std::fs::write(&map_file, "7f0000001000 100 jit_alpha\n").unwrap();
+    let mtime = std::fs::metadata(&map_file).unwrap().modified().unwrap();
+    let process = fake.process();
+    let symbolizer = Symbolizer::builder().build();
+    let name = |addr: u64| {
+        let results = symbolizer
+            .symbolize_process(&process, &[AbsAddr(addr)])
+            .unwrap();
+        results[0].sym().map(|s| s.name.clone())
+    };
+    assert_eq!(name(0x7f00_0000_1010).as_deref(), Some("jit_alpha"));
+
+    // Same size, same mtime, other bytes: the cached map answers.
+    std::fs::write(&map_file, "7f0000001000 100 jit_omega\n").unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&map_file)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    assert_eq!(
+        name(0x7f00_0000_1010).as_deref(),
+        Some("jit_alpha"),
+        "cached"
+    );
+
+    // The JIT appends: read again.
+    let mut text = std::fs::read_to_string(&map_file).unwrap();
+    text += "7f0000002000 80 jit_beta\n";
+    std::fs::write(&map_file, text).unwrap();
+    assert_eq!(name(0x7f00_0000_2004).as_deref(), Some("jit_beta"));
+    assert_eq!(name(0x7f00_0000_1010).as_deref(), Some("jit_omega"));
+}

@@ -22,6 +22,17 @@ pub(crate) struct ProcessKey {
     start_time: u64,
 }
 
+impl ProcessKey {
+    /// The key of `process`'s current life; `None` when its start time cannot be read (it is
+    /// gone, or the procfs is unusual).
+    pub(crate) fn of(process: &Process) -> Option<ProcessKey> {
+        Some(ProcessKey {
+            procfs_dir: process.proc_dir(),
+            start_time: process.start_time()?,
+        })
+    }
+}
+
 impl Symbolizer {
     /// The maps of `process`, from the cache when they cover every address of `addrs`, else
     /// read (again) and cached.
@@ -30,13 +41,9 @@ impl Symbolizer {
         process: &Process,
         addrs: &[AbsAddr],
     ) -> Result<Arc<ProcessMaps>> {
-        let Some(start_time) = process.start_time() else {
+        let Some(key) = ProcessKey::of(process) else {
             // Gone, or an unusual procfs: read without caching; read_maps says what is wrong.
             return Ok(Arc::new(process.read_maps()?));
-        };
-        let key = ProcessKey {
-            procfs_dir: process.proc_dir(),
-            start_time,
         };
         let maps = self
             .process_maps

@@ -10,6 +10,7 @@ mod loaded;
 mod maps_cache;
 mod output;
 mod process;
+mod specials_cache;
 mod stack;
 
 use std::num::NonZeroUsize;
@@ -169,6 +170,7 @@ impl SymbolizerBuilder {
             files: SharedLru::new(self.max_open_files),
             process_maps: SharedLru::new(self.max_cached_processes),
             kallsyms: SharedLru::new(self.max_cached_kallsyms),
+            specials: SharedLru::new(self.max_cached_processes),
         }
     }
 }
@@ -199,6 +201,8 @@ pub struct Symbolizer {
     files: SharedLru<FileId, LoadedElf>,
     process_maps: SharedLru<maps_cache::ProcessKey, crate::process::ProcessMaps>,
     kallsyms: SharedLru<PathBuf, kallsyms_cache::CachedKallsyms>,
+    /// Per process: its vDSO and perf map (`specials_cache.rs`), bounded like `process_maps`.
+    specials: SharedLru<maps_cache::ProcessKey, specials_cache::ProcessSpecials>,
 }
 
 impl std::fmt::Debug for Symbolizer {
@@ -408,6 +412,7 @@ impl Symbolizer {
         self.files.clear();
         self.process_maps.clear();
         self.kallsyms.clear();
+        self.specials.clear();
     }
 }
 

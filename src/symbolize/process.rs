@@ -8,12 +8,15 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::addr::{AbsAddr, FileOffset, VirtAddr};
 use crate::dwarf::Frame;
 use crate::elf::ElfFile;
 use crate::error::{Error, Result};
 use crate::process::{FileKey, Mapping, MappingKind, PerfMap, Process, ProcessMaps};
+use crate::symbolize::maps_cache::ProcessKey;
+use crate::symbolize::specials_cache::ProcessSpecials;
 use crate::symbolize::{Input, Symbolizer};
 
 /// A symbol an absolute address resolved to. Owns its strings, so it outlives the batch.
@@ -117,7 +120,14 @@ impl Symbolizer {
         // Where each mapping's addresses go, decided on its first address: the path and the
         // file's identity are computed once per mapping, not once per address.
         let mut route_of_mapping: Vec<Option<Route>> = vec![None; maps.mappings.len()];
-        let mut special = Special::default();
+        let mut special = Special {
+            cached: ProcessKey::of(process).and_then(|key| {
+                self.specials
+                    .get_or_load(&key, || Ok(ProcessSpecials::default()))
+                    .ok()
+            }),
+            ..Special::default()
+        };
         for (index, &addr) in addrs.iter().enumerate() {
             let Some(mapping_index) = maps.find_index(addr) else {
                 results.push(ProcessSymbol::Unmapped);
@@ -216,11 +226,14 @@ struct Group {
     mappings: Vec<usize>,
 }
 
-/// The vDSO and the perf map of the process in one batch, each read on first need.
+/// The vDSO and the perf map of the process in one batch, each taken on first need from the
+/// symbolizer's cache of them (`specials_cache.rs`; not cached when the process's start time
+/// cannot be read).
 #[derive(Default)]
 struct Special {
-    vdso: Option<Result<Option<ElfFile>>>,
-    perf_map: Option<Result<Option<PerfMap>>>,
+    cached: Option<Arc<ProcessSpecials>>,
+    vdso: Option<Result<Option<Arc<ElfFile>>>>,
+    perf_map: Option<Result<Option<Arc<PerfMap>>>>,
 }
 
 impl Special {
@@ -249,7 +262,10 @@ impl Special {
             Ok(ProcessSymbol::FileError(e.clone_for_cache()))
         };
         match &mapping.kind {
-            MappingKind::Vdso => match self.vdso.get_or_insert_with(|| process.vdso(maps)) {
+            MappingKind::Vdso => match self.vdso.get_or_insert_with(|| match &self.cached {
+                Some(cached) => cached.vdso(process, maps),
+                None => process.vdso(maps).map(|vdso| vdso.map(Arc::new)),
+            }) {
                 Err(e) => failed(e),
                 Ok(None) => not_in_file(),
                 Ok(Some(elf)) => match elf.find_symbol_at_file_offset(offset) {
@@ -273,7 +289,11 @@ impl Special {
                 },
             },
             MappingKind::Anonymous | MappingKind::AnonNamed(_) if mapping.perms.exec => {
-                match self.perf_map.get_or_insert_with(|| process.perf_map()) {
+                let loaded = self.perf_map.get_or_insert_with(|| match &self.cached {
+                    Some(cached) => cached.perf_map(process),
+                    None => process.perf_map().map(|map| map.map(Arc::new)),
+                });
+                match loaded {
                     Err(e) => failed(e),
                     Ok(None) => not_in_file(),
                     Ok(Some(map)) => match map.find(addr) {

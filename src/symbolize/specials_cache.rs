@@ -1,0 +1,56 @@
+//! The symbolizer's cache of what a process has besides mapped files: its vDSO image (read
+//! from its memory once per process life: it never changes) and its perf JIT map (read again
+//! when the file changed: JIT compilers append to it as they compile). A Java or Node process
+//! can have a perf map of tens of MB; reading it for every stack would cost more than all
+//! the rest.
+//!
+//! Keyed like the maps cache (procfs dir, pid and start time), so a reused pid starts afresh.
+//! Failures are not cached: the next batch tries again.
+
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use crate::elf::ElfFile;
+use crate::error::Result;
+use crate::process::{PerfMap, Process, ProcessMaps};
+use crate::symbolize::FileId;
+
+/// One process's vDSO and perf map, as read so far.
+#[derive(Default)]
+pub(crate) struct ProcessSpecials {
+    /// `Some(None)`: the process has no vDSO.
+    vdso: OnceLock<Option<Arc<ElfFile>>>,
+    /// The perf map, with the identity of its file when it was read.
+    perf_map: Mutex<Option<(Option<FileId>, Arc<PerfMap>)>>,
+}
+
+impl ProcessSpecials {
+    /// The process's vDSO, read from its memory on first use.
+    pub(crate) fn vdso(
+        &self,
+        process: &Process,
+        maps: &ProcessMaps,
+    ) -> Result<Option<Arc<ElfFile>>> {
+        if let Some(vdso) = self.vdso.get() {
+            return Ok(vdso.clone());
+        }
+        let vdso = process.vdso(maps)?.map(Arc::new);
+        Ok(self.vdso.get_or_init(|| vdso).clone())
+    }
+
+    /// The process's perf map, read on first use and again when its file changed since.
+    pub(crate) fn perf_map(&self, process: &Process) -> Result<Option<Arc<PerfMap>>> {
+        let mut cached = self.perf_map.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((file, map)) = cached.as_ref() {
+            if file.is_some() && FileId::of_path(map.path()).ok() == *file {
+                return Ok(Some(Arc::clone(map)));
+            }
+        }
+        let Some(map) = process.perf_map()? else {
+            *cached = None;
+            return Ok(None);
+        };
+        let map = Arc::new(map);
+        *cached = Some((FileId::of_path(map.path()).ok(), Arc::clone(&map)));
+        Ok(Some(map))
+    }
+}
