@@ -1319,6 +1319,8 @@ const DWARF_BINARIES: &[&str] = &[
     "c-wait",
     "libversioned.so",
     "rust-v0",
+    "c-clang-O2-g",
+    "cpp-clang-O2-g",
 ];
 
 /// Differences tolerated in the DWARF comparisons, each counted and printed.
@@ -1396,9 +1398,24 @@ fn split_frame_line(line: &str) -> (&str, &str, &str, &str) {
         None => ("", rest),
     };
     match rest.rsplit_once(" at ") {
-        Some((name, location)) if location.contains(':') => (prefix, inlined, name, location),
+        Some((name, location)) if looks_like_location(location) => {
+            (prefix, inlined, name, location)
+        }
         _ => (prefix, inlined, rest, ""),
     }
+}
+
+/// `FILE:LINE` or `FILE:LINE:COLUMN` (`?` or digits), maybe with ` (discriminator N)`: not
+/// the tail of a clang name such as `(lambda at src/lines.cpp:42:25)> >`.
+fn looks_like_location(s: &str) -> bool {
+    let s = without_discriminator(s).unwrap_or(s);
+    let mut parts = s.rsplitn(3, ':');
+    let numeric = |p: Option<&str>| {
+        p.is_some_and(|p| p == "?" || (!p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())))
+    };
+    let last = parts.next();
+    let middle = parts.next();
+    numeric(last) && (numeric(middle) || middle.is_some())
 }
 
 /// One location (`FILE:LINE[:COLUMN]`, maybe with llvm's discriminator suffix).

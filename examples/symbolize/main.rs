@@ -408,8 +408,8 @@ struct Engine<W: Write> {
     folded: bool,
     /// Whether names are demangled (chooses the DWARF names' spelling).
     demangle: bool,
-    /// Line-table discriminators (the library's frames have none), read only for the
-    /// styles that print them (GNU, JSON).
+    /// Line-table discriminators and line-0 columns (the library's frames have neither);
+    /// `None` for DATA-only runs never happens today, every style prints one or the other.
     discriminators: Option<discriminators::Discriminators>,
 }
 
@@ -614,10 +614,14 @@ impl<W: Write> Engine<W> {
                 .zip(&addrs)
                 .map(|(sym, &addr)| match sym {
                     Some(sym) => {
-                        let mut answer = answer_of(&sym, self.demangle);
+                        let mut answer = answer_of(&sym, symbols.debug_file(), self.demangle);
                         let innermost = answer.frames.as_mut().and_then(|f| f.first_mut());
                         if let (Some(table), Some(frame)) = (&mut self.discriminators, innermost) {
-                            frame.discriminator = table.at(path, symbols.debug_file(), addr);
+                            let extra = table.at(path, symbols.debug_file(), addr);
+                            frame.discriminator = extra.discriminator;
+                            if frame.line == 0 {
+                                frame.column = extra.line0_column;
+                            }
                         }
                         Outcome::Found(answer)
                     }
@@ -846,7 +850,7 @@ fn run(args: Args, no_arguments: bool) -> io::Result<bool> {
         },
         folded: args.folded,
         demangle,
-        discriminators: (args.output_style != Style::Llvm).then(Default::default),
+        discriminators: Some(Default::default()),
     };
     let mut ok = true;
     if positional {
@@ -910,11 +914,16 @@ fn main() -> ExitCode {
     }
 }
 
-/// The name as llvm-symbolizer shows it: a `.symtab` name keeps its `@VER` / `@@VER` suffix,
-/// which the library reports apart.
-fn shown_name(sym: &stacksym::Sym<'_>) -> String {
+/// The name as llvm-symbolizer shows it: a name from the file's own `.symtab` keeps its
+/// `@VER` / `@@VER` suffix, which the library reports apart. A name from a separate debug
+/// file's `.symtab` (`debug_file`) does not: llvm-symbolizer names symbols from the binary's
+/// own tables, where `.dynsym` keeps versions apart.
+fn shown_name(sym: &stacksym::Sym<'_>, debug_file: Option<&Path>) -> String {
+    let from_debug_file = debug_file == Some(sym.symbol_file);
     match (sym.origin, sym.version) {
-        (stacksym::NameOrigin::Table(stacksym::elf::SymbolOrigin::Symtab), Some(version)) => {
+        (stacksym::NameOrigin::Table(stacksym::elf::SymbolOrigin::Symtab), Some(version))
+            if !from_debug_file =>
+        {
             let at = if sym.version_hidden { "@" } else { "@@" };
             format!("{}{at}{version}", sym.name)
         }
@@ -924,11 +933,11 @@ fn shown_name(sym: &stacksym::Sym<'_>) -> String {
 
 /// An answer from the library's `Sym`: the symbol, and its DWARF frames with names spelled
 /// as `demangle` says.
-fn answer_of(sym: &stacksym::Sym<'_>, demangle: bool) -> Answer {
+fn answer_of(sym: &stacksym::Sym<'_>, debug_file: Option<&Path>, demangle: bool) -> Answer {
     let has_symbol = matches!(sym.origin, stacksym::NameOrigin::Table(_));
     let frames = lines_of(sym.frames, demangle);
     Answer {
-        name: shown_name(sym),
+        name: shown_name(sym, debug_file),
         start: sym.addr.0,
         size: sym.size,
         offset: sym.offset,

@@ -357,7 +357,7 @@ impl DwarfInfo {
                 function,
                 file: location
                     .and_then(|l| l.file)
-                    .map(|file| self.file_name(file)),
+                    .map(|file| self.file_name(file, addr)),
                 line: location.and_then(|l| l.line).filter(|&l| l != 0),
                 column: location.and_then(|l| l.column),
                 inlined: true,
@@ -449,14 +449,61 @@ impl DwarfInfo {
         Ok(interned)
     }
 
-    fn file_name(&self, file: &str) -> Arc<str> {
+    /// The path of a line-table file as [`Frame::file`] gives it, interned. `file` is the
+    /// addr2line crate's rendering, found at `addr` (whose unit holds the file's entry).
+    fn file_name(&self, file: &str, addr: VirtAddr) -> Arc<str> {
         let key = (file.as_ptr() as usize, file.len());
-        Arc::clone(
-            self.files
-                .borrow_mut()
-                .entry(key)
-                .or_insert_with(|| Arc::from(file)),
-        )
+        if let Some(known) = self.files.borrow().get(&key) {
+            return Arc::clone(known);
+        }
+        let shown: Arc<str> = match self.joined_like_other_tools(file, addr) {
+            Some(path) => Arc::from(path),
+            None => Arc::from(file),
+        };
+        self.files.borrow_mut().insert(key, Arc::clone(&shown));
+        shown
+    }
+
+    /// A DWARF 5 line table's directory 0 is the compilation directory itself, so the
+    /// addr2line crate (like gdb) renders a file of directory 0 as `comp_dir/name`. When that
+    /// directory is stored relative (`./malloc`, as glibc's and clang's builds leave it),
+    /// llvm-symbolizer, binutils' addr2line and elfutils' eu-addr2line (and perf, through
+    /// them) join the compilation directory and directory 0 both: `./malloc/./malloc/malloc.c`.
+    /// We print what they print. `None`: `file` stays as rendered.
+    fn joined_like_other_tools(&self, file: &str, addr: VirtAddr) -> Option<String> {
+        let mut lookup = self.context.find_dwarf_and_unit(addr.0);
+        let unit = loop {
+            match lookup {
+                LookupResult::Output(unit) => break unit?,
+                LookupResult::Load { load, continuation } => {
+                    lookup = continuation.resume(self.load_split_unit(&load));
+                }
+            }
+        };
+        let header = unit.line_program.as_ref()?.header();
+        if header.version() < 5 {
+            return None;
+        }
+        let text = |value| -> Option<String> {
+            let value = unit.attr_string(value).ok()?;
+            Some(value.to_string_lossy().ok()?.into_owned())
+        };
+        let dir0 = text(header.include_directories().first()?.clone())?;
+        if dir0.is_empty() || dir0.starts_with('/') {
+            return None;
+        }
+        let comp_dir = unit.comp_dir.as_ref()?.to_string_lossy().ok()?;
+        let name = file
+            .strip_prefix(comp_dir.as_ref())?
+            .trim_start_matches('/');
+        let in_dir0 = header.file_names().iter().any(|entry| {
+            entry.directory_index() == 0 && text(entry.path_name()).as_deref() == Some(name)
+        });
+        in_dir0.then(|| {
+            let comp_dir = comp_dir.trim_end_matches('/');
+            let dir0 = dir0.trim_end_matches('/');
+            format!("{comp_dir}/{dir0}/{name}")
+        })
     }
 }
 
