@@ -612,20 +612,33 @@ impl<W: Write> Engine<W> {
             Ok(symbols) => symbols
                 .iter()
                 .zip(&addrs)
-                .map(|(sym, &addr)| match sym {
-                    Some(sym) => {
-                        let mut answer = answer_of(&sym, symbols.debug_file(), self.demangle);
-                        let innermost = answer.frames.as_mut().and_then(|f| f.first_mut());
-                        if let (Some(table), Some(frame)) = (&mut self.discriminators, innermost) {
-                            let extra = table.at(path, symbols.debug_file(), addr);
-                            frame.discriminator = extra.discriminator;
-                            if frame.line == 0 {
-                                frame.column = extra.line0_column;
-                            }
+                .enumerate()
+                .map(|(i, (sym, &addr))| {
+                    let mut answer = match sym {
+                        Some(sym) => answer_of(&sym, symbols.debug_file(), self.demangle),
+                        // Lines that no symbol or function covers: `??` at FILE:LINE, as
+                        // llvm-symbolizer prints them.
+                        None if !symbols.lines(i).is_empty() => Answer {
+                            name: String::new(),
+                            start: 0,
+                            size: 0,
+                            offset: 0,
+                            version: None,
+                            origin: Origin::Elf,
+                            has_symbol: false,
+                            frames: Some(lines_of(symbols.lines(i), self.demangle)),
+                        },
+                        None => return Outcome::NotFound,
+                    };
+                    let innermost = answer.frames.as_mut().and_then(|f| f.first_mut());
+                    if let (Some(table), Some(frame)) = (&mut self.discriminators, innermost) {
+                        let extra = table.at(path, symbols.debug_file(), addr);
+                        frame.discriminator = extra.discriminator;
+                        if frame.line == 0 {
+                            frame.column = extra.line0_column;
                         }
-                        Outcome::Found(answer)
                     }
-                    None => Outcome::NotFound,
+                    Outcome::Found(answer)
                 })
                 .collect(),
             Err(err) => {

@@ -355,7 +355,7 @@ impl Symbolizer {
         let found: Vec<Option<Found>> = addrs
             .iter()
             .zip(symbols)
-            .zip(ranges)
+            .zip(ranges.iter().cloned())
             .map(|((addr, symbol), range)| {
                 let addr = (*addr)?;
                 let has_function = frames
@@ -377,6 +377,7 @@ impl Symbolizer {
             module: path.to_path_buf(),
             found,
             frames,
+            ranges,
             demangle: self.demangle,
             debug_file: debug.companion.as_ref().map(|c| c.elf.path().to_path_buf()),
             debug_error,

@@ -85,6 +85,8 @@ pub struct Symbols {
     pub(crate) found: Vec<Option<Found>>,
     /// The frames of every address, back to back.
     pub(crate) frames: Vec<Frame>,
+    /// Each input address's range of `frames` (also where no symbol or function names it).
+    pub(crate) ranges: Vec<Range<usize>>,
     pub(crate) demangle: bool,
     pub(crate) debug_file: Option<PathBuf>,
     pub(crate) debug_error: Option<Error>,
@@ -123,6 +125,17 @@ impl Symbols {
     /// such error). Those addresses were answered from the symbol tables that could be read.
     pub fn debug_error(&self) -> Option<&Error> {
         self.debug_error.as_ref()
+    }
+
+    /// The source lines of the `index`-th input address, as [`Sym::frames`], and also where
+    /// [`Symbols::get`] has no answer: a line-table row that no symbol and no DWARF function
+    /// covers (the padding after a function, code the compiler made) still has a file and
+    /// line, as llvm-symbolizer prints them under `??`. Empty without DWARF.
+    pub fn lines(&self, index: usize) -> &[Frame] {
+        self.ranges
+            .get(index)
+            .and_then(|range| self.frames.get(range.clone()))
+            .unwrap_or_default()
     }
 
     /// The symbol of the `index`-th input address; `None` if neither a symbol nor DWARF
