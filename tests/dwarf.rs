@@ -875,3 +875,41 @@ fn decompression_bomb_and_truncated_section_are_errors() {
     let err = DwarfSections::load(&Arc::new(elf)).expect_err("invalid zlib data");
     assert!(err.to_string().starts_with("corrupt: "), "{err}");
 }
+
+/// One `Symbolizer` shared by four threads, each symbolizing the same batch of rust-O2-g
+/// (many units, deep inline chains) at once: the file's DWARF state is shared behind its
+/// lock, and every thread must get what one thread alone gets.
+#[test]
+fn threads_sharing_a_symbolizer_get_the_frames_of_one() {
+    let test = "threads_sharing_a_symbolizer_get_the_frames_of_one";
+    let Some(tools) = tools(test) else { return };
+    let path = support::bin("rust-O2-g");
+    let symbols = support::readelf_symbols(&tools.readelf, &path);
+    let addrs: Vec<u64> = support::sample_function_addrs(&symbols, |_| true, 3_000, 11)
+        .iter()
+        .map(|s| s.addr)
+        .collect();
+    let answers = |symbolizer: &Symbolizer| {
+        let symbols = symbolizer
+            .symbolize(&Source::Elf { path: &path }, Input::VirtAddrs(&addrs))
+            .unwrap_or_else(|e| panic!("{e}"));
+        symbols
+            .iter()
+            .map(|s| s.map(|s| (s.name.to_string(), s.offset, s.frames.to_vec())))
+            .collect::<Vec<_>>()
+    };
+    let alone = answers(&Symbolizer::builder().build());
+    assert!(
+        alone.iter().flatten().any(|s| s.2.len() > 1),
+        "inlined frames"
+    );
+    let shared = Symbolizer::builder().build();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4).map(|_| scope.spawn(|| answers(&shared))).collect();
+        for handle in handles {
+            let got = handle.join().expect("no panic");
+            assert!(got == alone, "a thread got other answers");
+        }
+    });
+    assert_eq!(shared.stats().open_files, 1, "one file, shared");
+}
