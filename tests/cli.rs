@@ -1537,6 +1537,12 @@ fn assert_same_dwarf_json(
             let mut decl = 0;
             copy("StartFileName", Value::from(""), &mut decl);
             copy("StartLine", Value::from(0), &mut decl);
+            // llvm-symbolizer 14 prints StartLine but leaves StartFileName empty (later
+            // versions fill it, as we do).
+            if yf["StartFileName"] == "" && xf["StartFileName"] != "" {
+                decl += 1;
+                xf["StartFileName"] = Value::from("");
+            }
             t.decl += usize::from(decl > 0);
             // llvm-symbolizer's FileName from an STT_FILE symbol (see equivalent_locations).
             if xf["FileName"] == "" && yf["Line"] == 0 && yf["FileName"] != "" {

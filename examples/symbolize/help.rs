@@ -58,7 +58,7 @@ OUTPUT (--output-style)
   JSON  llvm-symbolizer's objects and keys (sorted, compact), one Symbol element per frame:
           {\"Address\":\"0x..\",\"ModuleName\":\"..\",\"Symbol\":[{\"Column\":..,\"Discriminator\":..,
            \"FileName\":\"..\",\"FunctionName\":\"..\",\"Line\":..,\"StartAddress\":\"0x..\",
-           \"StartFileName\":\"\",\"StartLine\":0}]}
+           \"StartFileName\":\"..\",\"StartLine\":..}]}
         plus, on the frame the symbol names (the outer one), \"Offset\" (address minus symbol
         start, hex string), \"Size\" (symbol size, hex string) and \"Version\" (ELF symbol
         version, versioned symbols only). DATA queries give \"Data\":{\"Name\",\"Size\",\"Start\"}.
@@ -72,12 +72,10 @@ OUTPUT (--output-style)
              demangled unless --no-demangle); the outer frame by the symbol table's name
              and start (e.g. process_value.cold, or one alias of several), as
              llvm-symbolizer; by DWARF where no symbol covers the address.
-    short    DWARF's short name (llvm-symbolizer prints DW_AT_name: bar for
-             ns::Foo<int>::bar(int)), derived here from the demangled linkage name: return
-             type, scopes, parameters and qualifiers dropped, template arguments kept in
-             the demangler's spelling (gcc's DW_AT_name spells them its own way:
-             <lambda(int)> for {lambda(int)#1}). ?? where DWARF does not cover the address,
-             as in llvm-symbolizer.
+    short    DWARF's short name, DW_AT_name (bar for ns::Foo<int>::bar(int)), as
+             llvm-symbolizer prints it; where the library could not read it (a DIE that
+             refers into another unit, after LTO), derived from the demangled linkage name.
+             ?? where DWARF does not cover the address, as in llvm-symbolizer.
     none     no name line.
   Paths: as DWARF gives them, joined with the compilation directory, as llvm-symbolizer
   prints them; -s/--basenames: the file name alone; --relativenames: without the
@@ -91,10 +89,11 @@ OUTPUT (--output-style)
   is given, as llvm-symbolizer). debuginfod is not asked.
 
   Differences from llvm-symbolizer 14 that remain:
-  - JSON's \"StartFileName\" and \"StartLine\" (the function's DW_AT_decl_file/decl_line) are
-    always \"\" and 0, and \"StartAddress\" is the symbol's start on the outer frame and \"\" on
-    inlined frames (llvm-symbolizer gives the inlined range's start): the library's frames
-    do not carry them;
+  - JSON's \"StartFileName\" (the function's DW_AT_decl_file) is given; llvm-symbolizer 14
+    leaves it \"\" (later versions fill it). \"StartLine\" is DW_AT_decl_line, as in
+    llvm-symbolizer. \"StartAddress\" is the symbol's start on the outer frame and \"\" on
+    inlined frames (llvm-symbolizer gives the inlined range's start, and \"\" for a function
+    split by DW_AT_ranges): the library's frames carry no start;
   - names come from the stacksym library, so they can differ: a PLT entry is named
     target@plt (llvm-symbolizer names the preceding symbol, often _init); among aliases
     (several names at one address) the library prefers GLOBAL over WEAK over LOCAL, then the

@@ -791,14 +791,26 @@ pub fn lines_of(frames: &[stacksym::dwarf::Frame], demangle: bool) -> Vec<Line> 
                     f.raw.clone()
                 }
             }),
-            short: frame
-                .function
-                .as_ref()
-                .map(|f| output::short_name(&f.raw, &f.demangled)),
+            // DW_AT_name, as llvm-symbolizer's `--functions=short`; derived from the
+            // demangled name where the library could not read it.
+            short: frame.function.as_ref().map(|f| {
+                f.short
+                    .clone()
+                    .unwrap_or_else(|| output::short_name(&f.raw, &f.demangled))
+            }),
             file: frame.file.as_deref().map(str::to_string),
             line: frame.line.unwrap_or(0),
             column: frame.column.unwrap_or(0),
             discriminator: 0,
+            decl_file: frame
+                .function
+                .as_ref()
+                .and_then(|f| f.decl_file.as_deref().map(str::to_string)),
+            decl_line: frame
+                .function
+                .as_ref()
+                .and_then(|f| f.decl_line)
+                .unwrap_or(0),
         })
         .collect()
 }

@@ -88,6 +88,10 @@ pub struct Line {
     pub column: u32,
     /// The line-table row's discriminator (innermost frame only; 0: none).
     pub discriminator: u32,
+    /// Where the function is declared (`DW_AT_decl_file`, `DW_AT_decl_line`; 0: unknown):
+    /// JSON's `StartFileName` and `StartLine`.
+    pub decl_file: Option<String>,
+    pub decl_line: u32,
 }
 
 /// The symbol an address resolved to, copied out of the library's `Sym`.
@@ -576,10 +580,13 @@ impl Printer {
             }
         }
         value["StartAddress"] = json!(frame.start.map_or(String::new(), hex));
-        // DW_AT_decl_file / DW_AT_decl_line of the function: not in the library's frames,
-        // so always what llvm-symbolizer prints when it does not know them.
-        value["StartFileName"] = json!("");
-        value["StartLine"] = json!(0);
+        // DW_AT_decl_file / DW_AT_decl_line of the frame's DWARF function.
+        let decl_file = line
+            .decl_file
+            .as_deref()
+            .map_or("", |f| self.paths.apply(f));
+        value["StartFileName"] = json!(decl_file);
+        value["StartLine"] = json!(line.decl_line);
         value
     }
 }

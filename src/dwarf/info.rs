@@ -241,7 +241,8 @@ pub struct Frame {
     pub inlined: bool,
 }
 
-/// A function's name from DWARF: `DW_AT_linkage_name` if the DIE has one, else `DW_AT_name`.
+/// A function as DWARF describes it: its name (`DW_AT_linkage_name` if the DIE has one, else
+/// `DW_AT_name`), its short name and where it is declared.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FunctionName {
     /// The name as DWARF states it (a mangled linkage name for C++ and Rust).
@@ -249,6 +250,15 @@ pub struct FunctionName {
     /// The name demangled by [`crate::demangle::demangle`] (equal to `raw` when it is not
     /// mangled).
     pub demangled: String,
+    /// `DW_AT_name`: the name without scopes or parameters (`push_back`), as
+    /// llvm-symbolizer's `--functions=short` prints it; `None` if the DIE (and those it
+    /// refers to in its unit: `DW_AT_abstract_origin`, `DW_AT_specification`) has none.
+    pub short: Option<String>,
+    /// `DW_AT_decl_file`: the file the function is declared in, rendered as
+    /// [`Frame::file`] is.
+    pub decl_file: Option<Arc<str>>,
+    /// `DW_AT_decl_line`: the line it is declared on.
+    pub decl_line: Option<u32>,
 }
 
 impl DwarfInfo {
@@ -349,7 +359,7 @@ impl DwarfInfo {
             .map_err(|e| malformed_dwarf(&self.path, &format!("inlined frames at {addr:#x}"), e))?
         {
             let function = match &frame.function {
-                Some(name) => Some(self.function_name(&name.name)?),
+                Some(name) => Some(self.function_name(&name.name, frame.dw_die_offset, addr)?),
                 None => None,
             };
             let location = frame.location.as_ref();
@@ -433,9 +443,22 @@ impl DwarfInfo {
         }
     }
 
-    fn function_name(&self, name: &Reader) -> Result<Arc<FunctionName>> {
+    /// The function named `name` whose DIE is at `die` in the unit holding `addr`, interned
+    /// by where the name and the DIE lie: a name string shared by functions of several units
+    /// (a C `static helper` in two files) gets its declaration per DIE. Two functions whose
+    /// name strings and unit-relative DIE offsets both coincide would share one entry; DWARF
+    /// producers do not make that in practice.
+    fn function_name(
+        &self,
+        name: &Reader,
+        die: Option<gimli::UnitOffset<usize>>,
+        addr: VirtAddr,
+    ) -> Result<Arc<FunctionName>> {
         let bytes: &[u8] = name;
-        let key = (bytes.as_ptr() as usize, bytes.len());
+        let key = (
+            bytes.as_ptr() as usize ^ die.map_or(0, |d| d.0.rotate_left(32)),
+            bytes.len(),
+        );
         if let Some(known) = self.names.borrow().get(&key) {
             return Ok(Arc::clone(known));
         }
@@ -444,9 +467,119 @@ impl DwarfInfo {
             .map_err(|e| malformed_dwarf(&self.path, "function name", e))?
             .into_owned();
         let demangled = demangle(&raw).into_owned();
-        let interned = Arc::new(FunctionName { raw, demangled });
+        let (short, decl_file, decl_line) = match die {
+            Some(die) => self.declaration(die, addr),
+            None => (None, None, None),
+        };
+        let interned = Arc::new(FunctionName {
+            raw,
+            demangled,
+            short,
+            decl_file: decl_file.map(Arc::from),
+            decl_line,
+        });
         self.names.borrow_mut().insert(key, Arc::clone(&interned));
         Ok(interned)
+    }
+
+    /// `DW_AT_name`, `DW_AT_decl_file` and `DW_AT_decl_line` of the DIE at `die` (in the unit
+    /// holding `addr`), or of the DIEs it points to in that unit (`DW_AT_abstract_origin` of
+    /// an inlined call, `DW_AT_specification` of a method defined out of its class), up to
+    /// a few hops. A reference into another unit (`DW_FORM_ref_addr`, as after LTO) is not
+    /// followed: those fields stay `None`.
+    fn declaration(
+        &self,
+        die: gimli::UnitOffset<usize>,
+        addr: VirtAddr,
+    ) -> (Option<String>, Option<String>, Option<u32>) {
+        use gimli::{constants, AttributeValue};
+        let (mut short, mut file, mut line) = (None, None, None);
+        let Some(unit) = self.unit_at(addr) else {
+            return (short, file, line);
+        };
+        let text = |value| -> Option<String> {
+            let value = unit.attr_string(value).ok()?;
+            Some(value.to_string_lossy().ok()?.into_owned())
+        };
+        let mut at = Some(die);
+        for _ in 0..4 {
+            let Some(offset) = at.take() else { break };
+            let Ok(entry) = unit.entry(offset) else { break };
+            for attr in entry.attrs() {
+                match attr.name() {
+                    constants::DW_AT_name if short.is_none() => short = text(attr.value()),
+                    constants::DW_AT_decl_file if file.is_none() => {
+                        file = match attr.value() {
+                            AttributeValue::FileIndex(index) | AttributeValue::Udata(index) => {
+                                self.render_file(&unit, index)
+                            }
+                            _ => None,
+                        }
+                    }
+                    constants::DW_AT_decl_line if line.is_none() => {
+                        line = attr.udata_value().and_then(|l| u32::try_from(l).ok());
+                    }
+                    constants::DW_AT_abstract_origin | constants::DW_AT_specification => {
+                        if let AttributeValue::UnitRef(next) = attr.value() {
+                            at = Some(next);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if short.is_some() && file.is_some() && line.is_some() {
+                break;
+            }
+        }
+        (short, file, line)
+    }
+
+    /// The path of file `index` of `unit`'s line table, joined as llvm-symbolizer, binutils
+    /// and elfutils join it: compilation dir, then the file's directory (directory 0 too in
+    /// DWARF 5, where it repeats the compilation dir), then its name; an absolute part
+    /// replaces what came before.
+    fn render_file(&self, unit: &gimli::UnitRef<'_, Reader>, index: u64) -> Option<String> {
+        let header = unit.line_program.as_ref()?.header();
+        let entry = header.file(index)?;
+        let text = |value| -> Option<String> {
+            let value = unit.attr_string(value).ok()?;
+            Some(value.to_string_lossy().ok()?.into_owned())
+        };
+        let mut path = unit
+            .comp_dir
+            .as_ref()
+            .and_then(|dir| Some(dir.to_string_lossy().ok()?.into_owned()))
+            .unwrap_or_default();
+        let push = |path: &mut String, part: &str| {
+            if part.starts_with('/') {
+                *path = part.to_string();
+            } else {
+                if !path.is_empty() && !path.ends_with('/') {
+                    path.push('/');
+                }
+                path.push_str(part);
+            }
+        };
+        if entry.directory_index() != 0 || header.version() >= 5 {
+            if let Some(dir) = entry.directory(header).and_then(text) {
+                push(&mut path, &dir);
+            }
+        }
+        push(&mut path, &text(entry.path_name())?);
+        Some(path)
+    }
+
+    /// The unit holding `addr` (its split unit, for split DWARF).
+    fn unit_at(&self, addr: VirtAddr) -> Option<gimli::UnitRef<'_, Reader>> {
+        let mut lookup = self.context.find_dwarf_and_unit(addr.0);
+        loop {
+            match lookup {
+                LookupResult::Output(unit) => return unit,
+                LookupResult::Load { load, continuation } => {
+                    lookup = continuation.resume(self.load_split_unit(&load));
+                }
+            }
+        }
     }
 
     /// The path of a line-table file as [`Frame::file`] gives it, interned. `file` is the
@@ -471,15 +604,7 @@ impl DwarfInfo {
     /// them) join the compilation directory and directory 0 both: `./malloc/./malloc/malloc.c`.
     /// We print what they print. `None`: `file` stays as rendered.
     fn joined_like_other_tools(&self, file: &str, addr: VirtAddr) -> Option<String> {
-        let mut lookup = self.context.find_dwarf_and_unit(addr.0);
-        let unit = loop {
-            match lookup {
-                LookupResult::Output(unit) => break unit?,
-                LookupResult::Load { load, continuation } => {
-                    lookup = continuation.resume(self.load_split_unit(&load));
-                }
-            }
-        };
+        let unit = self.unit_at(addr)?;
         let header = unit.line_program.as_ref()?.header();
         if header.version() < 5 {
             return None;
