@@ -171,9 +171,12 @@ pub struct DwarfInfo {
     context: addr2line::Context<Reader>,
     /// `<file>.dwp`, the split-DWARF package next to the file, if there is one.
     package: Option<gimli::DwarfPackage<Reader>>,
-    /// Function names met so far, keyed by where their bytes lie in the sections (address,
-    /// length), so each is copied and demangled once, not once per address.
-    names: RefCell<HashMap<(usize, usize), Arc<FunctionName>, PointerHash>>,
+    /// Function names met so far (as read, and demangled), keyed by where their bytes lie in
+    /// the sections (address, length), so each is converted and demangled once.
+    names: RefCell<HashMap<(usize, usize), (Arc<str>, Arc<str>), PointerHash>>,
+    /// Functions met so far, keyed by their name's place and their DIE's offset (see
+    /// `function_name`), so each frame of one function shares one `FunctionName`.
+    functions: RefCell<HashMap<(usize, usize), Arc<FunctionName>, PointerHash>>,
     /// File paths met so far, keyed by where `addr2line`'s line tables (which live as long as
     /// `context`) keep them.
     files: RefCell<HashMap<(usize, usize), Arc<str>, PointerHash>>,
@@ -311,6 +314,7 @@ impl DwarfInfo {
             context,
             package: load_package(&sections.path, sections.endian),
             names: RefCell::default(),
+            functions: RefCell::default(),
             files: RefCell::default(),
         })
     }
@@ -447,7 +451,8 @@ impl DwarfInfo {
     /// by where the name and the DIE lie: a name string shared by functions of several units
     /// (a C `static helper` in two files) gets its declaration per DIE. Two functions whose
     /// name strings and unit-relative DIE offsets both coincide would share one entry; DWARF
-    /// producers do not make that in practice.
+    /// producers do not make that in practice. The name is converted and demangled once per
+    /// name string (inlined copies of one function have a DIE each, and one name).
     fn function_name(
         &self,
         name: &Reader,
@@ -455,30 +460,46 @@ impl DwarfInfo {
         addr: VirtAddr,
     ) -> Result<Arc<FunctionName>> {
         let bytes: &[u8] = name;
+        let name_key = (bytes.as_ptr() as usize, bytes.len());
         let key = (
-            bytes.as_ptr() as usize ^ die.map_or(0, |d| d.0.rotate_left(32)),
-            bytes.len(),
+            name_key.0 ^ die.map_or(0, |d| d.0.rotate_left(32)),
+            name_key.1,
         );
-        if let Some(known) = self.names.borrow().get(&key) {
+        if let Some(known) = self.functions.borrow().get(&key) {
             return Ok(Arc::clone(known));
         }
-        let raw = name
-            .to_string_lossy()
-            .map_err(|e| malformed_dwarf(&self.path, "function name", e))?
-            .into_owned();
-        let demangled = demangle(&raw).into_owned();
+        let known_name = self.names.borrow().get(&name_key).cloned();
+        let (raw, demangled) = match known_name {
+            Some(names) => names,
+            None => {
+                let raw: Arc<str> = name
+                    .to_string_lossy()
+                    .map_err(|e| malformed_dwarf(&self.path, "function name", e))?
+                    .into();
+                let demangled: Arc<str> = match demangle(&raw) {
+                    std::borrow::Cow::Borrowed(_) => Arc::clone(&raw),
+                    std::borrow::Cow::Owned(demangled) => demangled.into(),
+                };
+                self.names
+                    .borrow_mut()
+                    .insert(name_key, (Arc::clone(&raw), Arc::clone(&demangled)));
+                (raw, demangled)
+            }
+        };
         let (short, decl_file, decl_line) = match die {
             Some(die) => self.declaration(die, addr),
             None => (None, None, None),
         };
         let interned = Arc::new(FunctionName {
-            raw,
-            demangled,
+            raw: raw.to_string(),
+            demangled: demangled.to_string(),
             short,
             decl_file: decl_file.map(Arc::from),
             decl_line,
         });
-        self.names.borrow_mut().insert(key, Arc::clone(&interned));
+        self.functions
+            .borrow_mut()
+            .insert(key, Arc::clone(&interned));
         Ok(interned)
     }
 
