@@ -173,14 +173,18 @@ pub struct DwarfInfo {
     package: Option<gimli::DwarfPackage<Reader>>,
     /// Function names met so far (as read, and demangled), keyed by where their bytes lie in
     /// the sections (address, length), so each is converted and demangled once.
-    names: RefCell<HashMap<(usize, usize), (Arc<str>, Arc<str>), PointerHash>>,
+    names: Interned<(Arc<str>, Arc<str>)>,
     /// Functions met so far, keyed by their name's place and their DIE's offset (see
     /// `function_name`), so each frame of one function shares one `FunctionName`.
-    functions: RefCell<HashMap<(usize, usize), Arc<FunctionName>, PointerHash>>,
+    functions: Interned<Arc<FunctionName>>,
     /// File paths met so far, keyed by where `addr2line`'s line tables (which live as long as
     /// `context`) keep them.
-    files: RefCell<HashMap<(usize, usize), Arc<str>, PointerHash>>,
+    files: Interned<Arc<str>>,
 }
+
+/// A table of things read from the sections, keyed by where their bytes lie (address,
+/// length): see [`PointerHash`].
+type Interned<V> = RefCell<HashMap<(usize, usize), V, PointerHash>>;
 
 /// Hashes the `(address, length)` keys of [`DwarfInfo`]'s name tables: addresses are unique
 /// and not chosen by an attacker (they are where the sections lie in memory), so a multiply
