@@ -90,10 +90,11 @@ OUTPUT (--output-style)
 
   Differences from llvm-symbolizer 14 that remain:
   - JSON's \"StartFileName\" (the function's DW_AT_decl_file) is given; llvm-symbolizer 14
-    leaves it \"\" (later versions fill it). \"StartLine\" is DW_AT_decl_line, as in
-    llvm-symbolizer. \"StartAddress\" is the symbol's start on the outer frame and \"\" on
-    inlined frames (llvm-symbolizer gives the inlined range's start, and \"\" for a function
-    split by DW_AT_ranges): the library's frames carry no start;
+    leaves it \"\" (later versions fill it). \"StartLine\" is DW_AT_decl_line and
+    \"StartAddress\" the symbol's start on the frame the symbol names, else the DWARF
+    function's DW_AT_low_pc (an inlined copy's own; \"\" for code split by DW_AT_ranges), as
+    in llvm-symbolizer; where the symbol comes from a separate debug file's .symtab (libc's),
+    llvm-symbolizer, which does not read it, gives \"\" for a split function;
   - names come from the stacksym library, so they can differ: a PLT entry is named
     target@plt (llvm-symbolizer names the preceding symbol, often _init); among aliases
     (several names at one address) the library prefers GLOBAL over WEAK over LOCAL, then the

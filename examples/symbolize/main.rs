@@ -811,6 +811,7 @@ pub fn lines_of(frames: &[stacksym::dwarf::Frame], demangle: bool) -> Vec<Line> 
                 .as_ref()
                 .and_then(|f| f.decl_line)
                 .unwrap_or(0),
+            start: frame.function.as_ref().and_then(|f| f.start).map(|s| s.0),
         })
         .collect()
 }

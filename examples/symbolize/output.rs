@@ -92,6 +92,9 @@ pub struct Line {
     /// JSON's `StartFileName` and `StartLine`.
     pub decl_file: Option<String>,
     pub decl_line: u32,
+    /// Where this copy of the function starts (`DW_AT_low_pc`; an inlined copy's own):
+    /// JSON's `StartAddress` where DWARF names the frame.
+    pub start: Option<u64>,
 }
 
 /// The symbol an address resolved to, copied out of the library's `Sym`.
@@ -369,13 +372,9 @@ impl Printer {
                 Functions::Linkage => or_dwarf(table_name, inner),
                 _ => dwarf_name(inner),
             };
-            // The start is the named function's: the symbol's, unless the innermost DWARF
-            // function (an inlined one, whose start the library does not give) is named.
-            let start = if linkage || outer == 0 {
-                table_start
-            } else {
-                None
-            };
+            // The start is the named function's: the symbol's (`linkage`), else the named
+            // DWARF function's own (an inlined copy's, for an inlined frame).
+            let start = if linkage { table_start } else { inner.start };
             return vec![Shown {
                 name,
                 line: Some(inner),
@@ -397,10 +396,17 @@ impl Printer {
                 } else {
                     dwarf_name(line)
                 };
+                // The symbol's start where the symbol names the frame (the outer one, with
+                // `linkage`), else the DWARF function's (llvm-symbolizer's DW_AT_low_pc).
+                let start = if is_outer && linkage {
+                    table_start.or(line.start)
+                } else {
+                    line.start
+                };
                 Shown {
                     name,
                     line: Some(line),
-                    start: if is_outer { table_start } else { None },
+                    start,
                     symbol: if is_outer { symbol } else { None },
                 }
             })

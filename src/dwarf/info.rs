@@ -266,6 +266,19 @@ pub struct FunctionName {
     pub decl_file: Option<Arc<str>>,
     /// `DW_AT_decl_line`: the line it is declared on.
     pub decl_line: Option<u32>,
+    /// `DW_AT_low_pc` of this copy of the function: where an inlined copy's code starts,
+    /// or the function's own start; `None` for code split by `DW_AT_ranges` (hot and cold
+    /// parts), as llvm-symbolizer leaves it.
+    pub start: Option<VirtAddr>,
+}
+
+/// What [`DwarfInfo::declaration`] reads from a function's DIEs.
+#[derive(Default)]
+struct Declaration {
+    short: Option<String>,
+    file: Option<String>,
+    line: Option<u32>,
+    start: Option<VirtAddr>,
 }
 
 impl DwarfInfo {
@@ -490,16 +503,17 @@ impl DwarfInfo {
                 (raw, demangled)
             }
         };
-        let (short, decl_file, decl_line) = match die {
+        let declared = match die {
             Some(die) => self.declaration(die, addr),
-            None => (None, None, None),
+            None => Declaration::default(),
         };
         let interned = Arc::new(FunctionName {
             raw: raw.to_string(),
             demangled: demangled.to_string(),
-            short,
-            decl_file: decl_file.map(Arc::from),
-            decl_line,
+            short: declared.short,
+            decl_file: declared.file.map(Arc::from),
+            decl_line: declared.line,
+            start: declared.start,
         });
         self.functions
             .borrow_mut()
@@ -510,39 +524,41 @@ impl DwarfInfo {
     /// `DW_AT_name`, `DW_AT_decl_file` and `DW_AT_decl_line` of the DIE at `die` (in the unit
     /// holding `addr`), or of the DIEs it points to in that unit (`DW_AT_abstract_origin` of
     /// an inlined call, `DW_AT_specification` of a method defined out of its class), up to
-    /// a few hops. A reference into another unit (`DW_FORM_ref_addr`, as after LTO) is not
-    /// followed: those fields stay `None`.
-    fn declaration(
-        &self,
-        die: gimli::UnitOffset<usize>,
-        addr: VirtAddr,
-    ) -> (Option<String>, Option<String>, Option<u32>) {
+    /// a few hops; and the `DW_AT_low_pc` of the DIE itself (the inlined copy's, for an
+    /// inlined call). A reference into another unit (`DW_FORM_ref_addr`, as after LTO) is
+    /// not followed: those fields stay `None`.
+    fn declaration(&self, die: gimli::UnitOffset<usize>, addr: VirtAddr) -> Declaration {
         use gimli::{constants, AttributeValue};
-        let (mut short, mut file, mut line) = (None, None, None);
+        let mut found = Declaration::default();
         let Some(unit) = self.unit_at(addr) else {
-            return (short, file, line);
+            return found;
         };
         let text = |value| -> Option<String> {
             let value = unit.attr_string(value).ok()?;
             Some(value.to_string_lossy().ok()?.into_owned())
         };
         let mut at = Some(die);
-        for _ in 0..4 {
+        for hop in 0..4 {
             let Some(offset) = at.take() else { break };
             let Ok(entry) = unit.entry(offset) else { break };
             for attr in entry.attrs() {
                 match attr.name() {
-                    constants::DW_AT_name if short.is_none() => short = text(attr.value()),
-                    constants::DW_AT_decl_file if file.is_none() => {
-                        file = match attr.value() {
+                    constants::DW_AT_name if found.short.is_none() => {
+                        found.short = text(attr.value());
+                    }
+                    constants::DW_AT_decl_file if found.file.is_none() => {
+                        found.file = match attr.value() {
                             AttributeValue::FileIndex(index) | AttributeValue::Udata(index) => {
                                 self.render_file(&unit, index)
                             }
                             _ => None,
                         }
                     }
-                    constants::DW_AT_decl_line if line.is_none() => {
-                        line = attr.udata_value().and_then(|l| u32::try_from(l).ok());
+                    constants::DW_AT_decl_line if found.line.is_none() => {
+                        found.line = attr.udata_value().and_then(|l| u32::try_from(l).ok());
+                    }
+                    constants::DW_AT_low_pc if hop == 0 => {
+                        found.start = unit.attr_address(attr.value()).ok().flatten().map(VirtAddr);
                     }
                     constants::DW_AT_abstract_origin | constants::DW_AT_specification => {
                         if let AttributeValue::UnitRef(next) = attr.value() {
@@ -552,11 +568,11 @@ impl DwarfInfo {
                     _ => {}
                 }
             }
-            if short.is_some() && file.is_some() && line.is_some() {
+            if found.short.is_some() && found.file.is_some() && found.line.is_some() {
                 break;
             }
         }
-        (short, file, line)
+        found
     }
 
     /// The path of file `index` of `unit`'s line table, joined as llvm-symbolizer, binutils
