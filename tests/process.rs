@@ -631,6 +631,22 @@ fn live_process_normalized_addresses_match_readelf() {
     assert!(libc.build_id.is_some(), "{libc:?}");
 }
 
+/// The process `pid` and its maps, checked to show the file mapped at `target` as `exe`,
+/// deleted (unlinked, or replaced by a rename over it).
+fn maps_marking_deleted(pid: u32, target: AbsAddr, exe: &Path) -> (Process, ProcessMaps) {
+    let process = Process::new(pid);
+    let maps = process.read_maps().unwrap();
+    let mapping = maps.find(target).unwrap();
+    assert_eq!(
+        mapping.kind,
+        MappingKind::File {
+            path: exe.to_path_buf(),
+            deleted: true
+        }
+    );
+    (process, maps)
+}
+
 #[test]
 fn live_process_whose_binary_was_deleted_is_read_through_map_files() {
     let dir = tempfile::tempdir().unwrap();
@@ -642,17 +658,9 @@ fn live_process_whose_binary_was_deleted_is_read_through_map_files() {
     let waiter = Waiter::spawn(&exe);
     std::fs::remove_file(&exe).unwrap();
 
-    let process = Process::new(waiter.pid);
-    let maps = process.read_maps().unwrap();
     let target = AbsAddr(waiter.addr("wait_target"));
+    let (process, maps) = maps_marking_deleted(waiter.pid, target, &exe);
     let mapping = maps.find(target).unwrap();
-    assert_eq!(
-        mapping.kind,
-        MappingKind::File {
-            path: exe.clone(),
-            deleted: true
-        }
-    );
     let via = process.open_path(mapping).unwrap();
     assert_eq!(
         via,
@@ -707,18 +715,10 @@ fn live_process_whose_binary_was_replaced_keeps_its_old_symbols() {
     std::fs::copy(bin("c-nopie"), &replacement).unwrap();
     std::fs::rename(&replacement, &exe).unwrap();
 
-    let process = Process::new(waiter.pid);
-    let maps = process.read_maps().unwrap();
     let target = AbsAddr(waiter.addr("wait_target"));
+    // The kernel marks the replaced inode deleted.
+    let (process, maps) = maps_marking_deleted(waiter.pid, target, &exe);
     let mapping = maps.find(target).unwrap();
-    assert_eq!(
-        mapping.kind,
-        MappingKind::File {
-            path: exe.clone(),
-            deleted: true
-        },
-        "the kernel marks the replaced inode deleted"
-    );
     let via = process.open_path(mapping).unwrap();
     if std::fs::File::open(&via).is_err() {
         writeln_stderr(format_args!(
