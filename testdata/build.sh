@@ -348,6 +348,13 @@ dwarf_version() {
 gcc -O2 -g -gdwarf-4 "${DET[@]}" src/demo.c "${LIB[@]}" -o bin/c-gcc-O2-g-dwarf4
 shapes c-gcc-O2-g-dwarf4
 
+# ------------------------------------------- c-gcc-O2-g-dwarf3, c-gcc-O2-g-dwarf2
+# gcc -O2 -g -gdwarf-3 (and -gdwarf-2) -gstrict-dwarf, lib.  demo.c in the oldest
+# versions readers still meet: unit headers and line tables v3 and v2, no DWARF 4
+# forms (DW_FORM_sec_offset, exprloc, flag_present).
+gcc -O2 -g -gdwarf-3 -gstrict-dwarf "${DET[@]}" src/demo.c "${LIB[@]}" -o bin/c-gcc-O2-g-dwarf3
+gcc -O2 -g -gdwarf-2 -gstrict-dwarf "${DET[@]}" src/demo.c "${LIB[@]}" -o bin/c-gcc-O2-g-dwarf2
+
 # ------------------------------------------------------------- c-clang-O2-g
 # clang -O2 -g -gdwarf-5 -Wno-unknown-attributes (noclone), lib.  demo.c by clang: DW_FORM_strx1/addrx,
 # .debug_str_offsets, .debug_addr, .debug_line_str, DW_AT_ranges in rnglists.
@@ -455,7 +462,7 @@ readelf -t bin/c-compress-zstd | grep ZSTD >/dev/null || die "c-compress-zstd: n
 readelf -S -W bin/c-compress-zlib-gnu | grep '\.zdebug_info' >/dev/null ||
     die "c-compress-zlib-gnu: no .zdebug_info"
 
-for b in c-gcc-O2-g-dwarf4:4 cpp-gcc-O2-g-dwarf4:4 c-clang-O2-g:5 cpp-clang-O2-g:5 rust-O2-g:4; do
+for b in c-gcc-O2-g-dwarf2:2 c-gcc-O2-g-dwarf3:3 c-gcc-O2-g-dwarf4:4 cpp-gcc-O2-g-dwarf4:4 c-clang-O2-g:5 cpp-clang-O2-g:5 rust-O2-g:4; do
     v=$(dwarf_version "bin/${b%:*}")
     [[ $v == "${b#*:}" ]] || die "${b%:*}: DWARF version $v, expected ${b#*:}"
 done

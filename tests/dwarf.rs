@@ -576,8 +576,8 @@ fn libm_and_ld_so_agree_with_llvm_symbolizer() {
     );
 }
 
-/// The DWARF fixtures of testdata/README.md ("DWARF fixtures"): gcc DWARF 4 and clang
-/// DWARF 5, C, C++ (templates, lambdas, inlining: lines.cpp) and Rust, each program in
+/// The DWARF fixtures of testdata/README.md ("DWARF fixtures"): gcc DWARF 2, 3 and 4 and
+/// clang DWARF 5, C, C++ (templates, lambdas, inlining: lines.cpp) and Rust, each program in
 /// three shapes from one link (unstripped; stripped + `.gnu_debuglink`; stripped + build-id
 /// dir), compared with llvm-symbolizer on the unstripped twin; zlib-gnu `.zdebug_*`; zstd
 /// (llvm-symbolizer 14 cannot read it: compared with `c-debuglink`, whose debug file holds
@@ -591,6 +591,8 @@ fn dwarf_fixtures_agree_with_llvm_symbolizer() {
     let mut failed = Vec::new();
     let mut cases: Vec<(String, Case<'_>)> = Vec::new();
     let paths: Vec<(String, PathBuf)> = [
+        "c-gcc-O2-g-dwarf2",
+        "c-gcc-O2-g-dwarf3",
         "c-gcc-O2-g-dwarf4",
         "c-clang-O2-g",
         "cpp-clang-O2-g",
@@ -645,6 +647,8 @@ fn dwarf_fixtures_agree_with_llvm_symbolizer() {
     })
     .collect();
     for name in [
+        "c-gcc-O2-g-dwarf2",
+        "c-gcc-O2-g-dwarf3",
         "c-gcc-O2-g-dwarf4",
         "c-clang-O2-g",
         "cpp-clang-O2-g",
