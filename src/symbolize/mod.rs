@@ -355,7 +355,7 @@ impl Symbolizer {
         let found: Vec<Option<Found>> = addrs
             .iter()
             .zip(symbols)
-            .zip(ranges.iter().cloned())
+            .zip(&ranges)
             .map(|((addr, symbol), range)| {
                 let addr = (*addr)?;
                 let has_function = frames
@@ -366,7 +366,6 @@ impl Symbolizer {
                     symbol: symbol.map(|(id, offset, _)| (id, offset)),
                     in_mini: symbol.is_some_and(|(_, _, in_mini)| in_mini),
                     addr,
-                    frames: range,
                 })
             })
             .collect();

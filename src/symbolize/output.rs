@@ -69,8 +69,6 @@ pub(crate) struct Found {
     pub(crate) in_mini: bool,
     /// The address (for answers from DWARF alone).
     pub(crate) addr: VirtAddr,
-    /// Its frames in [`Symbols::frames`].
-    pub(crate) frames: Range<usize>,
 }
 
 /// The results of one batch: one entry per input address, in input order. Holds the file it
@@ -142,7 +140,7 @@ impl Symbols {
     /// covers it (or `index` is out of range).
     pub fn get(&self, index: usize) -> Option<Sym<'_>> {
         let found = self.found.get(index)?.as_ref()?;
-        let frames = self.frames.get(found.frames.clone()).unwrap_or_default();
+        let frames = self.lines(index);
         let file = match (&self.mini, found.in_mini) {
             (Some(mini), true) => mini,
             _ => &self.file,
