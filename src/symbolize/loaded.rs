@@ -94,10 +94,11 @@ impl LoadedElf {
 
     /// The file's debug information, found (and its DWARF unit headers read) on first call;
     /// the options of that first call decide (one symbolizer passes the same ones, but for
-    /// a process's file the debug dirs inside its root come first).
-    pub(crate) fn debug_state(&self, options: &DebugOptions) -> &DebugState {
+    /// a process's file the debug dirs inside its root come first). `options` is called only
+    /// then, so building them costs nothing on the batches after.
+    pub(crate) fn debug_state(&self, options: impl FnOnce() -> DebugOptions) -> &DebugState {
         self.debug
-            .get_or_init(|| DebugState::find(&self.elf, options))
+            .get_or_init(|| DebugState::find(&self.elf, &options()))
     }
 
     /// The file whose symbol table answers lookups: this one, or its debug companion.

@@ -265,10 +265,10 @@ impl Symbolizer {
     /// process the file is mapped in, whose debug dirs are searched first.
     fn symbolize_elf(&self, path: &Path, input: Input<'_>, root: Option<&Path>) -> Result<Symbols> {
         let file = self.open_elf(path)?;
-        let debug = match root {
-            Some(root) => file.debug_state(&self.debug.inside(root)),
-            None => file.debug_state(&self.debug),
-        };
+        let debug = file.debug_state(|| match root {
+            Some(root) => self.debug.inside(root),
+            None => self.debug.clone(),
+        });
         let symbol_file = file.symbol_file(debug);
         let mut debug_error = debug
             .dwarf
