@@ -533,10 +533,7 @@ impl DwarfInfo {
         let Some(unit) = self.unit_at(addr) else {
             return found;
         };
-        let text = |value| -> Option<String> {
-            let value = unit.attr_string(value).ok()?;
-            Some(value.to_string_lossy().ok()?.into_owned())
-        };
+        let text = |value| attr_text(&unit, value);
         let mut at = Some(die);
         for hop in 0..4 {
             let Some(offset) = at.take() else { break };
@@ -582,10 +579,7 @@ impl DwarfInfo {
     fn render_file(&self, unit: &gimli::UnitRef<'_, Reader>, index: u64) -> Option<String> {
         let header = unit.line_program.as_ref()?.header();
         let entry = header.file(index)?;
-        let text = |value| -> Option<String> {
-            let value = unit.attr_string(value).ok()?;
-            Some(value.to_string_lossy().ok()?.into_owned())
-        };
+        let text = |value| attr_text(unit, value);
         let mut path = unit
             .comp_dir
             .as_ref()
@@ -650,11 +644,7 @@ impl DwarfInfo {
         if header.version() < 5 {
             return None;
         }
-        let text = |value| -> Option<String> {
-            let value = unit.attr_string(value).ok()?;
-            Some(value.to_string_lossy().ok()?.into_owned())
-        };
-        let dir0 = text(header.include_directories().first()?.clone())?;
+        let dir0 = attr_text(&unit, header.include_directories().first()?.clone())?;
         if dir0.is_empty() || dir0.starts_with('/') {
             return None;
         }
@@ -662,15 +652,22 @@ impl DwarfInfo {
         let name = file
             .strip_prefix(comp_dir.as_ref())?
             .trim_start_matches('/');
-        let in_dir0 = header.file_names().iter().any(|entry| {
-            entry.directory_index() == 0 && text(entry.path_name()).as_deref() == Some(name)
-        });
-        in_dir0.then(|| {
-            let comp_dir = comp_dir.trim_end_matches('/');
-            let dir0 = dir0.trim_end_matches('/');
-            format!("{comp_dir}/{dir0}/{name}")
-        })
+        // DWARF 5 numbers files from 0: the entry's position is its index.
+        let index = header.file_names().iter().position(|entry| {
+            entry.directory_index() == 0
+                && attr_text(&unit, entry.path_name()).as_deref() == Some(name)
+        })?;
+        self.render_file(&unit, u64::try_from(index).ok()?)
     }
+}
+
+/// An attribute's string (`DW_FORM_strp`, `line_strp`, `strx`, ...), lossily as UTF-8.
+fn attr_text(
+    unit: &gimli::UnitRef<'_, Reader>,
+    value: gimli::AttributeValue<Reader>,
+) -> Option<String> {
+    let value = unit.attr_string(value).ok()?;
+    Some(value.to_string_lossy().ok()?.into_owned())
 }
 
 /// The split-DWARF package `<path>.dwp`, if it exists and reads (else `log::debug!`).
