@@ -51,22 +51,6 @@ fn seed_for(path: &Path) -> u64 {
     })
 }
 
-struct Tools {
-    readelf: PathBuf,
-    llvm_symbolizer: PathBuf,
-}
-
-fn tools(test: &str) -> Option<Tools> {
-    Some(Tools {
-        readelf: support::require_tool(test, "readelf", "binutils")?,
-        llvm_symbolizer: support::require_tool(
-            test,
-            "llvm-symbolizer",
-            "llvm (Debian: llvm or llvm-14)",
-        )?,
-    })
-}
-
 /// What one file's comparison found.
 struct FileReport {
     total: usize,
@@ -82,7 +66,11 @@ impl FileReport {
 /// Compares stacksym with llvm-symbolizer on `SAMPLES` in-function addresses of `path`,
 /// sampled from the symbols `keep` accepts. Prints the rate, the kinds of agreement and the
 /// first disagreements.
-fn compare_file(tools: &Tools, path: &Path, keep: impl Fn(&RefSym) -> bool) -> FileReport {
+fn compare_file(
+    tools: &support::ReferenceTools,
+    path: &Path,
+    keep: impl Fn(&RefSym) -> bool,
+) -> FileReport {
     let started = Instant::now();
     let symbols = support::readelf_symbols(&tools.readelf, path);
     let index = RefIndex::new(&symbols);
@@ -261,7 +249,9 @@ fn compare_system_file(
     why_absent: &str,
     keep: fn(&RefSym) -> bool,
 ) {
-    let Some(tools) = tools(test) else { return };
+    let Some(tools) = support::reference_tools(test) else {
+        return;
+    };
     let Some(path) = path.filter(|p| p.is_file()) else {
         writeln_stderr(format_args!("{test}: SKIPPED: {why_absent}"));
         return;
@@ -282,7 +272,8 @@ fn sysroot_lib() -> Option<PathBuf> {
 
 #[test]
 fn testdata_binaries_agree_with_llvm_symbolizer() {
-    let Some(tools) = tools("testdata_binaries_agree_with_llvm_symbolizer") else {
+    let Some(tools) = support::reference_tools("testdata_binaries_agree_with_llvm_symbolizer")
+    else {
         return;
     };
     let dir = manifest_dir().join("testdata/bin");

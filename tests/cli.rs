@@ -1977,25 +1977,15 @@ fn libc_with_its_debug_file_matches_llvm_symbolizer() {
         return;
     };
     let libc = Path::new("/usr/lib/x86_64-linux-gnu/libc.so.6");
-    let out = Command::new("readelf").arg("-n").arg(libc).output();
-    let id = out.ok().and_then(|o| {
-        let text = String::from_utf8_lossy(&o.stdout).into_owned();
-        text.lines()
-            .find_map(|l| l.trim().strip_prefix("Build ID: ").map(str::to_string))
-    });
-    let debug = id.map(|id| {
-        PathBuf::from(format!(
-            "/usr/lib/debug/.build-id/{}/{}.debug",
-            &id[..2],
-            &id[2..]
-        ))
-    });
-    let Some(debug) = debug.filter(|d| d.is_file()) else {
-        skip(
-            test,
-            "libc's debug file is not installed (apt-get install libc6-dbg)",
-        );
+    let Some(readelf) = support::require_tool(test, "readelf", "binutils") else {
         return;
+    };
+    let debug = match support::build_id_debug_file(&readelf, libc, Path::new("/usr/lib/debug")) {
+        Ok(debug) => debug,
+        Err(why) => {
+            skip(test, &why);
+            return;
+        }
     };
     let Some(symbols) = nm_symbols(test, &debug) else {
         return;

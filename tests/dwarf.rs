@@ -238,22 +238,6 @@ fn seed_for(path: &Path) -> u64 {
     })
 }
 
-struct Tools {
-    readelf: PathBuf,
-    llvm_symbolizer: PathBuf,
-}
-
-fn tools(test: &str) -> Option<Tools> {
-    Some(Tools {
-        readelf: support::require_tool(test, "readelf", "binutils")?,
-        llvm_symbolizer: support::require_tool(
-            test,
-            "llvm-symbolizer",
-            "llvm (Debian: llvm or llvm-14)",
-        )?,
-    })
-}
-
 struct Report {
     total: usize,
     agreed: usize,
@@ -297,7 +281,11 @@ impl<'a> Case<'a> {
 
 /// Compares `case.samples` random in-function addresses of `case.sample_from` (its FUNC
 /// symbols that `keep` accepts).
-fn compare(tools: &Tools, case: &Case<'_>, keep: impl Fn(&support::RefSym) -> bool) -> Report {
+fn compare(
+    tools: &support::ReferenceTools,
+    case: &Case<'_>,
+    keep: impl Fn(&support::RefSym) -> bool,
+) -> Report {
     let Case {
         sample_from,
         samples,
@@ -442,7 +430,9 @@ fn compare(tools: &Tools, case: &Case<'_>, keep: impl Fn(&support::RefSym) -> bo
 #[test]
 fn testdata_binaries_agree_with_llvm_symbolizer() {
     let test = "testdata_binaries_agree_with_llvm_symbolizer";
-    let Some(tools) = tools(test) else { return };
+    let Some(tools) = support::reference_tools(test) else {
+        return;
+    };
     let mut failed = Vec::new();
     for name in [
         "c-pie-g",
@@ -471,40 +461,12 @@ fn testdata_binaries_agree_with_llvm_symbolizer() {
     );
 }
 
-/// `<debug_dir>/.build-id/xx/rest.debug` for the file's build-id (from `readelf -n`).
-fn build_id_debug_file(readelf: &Path, path: &Path, debug_dir: &Path) -> Result<PathBuf, String> {
-    let out = Command::new(readelf)
-        .arg("-n")
-        .arg(path)
-        .output()
-        .map_err(|e| format!("running readelf -n: {e}"))?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let id = text
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Build ID: "))
-        .ok_or_else(|| format!("{} has no build-id note", path.display()))?
-        .trim();
-    if id.len() < 3 {
-        return Err(format!("build-id {id:?} is too short"));
-    }
-    let debug = debug_dir
-        .join(".build-id")
-        .join(&id[..2])
-        .join(format!("{}.debug", &id[2..]));
-    if debug.is_file() {
-        Ok(debug)
-    } else {
-        Err(format!(
-            "{} does not exist; install libc6-dbg",
-            debug.display()
-        ))
-    }
-}
-
 #[test]
 fn libc_debug_file_agrees_with_llvm_symbolizer() {
     let test = "libc_debug_file_agrees_with_llvm_symbolizer";
-    let Some(tools) = tools(test) else { return };
+    let Some(tools) = support::reference_tools(test) else {
+        return;
+    };
     let libc = Path::new("/usr/lib/x86_64-linux-gnu/libc.so.6");
     if !libc.is_file() {
         writeln_stderr(format_args!(
@@ -513,13 +475,14 @@ fn libc_debug_file_agrees_with_llvm_symbolizer() {
         ));
         return;
     }
-    let debug = match build_id_debug_file(&tools.readelf, libc, Path::new("/usr/lib/debug")) {
-        Ok(debug) => debug,
-        Err(why) => {
-            writeln_stderr(format_args!("{test}: SKIPPED: {why}"));
-            return;
-        }
-    };
+    let debug =
+        match support::build_id_debug_file(&tools.readelf, libc, Path::new("/usr/lib/debug")) {
+            Ok(debug) => debug,
+            Err(why) => {
+                writeln_stderr(format_args!("{test}: SKIPPED: {why}"));
+                return;
+            }
+        };
     let debug_dir = Path::new("/usr/lib/debug");
     let case = Case {
         ours_debug_dirs: vec![debug_dir.to_path_buf()],
@@ -543,7 +506,9 @@ fn libc_debug_file_agrees_with_llvm_symbolizer() {
 #[test]
 fn libm_and_ld_so_agree_with_llvm_symbolizer() {
     let test = "libm_and_ld_so_agree_with_llvm_symbolizer";
-    let Some(tools) = tools(test) else { return };
+    let Some(tools) = support::reference_tools(test) else {
+        return;
+    };
     let debug_dir = Path::new("/usr/lib/debug");
     let mut failed = Vec::new();
     for lib in [
@@ -551,7 +516,7 @@ fn libm_and_ld_so_agree_with_llvm_symbolizer() {
         "/lib64/ld-linux-x86-64.so.2",
     ] {
         let lib = Path::new(lib);
-        let debug = match build_id_debug_file(&tools.readelf, lib, debug_dir) {
+        let debug = match support::build_id_debug_file(&tools.readelf, lib, debug_dir) {
             Ok(debug) => debug,
             Err(why) => {
                 writeln_stderr(format_args!("{test}: SKIPPED {}: {why}", lib.display()));
@@ -586,7 +551,9 @@ fn libm_and_ld_so_agree_with_llvm_symbolizer() {
 #[test]
 fn dwarf_fixtures_agree_with_llvm_symbolizer() {
     let test = "dwarf_fixtures_agree_with_llvm_symbolizer";
-    let Some(tools) = tools(test) else { return };
+    let Some(tools) = support::reference_tools(test) else {
+        return;
+    };
     let debug_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/debug");
     let mut failed = Vec::new();
     let mut cases: Vec<(String, Case<'_>)> = Vec::new();
@@ -642,7 +609,7 @@ fn dwarf_fixtures_agree_with_llvm_symbolizer() {
     ]
     .iter()
     .map(|name| {
-        build_id_debug_file(&tools.readelf, path(name), &debug_dir)
+        support::build_id_debug_file(&tools.readelf, path(name), &debug_dir)
             .unwrap_or_else(|e| panic!("{name}: {e}"))
     })
     .collect();
@@ -886,7 +853,9 @@ fn decompression_bomb_and_truncated_section_are_errors() {
 #[test]
 fn threads_sharing_a_symbolizer_get_the_frames_of_one() {
     let test = "threads_sharing_a_symbolizer_get_the_frames_of_one";
-    let Some(tools) = tools(test) else { return };
+    let Some(tools) = support::reference_tools(test) else {
+        return;
+    };
     let path = support::bin("rust-O2-g");
     let symbols = support::readelf_symbols(&tools.readelf, &path);
     let addrs: Vec<u64> = support::sample_function_addrs(&symbols, |_| true, 3_000, 11)

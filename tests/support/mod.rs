@@ -574,3 +574,52 @@ pub fn fake_vmlinux(test: &str, offset: u64) -> Option<(tempfile::TempDir, PathB
     }
     Some((dir, vmlinux, kallsyms))
 }
+
+/// The reference tools most comparisons need: binutils' readelf (symbol tables, notes) and
+/// llvm-symbolizer.
+pub struct ReferenceTools {
+    pub readelf: PathBuf,
+    pub llvm_symbolizer: PathBuf,
+}
+
+/// Both [`ReferenceTools`], or `None` after printing what is missing (see [`require_tool`]).
+pub fn reference_tools(test: &str) -> Option<ReferenceTools> {
+    Some(ReferenceTools {
+        readelf: require_tool(test, "readelf", "binutils")?,
+        llvm_symbolizer: require_tool(test, "llvm-symbolizer", "llvm (Debian: llvm or llvm-14)")?,
+    })
+}
+
+/// `<debug_dir>/.build-id/xx/rest.debug` for the file's build-id (from `readelf -n`).
+pub fn build_id_debug_file(
+    readelf: &Path,
+    path: &Path,
+    debug_dir: &Path,
+) -> Result<PathBuf, String> {
+    let out = Command::new(readelf)
+        .arg("-n")
+        .arg(path)
+        .output()
+        .map_err(|e| format!("running readelf -n: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let id = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Build ID: "))
+        .ok_or_else(|| format!("{} has no build-id note", path.display()))?
+        .trim();
+    if id.len() < 3 {
+        return Err(format!("build-id {id:?} is too short"));
+    }
+    let debug = debug_dir
+        .join(".build-id")
+        .join(&id[..2])
+        .join(format!("{}.debug", &id[2..]));
+    if debug.is_file() {
+        Ok(debug)
+    } else {
+        Err(format!(
+            "{} does not exist; install libc6-dbg",
+            debug.display()
+        ))
+    }
+}
