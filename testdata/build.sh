@@ -552,3 +552,222 @@ done
 xz -t "$mdi_tmp/c-minidebuginfo-corrupt.xz" 2>/dev/null && die "c-minidebuginfo-corrupt: payload still decompresses"
 rm -rf "$mdi_tmp"
 echo "build.sh: MiniDebugInfo fixtures built (README.md, \"MiniDebugInfo\")"
+
+# ============================================================ Kernel module
+# kmod-demo.ko and friends: the .ko path of issue 4 (README.md, "Kernel
+# module").  src/kmod/demo_main.c + demo_util.c (+ kmod_demo.h), no kernel
+# headers, compiled the way kbuild compiles a module's objects on x86_64
+#   gcc -O2 -g -mcmodel=kernel -fno-pic -fno-pie -mno-red-zone
+#       -fno-asynchronous-unwind-tables -ffreestanding -fno-stack-protector
+#       -mno-sse -mno-mmx -mno-sse2 -mno-3dnow -mno-avx -fno-common
+#       -fno-strict-aliasing -c
+# (the -mno-sse family, -fno-common and -fno-strict-aliasing are kbuild's too:
+# without them gcc 12 -O2 vectorizes kd_run's loops with SSE, which kernel code
+# never contains) and joined the way kbuild's final module link does it,
+#   ld -r --build-id=sha1 -o kmod-demo.ko demo_main.o demo_util.o
+# An ET_REL file: every section at address 0, symbols section-relative, and
+# .rela.* sections for the code (.rela.text, .rela.init.text, ...) and for the
+# DWARF (.rela.debug_info, .rela.debug_line, ...) that a reader must apply with
+# the addresses the kernel loaded each section at.
+#   kmod-demo.ko            DWARF 5 (gcc 12's default), unstripped
+#   kmod-demo-dwarf4.ko     the same with -gdwarf-4 (same code and sections)
+#   kmod-demo.stripped.ko   strip --strip-debug of kmod-demo.ko (keeps .symtab
+#                           and the build-id note, as distributions ship .ko
+#                           files); its debug file, objcopy --only-keep-debug
+#                           of kmod-demo.ko, is debug/.build-id/xx/rest.debug,
+#                           and debug/lib/modules/6.1.0-stacksym/extra/
+#                           kmod-demo.ko.debug is a relative symlink to it (the
+#                           /usr/lib/debug/lib/modules/<release>/<path>.ko.debug
+#                           place)
+#   kmod-demo-aarch64.ko    aarch64-linux-gnu-gcc -O2 -g -fno-pic
+#                           -mgeneral-regs-only -ffreestanding
+#                           -fno-stack-protector -fno-asynchronous-unwind-tables
+#                           -fno-unwind-tables, aarch64-linux-gnu-ld -r
+#                           --build-id=sha1 (R_AARCH64_* relocations)
+# For one "loaded" instance of each architecture, kmod_load (below) writes a
+# fake sysfs, kmod/sys/module/kmod_demo/{sections,notes}/ (x86_64) and
+# kmod-aarch64/sys/module/kmod_demo/..., and the /proc/kallsyms lines the kernel
+# would show, kallsyms/kmod-demo.kallsyms and kallsyms/kmod-demo-aarch64.kallsyms.
+KMOD_CFLAGS=(-O2 -g -fno-pic -ffreestanding -fno-stack-protector
+    -fno-asynchronous-unwind-tables "${DET[@]}")
+KMOD_X86=(-mcmodel=kernel -fno-pie -mno-red-zone -mno-sse -mno-mmx -mno-sse2
+    -mno-3dnow -mno-avx -fno-common -fno-strict-aliasing)
+KMOD_A64=(-mgeneral-regs-only -fno-unwind-tables)
+KMOD_SRC=(demo_main demo_util)
+# kmod_build CC LD OUT [FLAGS...]: compile each source to a .o, ld -r them.
+kmod_build() {
+    local cc=$1 ld=$2 out=$3 tmp s objs=()
+    shift 3
+    tmp=$(mktemp -d)
+    for s in "${KMOD_SRC[@]}"; do
+        "$cc" "${KMOD_CFLAGS[@]}" "$@" -c "src/kmod/$s.c" -o "$tmp/$s.o"
+        objs+=("$tmp/$s.o")
+    done
+    "$ld" -r --build-id=sha1 -o "$out" "${objs[@]}"
+    rm -rf "$tmp"
+    # The shape of a real .ko: a build-id, relocations for code and DWARF,
+    # the module sections.
+    readelf -n "$out" | grep 'Build ID' >/dev/null || die "$out: no build-id"
+    readelf -h "$out" | grep 'REL (Relocatable file)' >/dev/null || die "$out: not ET_REL"
+    for sec in .rela.text .rela.debug_info .rela.debug_line .init.text .exit.text \
+        .text.unlikely .modinfo .gnu.linkonce.this_module .data .bss .rodata; do
+        readelf -SW "$out" | grep -F " $sec " >/dev/null || die "$out: no $sec section"
+    done
+    readelf --debug-dump=info "$out" 2>/dev/null | grep DW_TAG_inlined_subroutine >/dev/null ||
+        die "$out: no inlined subroutines"
+    readelf -p .modinfo "$out" | grep 'name=kmod_demo' >/dev/null || die "$out: no name= in .modinfo"
+}
+kmod_build gcc ld bin/kmod-demo.ko "${KMOD_X86[@]}"
+kmod_build gcc ld bin/kmod-demo-dwarf4.ko "${KMOD_X86[@]}" -gdwarf-4
+kmod_build aarch64-linux-gnu-gcc aarch64-linux-gnu-ld bin/kmod-demo-aarch64.ko "${KMOD_A64[@]}"
+for b in kmod-demo.ko:5 kmod-demo-dwarf4.ko:4 kmod-demo-aarch64.ko:5; do
+    v=$(dwarf_version "bin/${b%:*}")
+    [[ $v == "${b#*:}" ]] || die "${b%:*}: DWARF version $v, expected ${b#*:}"
+done
+# kmod-demo-dwarf4.ko shares kmod-demo.ko's fake sysfs: the same allocated
+# sections (name, size, flags) and the same code.
+kmod_alloc_sections() { # name size flags of each SHF_ALLOC section
+    readelf -SW "$1" | awk '{ sub(/^ *\[ *[0-9]+\] */, "") } NF >= 9 && $7 ~ /A/ { print $1, $5, $7 }'
+}
+[[ $(kmod_alloc_sections bin/kmod-demo.ko) == "$(kmod_alloc_sections bin/kmod-demo-dwarf4.ko)" ]] ||
+    die "kmod-demo-dwarf4.ko: allocated sections differ from kmod-demo.ko's"
+kmod_tmp=$(mktemp -d)
+for b in kmod-demo kmod-demo-dwarf4; do
+    objcopy -O binary --only-section=.text "bin/$b.ko" "$kmod_tmp/$b.text"
+done
+cmp -s "$kmod_tmp/kmod-demo.text" "$kmod_tmp/kmod-demo-dwarf4.text" ||
+    die "kmod-demo-dwarf4.ko: .text differs from kmod-demo.ko's"
+rm -rf "$kmod_tmp"
+
+# The distribution shape: debug file by build-id (and by module path), module
+# stripped of its DWARF only.
+objcopy --only-keep-debug bin/kmod-demo.ko bin/kmod-demo.ko.debug
+strip --strip-debug bin/kmod-demo.ko -o bin/kmod-demo.stripped.ko
+id=$(readelf -n bin/kmod-demo.ko | awk '/Build ID:/ { print $3 }')
+[[ ${#id} -gt 2 ]] || die "kmod-demo.ko: no build-id"
+[[ $(readelf -n bin/kmod-demo.stripped.ko | awk '/Build ID:/ { print $3 }') == "$id" ]] ||
+    die "kmod-demo.stripped.ko: build-id lost"
+readelf -SW bin/kmod-demo.stripped.ko | grep '\.debug_' >/dev/null && die "kmod-demo.stripped.ko: still has .debug_*"
+readelf -SW bin/kmod-demo.stripped.ko | grep '\.symtab' >/dev/null || die "kmod-demo.stripped.ko: no .symtab"
+readelf -SW bin/kmod-demo.ko.debug | grep '\.rela\.debug_info' >/dev/null ||
+    die "kmod-demo.ko.debug: no .rela.debug_info"
+[[ -e "debug/.build-id/${id:0:2}/${id:2}.debug" ]] && die "kmod-demo.ko: build-id $id already in debug/"
+for b in bin/*; do
+    case $b in bin/kmod-demo.ko | bin/kmod-demo.stripped.ko | bin/kmod-demo.ko.debug) continue ;; esac
+    [[ $(readelf -n "$b" 2>/dev/null | awk '/Build ID:/ { print $3 }') == "$id" ]] &&
+        die "kmod-demo.ko: build-id $id shared with $b"
+done
+mkdir -p "debug/.build-id/${id:0:2}" debug/lib/modules/6.1.0-stacksym/extra
+mv bin/kmod-demo.ko.debug "debug/.build-id/${id:0:2}/${id:2}.debug"
+ln -s "../../../../.build-id/${id:0:2}/${id:2}.debug" \
+    debug/lib/modules/6.1.0-stacksym/extra/kmod-demo.ko.debug
+
+# kmod_load KO SYSDIR KALLSYMS TEXT_BASE INIT_BASE: "load" KO as the module
+# kmod_demo.  Places every section the kernel loads (SHF_ALLOC, size > 0;
+# not .modinfo, whose SHF_ALLOC the loader clears) at its own page-aligned
+# address: first the code (.text, .exit.text, .text.unlikely: the module's text
+# allocation), then the read-only sections (.note.gnu.build-id, .rodata...),
+# then the writable ones (.data, .gnu.linkonce.this_module, .bss), each at the
+# next page boundary after the previous one, from TEXT_BASE; the .init.*
+# sections likewise from INIT_BASE (a separate allocation, as in the kernel).
+# Writes
+#   SYSDIR/sys/module/kmod_demo/sections/<section name>   "0x<address>\n"
+#   SYSDIR/sys/module/kmod_demo/notes/.note.gnu.build-id  the raw note
+#   KALLSYMS   a few kernel-image lines (kmod_image_syms), then the module's
+#              symbols as /proc/kallsyms shows them: in .symtab order (the
+#              kernel does not sort a module's symbols), FUNC and OBJECT
+#              symbols with a name in a loaded section, address = section
+#              address + st_value; type t (code), r (read-only), d (data),
+#              b (NOBITS), lower case because the module exports nothing
+#              (s_show upper-cases only EXPORT_SYMBOLs); "\t[kmod_demo]".
+#              Not listed, as on a live system after the module's init ran
+#              (CONFIG_KALLSYMS_ALL=y): the .init.text symbols
+#              (kmod_demo_init, init_module) and the .modinfo ones.
+kmod_load() {
+    local ko=$1 sysdir=$2 kallsyms=$3 text=$4 init=$5
+    local dir="$sysdir/sys/module/kmod_demo" name size flags addr next off
+    local -A at=()
+    rm -rf "$sysdir"
+    mkdir -p "$dir/sections" "$dir/notes"
+    # "rank name size flags" for each loaded section, in placement order.
+    while read -r _ name size flags; do
+        if [[ $name == .init* ]]; then
+            addr=$init
+        else
+            addr=$text
+        fi
+        at[$name]=$addr
+        printf '0x%016x\n' "$addr" >"$dir/sections/$name"
+        next=$(((addr + 16#$size + 4095) & ~4095))
+        ((next == addr)) && next=$((addr + 4096))
+        if [[ $name == .init* ]]; then init=$next; else text=$next; fi
+    done < <(readelf -SW "$ko" | awk '
+        { sub(/^ *\[ *[0-9]+\] */, "") }
+        NF >= 9 && $7 ~ /A/ && $1 != ".modinfo" && $5 !~ /^0+$/ {
+            rank = ($7 ~ /X/) ? 0 : ($7 ~ /W/) ? 2 : 1
+            print rank, NR, $1, $5, $7
+        }' | sort -k1,1n -k2,2n | cut -d' ' -f1,3-)
+    # The note's bytes, cut out with dd (the host's objcopy does not read the
+    # aarch64 file; tail | head -c could die of SIGPIPE under pipefail).
+    read -r off size < <(readelf -SW "$ko" | awk '{ sub(/^ *\[ *[0-9]+\] */, "") }
+        $1 == ".note.gnu.build-id" { print $4, $5 }')
+    dd if="$ko" of="$dir/notes/.note.gnu.build-id" bs=1 skip=$((16#$off)) \
+        count=$((16#$size)) status=none
+    {
+        kmod_image_syms
+        # "index name type flags" of each section, then the symbols.
+        { readelf -SW "$ko" | awk '
+            { line = $0; if (!sub(/^ *\[ *[0-9]+\] */, "", line)) next
+              match($0, /\[ *[0-9]+\]/); idx = substr($0, RSTART + 1, RLENGTH - 2) + 0
+              n = split(line, f, " ")
+              if (n >= 9) print "S", idx, f[1], f[2], (n >= 10 ? f[7] : "-") }'
+          readelf -sW "$ko" | awk '$1 ~ /^[0-9]+:$/ && ($4 == "FUNC" || $4 == "OBJECT") &&
+              $7 ~ /^[0-9]+$/ && $8 != "" { print "Y", $7, $8, $2 }'
+        } | while read -r kind a b c d; do
+            if [[ $kind == S ]]; then
+                secname[$a]=$b sectype[$a]=$c secflags[$a]=$d
+                continue
+            fi
+            name=${secname[$a]}
+            [[ -n ${at[$name]:-} && $name != .init* ]] || continue
+            if [[ ${secflags[$a]} == *X* ]]; then t=t
+            elif [[ ${sectype[$a]} == NOBITS ]]; then t=b
+            elif [[ ${secflags[$a]} == *W* ]]; then t=d
+            else t=r
+            fi
+            printf '%016x %s %s\t[kmod_demo]\n' $((at[$name] + 16#$c)) "$t" "$b"
+        done
+    } >"$kallsyms"
+}
+# kmod_image_syms: a few kernel-image lines before the module's, relative to
+# KIMAGE (the kernel's _text), sorted as /proc/kallsyms lists the image.
+kmod_image_syms() {
+    printf '%016x %s %s\n' \
+        $((KIMAGE)) T _stext $((KIMAGE)) T _text \
+        $((KIMAGE + 0x2000)) T do_one_initcall \
+        $((KIMAGE + 0x1a3450)) T load_module \
+        $((KIMAGE + 0x1a5c10)) T do_init_module \
+        $((KIMAGE + 0xe00000)) T _etext \
+        $((KIMAGE + 0x1000000)) D init_task
+}
+# x86_64: image at 0xffffffff81000000 (no KASLR), modules from
+# 0xffffffffc0000000 (MODULES_VADDR).  aarch64 (Linux 6.1, 48-bit VA): modules
+# from 0xffff800000000000, the image at 0xffff800008000000 after them.
+KIMAGE=0xffffffff81000000 kmod_load bin/kmod-demo.ko kmod kallsyms/kmod-demo.kallsyms \
+    0xffffffffc0a01000 0xffffffffc0b01000
+KIMAGE=0xffff800008000000 kmod_load bin/kmod-demo-aarch64.ko kmod-aarch64 \
+    kallsyms/kmod-demo-aarch64.kallsyms 0xffff800000a01000 0xffff800000b01000
+for d in kmod kmod-aarch64; do
+    for s in .text .init.text .exit.text .text.unlikely .data .bss .rodata \
+        .gnu.linkonce.this_module .note.gnu.build-id; do
+        [[ -f $d/sys/module/kmod_demo/sections/$s ]] || die "$d: no sections/$s"
+    done
+    [[ -f $d/sys/module/kmod_demo/sections/.modinfo ]] && die "$d: sections/.modinfo"
+done
+for k in kallsyms/kmod-demo.kallsyms kallsyms/kmod-demo-aarch64.kallsyms; do
+    for f in kd_run kd_checksum kd_process_one kd_report_error kmod_demo_exit __this_module; do
+        grep -P "^[0-9a-f]{16} [tdbr] $f\t\[kmod_demo\]\$" "$k" >/dev/null || die "$k: no $f"
+    done
+    grep 'kmod_demo_init' "$k" >/dev/null && die "$k: lists the __init kmod_demo_init"
+done
+echo "build.sh: kernel module fixtures built (README.md, \"Kernel module\")"
