@@ -77,6 +77,16 @@ pub enum Error {
         /// What was wrong, and what to do about it.
         what: String,
     },
+    /// A kernel module's `.ko` file cannot be used for the loaded module: not found in the
+    /// module directories, its load addresses unreadable (`/sys/module/NAME/sections` needs
+    /// root), a build-id that differs from the loaded module's, or a compressed file.
+    #[error("{path}: {what}")]
+    KernelModule {
+        /// The `.ko` file, or the directory searched or read.
+        path: PathBuf,
+        /// What was wrong, and what to do about it.
+        what: String,
+    },
 }
 
 impl Error {
@@ -89,7 +99,8 @@ impl Error {
             | Error::MalformedElf { path, .. }
             | Error::Unsupported { path, .. }
             | Error::Process { path, .. }
-            | Error::Kallsyms { path, .. } => path,
+            | Error::Kallsyms { path, .. }
+            | Error::KernelModule { path, .. } => path,
         }
     }
 }
@@ -124,6 +135,10 @@ impl Error {
                 what: what.clone(),
             },
             Error::Kallsyms { path, what } => Error::Kallsyms {
+                path: path.clone(),
+                what: what.clone(),
+            },
+            Error::KernelModule { path, what } => Error::KernelModule {
                 path: path.clone(),
                 what: what.clone(),
             },

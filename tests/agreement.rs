@@ -287,10 +287,12 @@ fn testdata_binaries_agree_with_llvm_symbolizer() {
     for path in &paths {
         // Split-DWARF companions are not programs; stripped shapes (testdata/README.md,
         // "DWARF fixtures") have no sized function of their own to sample: their names come
-        // from their debug files, compared in tests/dwarf.rs.
+        // from their debug files, compared in tests/dwarf.rs. Kernel modules (`.ko`,
+        // relocatable: every section at 0 until laid out) are compared there too, against
+        // a linked twin.
         let companion = matches!(
             path.extension().and_then(|e| e.to_str()),
-            Some("dwo" | "dwp")
+            Some("dwo" | "dwp" | "ko")
         );
         let has_functions = !companion
             && support::readelf_symbols(&tools.readelf, path)

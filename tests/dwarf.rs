@@ -279,6 +279,35 @@ impl<'a> Case<'a> {
     }
 }
 
+/// Compares every case (all of their FUNC symbols sampled) and fails the test when any is
+/// below the required agreement, after all were compared and reported.
+fn compare_all(tools: &support::ReferenceTools, cases: &[(String, Case<'_>)]) {
+    let failed: Vec<&str> = cases
+        .iter()
+        .filter(|(_, case)| {
+            let report = compare(tools, case, |_| true);
+            report.agreed * 1000 < report.total * REQUIRED_PER_MILLE
+        })
+        .map(|(name, _)| name.as_str())
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "below the required agreement: {failed:?}"
+    );
+}
+
+/// Every `(start, size)` of each defined symbol's name.
+fn symbol_addrs_of<'s>(symbols: impl Iterator<Item = &'s support::RefSym>) -> SymbolAddrs {
+    let mut addrs = SymbolAddrs::new();
+    for sym in symbols.filter(|s| s.is_defined()) {
+        addrs
+            .entry(sym.name.clone())
+            .or_default()
+            .push((sym.value, sym.size));
+    }
+    addrs
+}
+
 /// Compares `case.samples` random in-function addresses of `case.sample_from` (its FUNC
 /// symbols that `keep` accepts).
 fn compare(
@@ -297,22 +326,12 @@ fn compare(
         llvm_names,
     } = *case;
     let symbols = support::readelf_symbols(&tools.readelf, sample_from);
-    let mut symbol_addrs = SymbolAddrs::new();
     let debug_symbols = if dwarf_file == sample_from {
         Vec::new()
     } else {
         support::readelf_symbols(&tools.readelf, dwarf_file)
     };
-    for sym in symbols
-        .iter()
-        .chain(&debug_symbols)
-        .filter(|s| s.is_defined())
-    {
-        symbol_addrs
-            .entry(sym.name.clone())
-            .or_default()
-            .push((sym.value, sym.size));
-    }
+    let symbol_addrs = symbol_addrs_of(symbols.iter().chain(&debug_symbols));
     let sampled = support::sample_function_addrs(&symbols, keep, samples, seed_for(sample_from));
     let addrs: Vec<u64> = sampled.iter().map(|s| s.addr).collect();
 
@@ -555,7 +574,6 @@ fn dwarf_fixtures_agree_with_llvm_symbolizer() {
         return;
     };
     let debug_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/debug");
-    let mut failed = Vec::new();
     let mut cases: Vec<(String, Case<'_>)> = Vec::new();
     let paths: Vec<(String, PathBuf)> = [
         "c-gcc-O2-g-dwarf2",
@@ -677,16 +695,7 @@ fn dwarf_fixtures_agree_with_llvm_symbolizer() {
             },
         ));
     }
-    for (name, case) in &cases {
-        let report = compare(&tools, case, |_| true);
-        if report.agreed * 1000 < report.total * REQUIRED_PER_MILLE {
-            failed.push(name.clone());
-        }
-    }
-    assert!(
-        failed.is_empty(),
-        "below the required agreement: {failed:?}"
-    );
+    compare_all(&tools, &cases);
 }
 
 #[test]
@@ -885,4 +894,240 @@ fn threads_sharing_a_symbolizer_get_the_frames_of_one() {
         }
     });
     assert_eq!(shared.stats().open_files, 1, "one file, shared");
+}
+
+/// Links the relocatable `ko` into an executable whose sections sit at the addresses
+/// stacksym lays them out at ([`ElfFile::relocatable_sections`]; a linker script names each
+/// one), so that the linker, not stacksym, applies the DWARF's relocations: llvm-symbolizer
+/// on this twin is the reference for stacksym on `ko` at the same addresses. `ld` is the
+/// linker for `ko`'s machine (binutils `ld`, or `aarch64-linux-gnu-ld`).
+fn linked_twin(ld: &Path, ko: &Path, out_dir: &Path) -> PathBuf {
+    let elf = ElfFile::open(ko).unwrap_or_else(|e| panic!("{}: {e}", ko.display()));
+    let sections = elf.relocatable_sections();
+    assert!(!sections.is_empty(), "{}: not relocatable", ko.display());
+    let mut script = String::from("SECTIONS {\n");
+    for section in sections {
+        script.push_str(&format!(
+            "  {name} {addr:#x} : {{ *({name}) }}\n",
+            name = section.name,
+            addr = section.addr.0
+        ));
+    }
+    script.push_str("}\n");
+    let stem = ko.file_name().unwrap().to_str().unwrap();
+    let script_path = out_dir.join(format!("{stem}.lds"));
+    std::fs::write(&script_path, &script).unwrap();
+    let twin = out_dir.join(format!("{stem}.linked"));
+    let out = Command::new(ld)
+        .args([
+            "-o",
+            twin.to_str().unwrap(),
+            "-T",
+            script_path.to_str().unwrap(),
+        ])
+        .args(["-e", "0", "--unresolved-symbols=ignore-all", "--no-relax"])
+        .arg(ko)
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}", ld.display()));
+    assert!(
+        out.status.success(),
+        "{} {}: {}\nscript:\n{script}",
+        ld.display(),
+        ko.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The twin's sections must be where the script put them, or the comparison means nothing.
+    let placed = readelf_sections(&twin);
+    for section in sections.iter().filter(|s| s.executable) {
+        let at = placed
+            .iter()
+            .find(|(name, _, _)| *name == section.name)
+            .map(|&(_, addr, _)| addr);
+        assert_eq!(
+            at,
+            Some(section.addr.0),
+            "{} in {}",
+            section.name,
+            twin.display()
+        );
+    }
+    twin
+}
+
+/// `(name, address, size)` of every section, by `readelf -SW`.
+fn readelf_sections(path: &Path) -> Vec<(String, u64, u64)> {
+    support::run("readelf", &["-SW", path.to_str().unwrap()])
+        .lines()
+        .filter_map(|line| {
+            let (_, rest) = line.split_once(']')?;
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            let hex = |i: usize| u64::from_str_radix(fields.get(i)?, 16).ok();
+            Some((fields.first()?.to_string(), hex(2)?, hex(4)?))
+        })
+        .collect()
+}
+
+/// The linker for `ko`'s machine, or `None` after printing SKIPPED.
+fn linker_for(test: &str, ko: &Path) -> Option<PathBuf> {
+    let machine = ElfFile::open(ko).unwrap().header().machine;
+    match machine {
+        62 => support::require_tool(test, "ld", "binutils"),
+        183 => support::require_tool(test, "aarch64-linux-gnu-ld", "binutils-aarch64-linux-gnu"),
+        other => panic!("{}: no linker known for machine {other}", ko.display()),
+    }
+}
+
+/// Kernel modules (`testdata/bin/kmod-demo*.ko`: `ld -r` output with `.rela.debug_*`
+/// sections, built by testdata/build.sh) agree with llvm-symbolizer on a twin the linker
+/// relocated (see [`linked_twin`]): DWARF 5 and 4 x86_64, aarch64 (its own relocation
+/// types), and the stripped module whose DWARF is in a `.ko.debug` file found by build-id
+/// (only `--only-keep-debug`'s copy has the DWARF: its layout must be the module's).
+#[test]
+fn kernel_modules_agree_with_their_linked_twins() {
+    let test = "kernel_modules_agree_with_their_linked_twins";
+    let Some(tools) = support::reference_tools(test) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let debug_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/debug");
+    let mut twins = Vec::new();
+    for name in [
+        "kmod-demo.ko",
+        "kmod-demo-dwarf4.ko",
+        "kmod-demo-aarch64.ko",
+    ] {
+        let ko = support::bin(name);
+        let Some(ld) = linker_for(test, &ko) else {
+            continue;
+        };
+        twins.push((name, ko.clone(), linked_twin(&ld, &ko, tmp.path())));
+    }
+    let mut cases: Vec<(String, Case<'_>)> = twins
+        .iter()
+        .map(|(name, ko, twin)| {
+            let case = Case {
+                sample_from: twin,
+                llvm: twin,
+                ..Case::same(ko, TESTDATA_SAMPLES)
+            };
+            (name.to_string(), case)
+        })
+        .collect();
+    let stripped = support::bin("kmod-demo.stripped.ko");
+    let stripped_debug = support::build_id_debug_file(&tools.readelf, &stripped, &debug_dir)
+        .unwrap_or_else(|e| panic!("kmod-demo.stripped.ko: {e}"));
+    if let Some((_, _, twin)) = twins.iter().find(|(name, _, _)| *name == "kmod-demo.ko") {
+        cases.push((
+            "kmod-demo.stripped.ko".to_string(),
+            Case {
+                sample_from: twin,
+                ours: &stripped,
+                ours_debug_dirs: vec![debug_dir.clone()],
+                dwarf_file: &stripped_debug,
+                llvm: twin,
+                llvm_debug_dir: None,
+                llvm_names: true,
+                samples: TESTDATA_SAMPLES,
+            },
+        ));
+    }
+    compare_all(&tools, &cases);
+}
+
+/// The whole path of a module address, as a tracer has it: kallsyms (the committed
+/// testdata/kallsyms/kmod-demo.kallsyms) says the address is in `kmod_demo`, the module's
+/// sections are where a sysfs copy says (testdata/kmod/sys/module/kmod_demo/sections/, each
+/// section loaded apart, as the kernel does), and `KernelModules` finds `kmod_demo.ko` in a
+/// directory (testdata/bin, as `kmod-demo.ko`: `-` and `_` alike). Sampled from the twin's
+/// functions and moved to their running addresses by the test's own arithmetic (section
+/// address in sysfs + offset in the section); frames compared with llvm-symbolizer on the twin.
+/// Every section of code is sampled but `.init.text` (see below).
+#[test]
+fn module_addresses_from_kallsyms_and_sysfs_agree_with_llvm_symbolizer() {
+    use stacksym::kernel::{Kallsyms, KernelModules};
+    use stacksym::symbolize::KernelSources;
+    let test = "module_addresses_from_kallsyms_and_sysfs_agree_with_llvm_symbolizer";
+    let Some(tools) = support::reference_tools(test) else {
+        return;
+    };
+    let Some(ld) = support::require_tool(test, "ld", "binutils") else {
+        return;
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
+    let tmp = tempfile::tempdir().unwrap();
+    let twin = linked_twin(&ld, &support::bin("kmod-demo.ko"), tmp.path());
+    let sysfs = root.join("kmod/sys/module");
+    let sections = readelf_sections(&twin);
+    let symbols = support::readelf_symbols(&tools.readelf, &twin);
+    // Not `.init.text`: the kernel frees it once the module's init function returns, and
+    // kallsyms then no longer lists its symbols (the fixture is of a module past init).
+    let init_text = sections
+        .iter()
+        .find(|(name, _, _)| name == ".init.text")
+        .map(|&(_, start, size)| start..start + size)
+        .expect("the twin has .init.text");
+    let sampled =
+        support::sample_function_addrs(&symbols, |sym| !init_text.contains(&sym.value), 2_000, 7);
+    let twin_addrs: Vec<u64> = sampled.iter().map(|s| s.addr).collect();
+    let running: Vec<u64> = twin_addrs
+        .iter()
+        .map(|&addr| {
+            let (name, start, _) = sections
+                .iter()
+                .find(|(_, start, size)| (*start..start + size).contains(&addr))
+                .unwrap_or_else(|| panic!("{addr:#x} in no section of the twin"));
+            let file = sysfs.join("kmod_demo/sections").join(name);
+            let text = std::fs::read_to_string(&file)
+                .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            let base = u64::from_str_radix(text.trim().trim_start_matches("0x"), 16).unwrap();
+            base + (addr - start)
+        })
+        .collect();
+
+    let kallsyms = Kallsyms::open(root.join("kallsyms/kmod-demo.kallsyms")).unwrap();
+    let modules = KernelModules::new(vec![root.join("bin")], &sysfs);
+    let symbolizer = Symbolizer::builder().demangle(false).build();
+    let sources = KernelSources {
+        modules: Some(&modules),
+        ..KernelSources::new(&kallsyms)
+    };
+    let ours = symbolizer
+        .symbolize_kernel_with(&sources, &running)
+        .unwrap();
+    assert!(modules.problems().is_empty(), "{:?}", modules.problems());
+    let llvm = llvm_chains(&tools.llvm_symbolizer, &twin, None, &twin_addrs);
+    let symbol_addrs = symbol_addrs_of(symbols.iter());
+    let mut agreed = 0;
+    let mut with_lines = 0;
+    for (i, (frame, llvm)) in ours.iter().zip(&llvm).enumerate() {
+        let frame = frame
+            .as_ref()
+            .unwrap_or_else(|| panic!("{:#x}: not symbolized", running[i]));
+        assert_eq!(
+            frame.module.as_deref(),
+            Some("kmod_demo"),
+            "{:#x}",
+            running[i]
+        );
+        let mut chain: Vec<CmpFrame> = frame.frames.iter().map(ours_to_cmp).collect();
+        if let Some(outer) = chain.last_mut().filter(|f| f.function.is_none()) {
+            outer.function = Some(frame.name.clone());
+        }
+        with_lines += usize::from(!chain.is_empty());
+        let chain = (!chain.is_empty()).then_some(chain);
+        match compare_chains(twin_addrs[i], chain.as_deref(), llvm, &symbol_addrs) {
+            Ok(_) => agreed += 1,
+            Err(why) => eprintln!("  {:#x} (twin {:#x}): {why}", running[i], twin_addrs[i]),
+        }
+    }
+    eprintln!(
+        "{test}: {agreed}/{} agree with llvm-symbolizer, {with_lines} with source lines",
+        running.len()
+    );
+    assert_eq!(
+        with_lines,
+        running.len(),
+        "every sampled address has DWARF lines"
+    );
+    assert!(agreed * 1000 >= running.len() * REQUIRED_PER_MILLE);
 }

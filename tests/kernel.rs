@@ -520,3 +520,205 @@ fn symbolizer_caches_kallsyms_and_rereads_for_unknown_addresses() {
         "each call after the first found it"
     );
 }
+
+// ----------------------------------------------------------------------------------------
+// Kernel modules' .ko files. Source lines are compared with llvm-symbolizer in tests/dwarf.rs
+// (`module_addresses_from_kallsyms_and_sysfs_agree_with_llvm_symbolizer`); these tests are
+// about finding the file and falling back when it cannot be used.
+
+mod modules {
+    use std::path::{Path, PathBuf};
+
+    use stacksym::kernel::{Kallsyms, KernelModules, ModuleSections};
+    use stacksym::symbolize::{KernelFrame, KernelSources};
+    use stacksym::{Error, Symbolizer};
+
+    const TESTDATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata");
+
+    /// `kmod_demo` as testdata/kallsyms/kmod-demo.kallsyms lists it (the kmod-demo.ko
+    /// fixture loaded at testdata/kmod/sys/module/kmod_demo/sections/).
+    fn kallsyms() -> Kallsyms {
+        Kallsyms::open(Path::new(TESTDATA).join("kallsyms/kmod-demo.kallsyms")).unwrap()
+    }
+
+    fn sysfs() -> PathBuf {
+        Path::new(TESTDATA).join("kmod/sys/module")
+    }
+
+    /// Running addresses of every `kmod_demo` text symbol, 3 bytes in.
+    fn module_addrs(kallsyms: &Kallsyms) -> Vec<u64> {
+        let addrs: Vec<u64> = kallsyms
+            .symbols()
+            .filter(|sym| sym.module == Some("kmod_demo") && sym.is_text())
+            .map(|sym| sym.addr + 3)
+            .collect();
+        assert!(addrs.len() >= 5, "the fixture lists the module's functions");
+        addrs
+    }
+
+    fn symbolize(
+        symbolizer: &Symbolizer,
+        kallsyms: &Kallsyms,
+        modules: &KernelModules,
+        addrs: &[u64],
+    ) -> Vec<KernelFrame> {
+        let sources = KernelSources {
+            modules: Some(modules),
+            ..KernelSources::new(kallsyms)
+        };
+        symbolizer
+            .symbolize_kernel_with(&sources, addrs)
+            .unwrap()
+            .into_iter()
+            .map(|frame| frame.expect("kallsyms names every module text address"))
+            .collect()
+    }
+
+    /// A directory holding `files` (name, bytes).
+    fn dir_with(files: &[(&str, &[u8])]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, bytes) in files {
+            let path = dir.path().join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, bytes).unwrap();
+        }
+        dir
+    }
+
+    fn ko(name: &str) -> Vec<u8> {
+        std::fs::read(Path::new(TESTDATA).join("bin").join(name)).unwrap()
+    }
+
+    #[test]
+    fn module_file_gives_sizes_and_lines_kallsyms_has_not() {
+        let kallsyms = kallsyms();
+        let text = std::fs::read_to_string(Path::new(TESTDATA).join("kallsyms/kmod-demo.kallsyms"))
+            .unwrap();
+        let addrs = module_addrs(&kallsyms);
+        let modules = KernelModules::new(vec![Path::new(TESTDATA).join("bin")], sysfs());
+        let frames = symbolize(&Symbolizer::builder().build(), &kallsyms, &modules, &addrs);
+        assert!(modules.problems().is_empty(), "{:?}", modules.problems());
+        for (frame, addr) in frames.iter().zip(&addrs) {
+            assert_eq!(frame.module.as_deref(), Some("kmod_demo"));
+            assert_eq!(frame.offset, 3, "{addr:#x} {frame:?}");
+            // st_size from the .ko (kallsyms only bounds a symbol by the next one).
+            assert!(frame.size > 3 && frame.size < 0x1000, "{addr:#x} {frame:?}");
+            assert!(!frame.frames.is_empty(), "{addr:#x}: no lines: {frame:?}");
+            let file = frame.frames[0].file.as_deref().unwrap_or_default();
+            assert!(file.contains("src/kmod/"), "{addr:#x}: file {file}");
+            // kallsyms' own name for the address, or another name the file lists at the
+            // same start (its index keeps one: `kmod_demo_exit`, the .ko's index the
+            // global `cleanup_module`).
+            let from_kallsyms = kallsyms.find_symbol(*addr).unwrap().unwrap();
+            let start = format!("{:016x} ", from_kallsyms.addr);
+            let names_at_start: Vec<&str> = text
+                .lines()
+                .filter(|line| line.starts_with(&start))
+                .filter_map(|line| line.split_whitespace().nth(2))
+                .collect();
+            assert!(
+                names_at_start.contains(&frame.name.as_str()),
+                "{addr:#x}: {} is not among kallsyms' {names_at_start:?}",
+                frame.name
+            );
+        }
+    }
+
+    #[test]
+    fn unreadable_sections_keep_kallsyms_names_and_say_why() {
+        let kallsyms = kallsyms();
+        let addrs = module_addrs(&kallsyms);
+        let no_sysfs = tempfile::tempdir().unwrap();
+        let modules = KernelModules::new(vec![Path::new(TESTDATA).join("bin")], no_sysfs.path());
+        let frames = symbolize(&Symbolizer::builder().build(), &kallsyms, &modules, &addrs);
+        for (frame, addr) in frames.iter().zip(&addrs) {
+            let from_kallsyms = kallsyms.find_symbol(*addr).unwrap().unwrap();
+            assert_eq!(frame.name, from_kallsyms.name);
+            assert!(frame.frames.is_empty());
+        }
+        let problems = modules.problems();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        let (name, error) = &problems[0];
+        assert_eq!(name, "kmod_demo");
+        assert!(matches!(error, Error::KernelModule { .. }), "{error:?}");
+        assert!(error.to_string().contains("root"), "{error}");
+    }
+
+    #[test]
+    fn module_of_another_build_is_refused() {
+        // The loaded module's build-id note (sysfs notes/) differs from the file's.
+        let mut sections = ModuleSections::read(&sysfs(), "kmod_demo").unwrap();
+        assert!(sections.build_id().is_some(), "the fixture has the note");
+        let listed: Vec<(String, u64)> = sections
+            .sections()
+            .map(|(name, addr)| (name.to_string(), addr))
+            .collect();
+        sections = ModuleSections::new("kmod_demo", listed, Some(vec![0xab; 20]));
+        let err = stacksym::kernel::LoadedModule::new(
+            Path::new(TESTDATA).join("bin/kmod-demo.ko"),
+            &sections,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("build-id"), "{err}");
+    }
+
+    #[test]
+    fn stripped_module_takes_lines_from_its_debug_file() {
+        let kallsyms = kallsyms();
+        let addrs = module_addrs(&kallsyms);
+        // As distributions ship it: debug info stripped, the DWARF under .build-id/.
+        let dir = dir_with(&[("kernel/extra/kmod_demo.ko", &ko("kmod-demo.stripped.ko"))]);
+        let modules = KernelModules::new(vec![dir.path().to_path_buf()], sysfs());
+        let without = symbolize(&Symbolizer::builder().build(), &kallsyms, &modules, &addrs);
+        assert!(without.iter().all(|f| f.frames.is_empty() && f.size > 0));
+        let symbolizer = Symbolizer::builder()
+            .debug_dirs(vec![Path::new(TESTDATA).join("debug")])
+            .build();
+        let with = symbolize(&symbolizer, &kallsyms, &modules, &addrs);
+        assert!(with.iter().all(|f| !f.frames.is_empty()), "{with:?}");
+        // The same names and lines as the unstripped module.
+        let unstripped = KernelModules::new(vec![Path::new(TESTDATA).join("bin")], sysfs());
+        let reference = symbolize(
+            &Symbolizer::builder().build(),
+            &kallsyms,
+            &unstripped,
+            &addrs,
+        );
+        assert_eq!(with, reference);
+    }
+
+    #[test]
+    fn modules_dep_names_the_file_and_compressed_files_are_reported() {
+        let kallsyms = kallsyms();
+        let addrs = module_addrs(&kallsyms);
+        let dir = dir_with(&[
+            ("modules.dep", b"kernel/fs/kmod-demo.ko:\n" as &[u8]),
+            ("kernel/fs/kmod-demo.ko", &ko("kmod-demo.ko")),
+            // Not listed in modules.dep, so not used.
+            ("kernel/other/kmod_demo.ko", b"not an ELF file"),
+        ]);
+        let modules = KernelModules::new(vec![dir.path().to_path_buf()], sysfs());
+        assert_eq!(
+            modules.file_of("kmod_demo"),
+            Some(dir.path().join("kernel/fs/kmod-demo.ko"))
+        );
+        let frames = symbolize(&Symbolizer::builder().build(), &kallsyms, &modules, &addrs);
+        assert!(frames.iter().all(|f| !f.frames.is_empty()));
+
+        let compressed = dir_with(&[("kernel/fs/kmod_demo.ko.zst", b"(zstd bytes)" as &[u8])]);
+        let modules = KernelModules::new(vec![compressed.path().to_path_buf()], sysfs());
+        let frames = symbolize(&Symbolizer::builder().build(), &kallsyms, &modules, &addrs);
+        assert!(frames.iter().all(|f| f.frames.is_empty()));
+        let problems = modules.problems();
+        assert!(
+            problems[0].1.to_string().contains("compressed"),
+            "{problems:?}"
+        );
+
+        let bad = dir_with(&[("kmod_demo.ko", b"\x7fELF garbage" as &[u8])]);
+        let modules = KernelModules::new(vec![bad.path().to_path_buf()], sysfs());
+        let frames = symbolize(&Symbolizer::builder().build(), &kallsyms, &modules, &addrs);
+        assert!(frames.iter().all(|f| f.frames.is_empty()));
+        assert_eq!(modules.problems().len(), 1);
+    }
+}

@@ -107,9 +107,7 @@ impl DwarfSections {
                     file: Arc::clone(elf),
                     range,
                 },
-                Some(SectionContents::Decompressed(bytes)) => {
-                    SectionBytes::Decompressed(Arc::from(bytes))
-                }
+                Some(SectionContents::Owned(bytes)) => SectionBytes::Owned(Arc::from(bytes)),
             };
             sections.push((id, bytes));
         }
@@ -135,7 +133,7 @@ impl DwarfSections {
             .iter()
             .map(|(_, bytes)| match bytes {
                 SectionBytes::InFile { .. } => 0,
-                SectionBytes::Decompressed(owned) => owned.len(),
+                SectionBytes::Owned(owned) => owned.len(),
             })
             .sum()
     }

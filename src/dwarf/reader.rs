@@ -21,13 +21,13 @@ pub(crate) enum SectionBytes {
         file: Arc<ElfFile>,
         range: Range<usize>,
     },
-    /// A decompressed section.
-    Decompressed(Arc<[u8]>),
+    /// A decompressed or relocated section.
+    Owned(Arc<[u8]>),
 }
 
 impl SectionBytes {
     pub(crate) fn empty() -> SectionBytes {
-        SectionBytes::Decompressed(Arc::from(&[][..]))
+        SectionBytes::Owned(Arc::from(&[][..]))
     }
 }
 
@@ -37,7 +37,7 @@ impl Deref for SectionBytes {
     fn deref(&self) -> &[u8] {
         match self {
             SectionBytes::InFile { file, range } => file.bytes_in(range.clone()),
-            SectionBytes::Decompressed(bytes) => bytes,
+            SectionBytes::Owned(bytes) => bytes,
         }
     }
 }
@@ -50,7 +50,7 @@ impl std::fmt::Debug for SectionBytes {
                 .field("file", &file.path())
                 .field("range", range)
                 .finish(),
-            SectionBytes::Decompressed(bytes) => write!(f, "Decompressed({} bytes)", bytes.len()),
+            SectionBytes::Owned(bytes) => write!(f, "Owned({} bytes)", bytes.len()),
         }
     }
 }

@@ -11,6 +11,7 @@ use object::{elf, Endianness};
 use crate::addr::{FileOffset, VirtAddr};
 use crate::elf::bytes::{c_str_in, FileBytes};
 use crate::elf::index_builder::{build_symbol_tables, SymbolTables};
+use crate::elf::relocatable::{self, RelocatableSection};
 use crate::elf::segments::{LoadSegment, Segments};
 use crate::elf::symbols::{
     split_version, ElfSymbol, NameTable, SymbolId, SymbolKind, SymbolOrigin, VersionSuffix,
@@ -40,6 +41,8 @@ pub struct ElfFile {
     bytes: FileBytes,
     header: ElfHeaderInfo,
     segments: Segments,
+    /// The layout of an `ET_REL` file's allocated sections; empty for other files.
+    relocatable: Vec<RelocatableSection>,
     build_id: Option<Range<usize>>,
     links: DebugLinks,
     symbols: OnceLock<Result<SymbolTables, Error>>,
@@ -60,8 +63,10 @@ pub enum SectionContents {
     /// A range of the file's bytes (read them with [`ElfFile::bytes_in`]); empty for
     /// `SHT_NOBITS`.
     InFile(Range<usize>),
-    /// Decompressed from an `SHF_COMPRESSED` or `.zdebug_*` section.
-    Decompressed(Vec<u8>),
+    /// Bytes that differ from the file's: decompressed from an `SHF_COMPRESSED` or
+    /// `.zdebug_*` section, and/or relocated (a relocatable file's section that relocations
+    /// target, e.g. a kernel module's `.debug_info`; see [`ElfFile::relocatable_sections`]).
+    Owned(Vec<u8>),
 }
 
 impl ElfFile {
@@ -84,7 +89,7 @@ impl ElfFile {
     fn from_file_bytes(path: PathBuf, bytes: FileBytes) -> Result<Self> {
         let data = bytes.as_slice();
         check_magic(&path, data)?;
-        let (header, segments, build_id) = match data.get(EI_CLASS) {
+        let (header, segments, relocatable, build_id) = match data.get(EI_CLASS) {
             Some(&1) => read_headers::<elf::FileHeader32<Endianness>>(&path, data)?,
             Some(&2) => read_headers::<elf::FileHeader64<Endianness>>(&path, data)?,
             Some(&class) => {
@@ -113,6 +118,7 @@ impl ElfFile {
             bytes,
             header,
             segments,
+            relocatable,
             build_id,
             links,
             symbols: OnceLock::new(),
@@ -153,6 +159,15 @@ impl ElfFile {
         &self.segments
     }
 
+    /// For a relocatable file (`ET_REL`: an object file or a kernel module), its allocated
+    /// sections and the addresses this crate lays them out at (see
+    /// [`crate::elf::relocatable`]); empty for executables and shared libraries. Symbols,
+    /// [`ElfFile::segments`] and DWARF (relocated by [`ElfFile::section_contents`]) of such a
+    /// file are all at these addresses.
+    pub fn relocatable_sections(&self) -> &[RelocatableSection] {
+        &self.relocatable
+    }
+
     /// Bytes of this file mapped into memory (0 when it was given as bytes).
     pub fn mapped_len(&self) -> usize {
         self.bytes.mapped_len()
@@ -176,21 +191,54 @@ impl ElfFile {
             SectionContents::InFile(range) => {
                 Cow::Borrowed(self.data().get(range).unwrap_or_default())
             }
-            SectionContents::Decompressed(bytes) => Cow::Owned(bytes),
+            SectionContents::Owned(bytes) => Cow::Owned(bytes),
         }))
     }
 
     /// Like [`ElfFile::section_data`], but says where the bytes are instead of borrowing
     /// them, so that a reader can keep the file (in an `Arc`) and a range of it.
+    ///
+    /// In a relocatable file (see [`ElfFile::relocatable_sections`]) the relocations that
+    /// target the section are applied (to a copy): DWARF there is only complete once they
+    /// are. An unsupported or broken relocation is an error naming the section.
     pub fn section_contents(&self, name: &str) -> Result<Option<SectionContents>> {
-        use object::{CompressionFormat, Object, ObjectSection};
-        let malformed = |what: String| Error::MalformedElf {
-            path: self.path.clone(),
-            what,
-        };
+        use object::{Object, ObjectSection};
         let file = self.object_file()?;
         let Some(section) = file.section_by_name(name) else {
             return Ok(None);
+        };
+        let contents = self.unrelocated_contents(name, &section)?;
+        if self.header.file_type != elf::ET_REL.0 || section.relocations().next().is_none() {
+            return Ok(Some(contents));
+        }
+        let mut bytes = match contents {
+            SectionContents::InFile(range) => self.bytes_in(range).to_vec(),
+            SectionContents::Owned(bytes) => bytes,
+        };
+        relocatable::apply_relocations(
+            &file,
+            &self.relocatable,
+            &section,
+            &mut bytes,
+            self.header.big_endian,
+        )
+        .map_err(|problem| Error::MalformedElf {
+            path: self.path.clone(),
+            what: format!("section {name}: {problem}"),
+        })?;
+        Ok(Some(SectionContents::Owned(bytes)))
+    }
+
+    /// The section's bytes as the file holds them, decompressed.
+    fn unrelocated_contents(
+        &self,
+        name: &str,
+        section: &object::Section<'_, '_>,
+    ) -> Result<SectionContents> {
+        use object::{CompressionFormat, ObjectSection};
+        let malformed = |what: String| Error::MalformedElf {
+            path: self.path.clone(),
+            what,
         };
         let compressed = section
             .compressed_data()
@@ -198,7 +246,7 @@ impl ElfFile {
         if compressed.format == CompressionFormat::None {
             // `SHT_NOBITS` (a stripped debug file's sections) has no bytes in the file.
             let Some((offset, size)) = section.file_range() else {
-                return Ok(Some(SectionContents::InFile(0..0)));
+                return Ok(SectionContents::InFile(0..0));
             };
             let range = usize::try_from(offset)
                 .ok()
@@ -212,7 +260,7 @@ impl ElfFile {
                         self.data().len()
                     ))
                 })?;
-            return Ok(Some(SectionContents::InFile(range)));
+            return Ok(SectionContents::InFile(range));
         }
         let limit = MAX_DECOMPRESSED_SECTION
             .min((compressed.data.len() as u64).saturating_mul(MAX_DECOMPRESSION_RATIO));
@@ -228,7 +276,7 @@ impl ElfFile {
         }
         compressed
             .decompress()
-            .map(|bytes| Some(SectionContents::Decompressed(bytes.into_owned())))
+            .map(|bytes| SectionContents::Owned(bytes.into_owned()))
             .map_err(|e| malformed(format!("section {name}: {e}")))
     }
 
@@ -264,10 +312,11 @@ impl ElfFile {
     fn symbol_tables(&self) -> Result<&SymbolTables> {
         let built = self.symbols.get_or_init(|| {
             let data = self.data();
+            let layout = (self.header.file_type == elf::ET_REL.0).then_some(&self.relocatable[..]);
             if self.header.is_64 {
-                build_symbol_tables::<elf::FileHeader64<Endianness>>(&self.path, data)
+                build_symbol_tables::<elf::FileHeader64<Endianness>>(&self.path, data, layout)
             } else {
-                build_symbol_tables::<elf::FileHeader32<Endianness>>(&self.path, data)
+                build_symbol_tables::<elf::FileHeader32<Endianness>>(&self.path, data, layout)
             }
         });
         built.as_ref().map_err(Error::clone_for_cache)
@@ -469,7 +518,12 @@ fn check_magic(path: &Path, data: &[u8]) -> Result<()> {
     })
 }
 
-type Headers = (ElfHeaderInfo, Segments, Option<Range<usize>>);
+type Headers = (
+    ElfHeaderInfo,
+    Segments,
+    Vec<RelocatableSection>,
+    Option<Range<usize>>,
+);
 
 fn read_headers<Elf: FileHeader<Endian = Endianness>>(path: &Path, data: &[u8]) -> Result<Headers> {
     let malformed = |what: &str, e: object::Error| Error::MalformedElf {
@@ -487,6 +541,25 @@ fn read_headers<Elf: FileHeader<Endian = Endianness>>(path: &Path, data: &[u8]) 
     let program_headers = raw
         .program_headers(endian, data)
         .map_err(|e| malformed("program headers", e))?;
+    if header.file_type == elf::ET_REL.0 {
+        // No program headers: the section layout stands in for them.
+        let sections = raw
+            .sections(endian, data)
+            .map_err(|e| malformed("section headers", e))?;
+        let placed = relocatable::layout(endian, data, &sections);
+        let loads = placed
+            .iter()
+            .map(|section| LoadSegment {
+                file_offset: FileOffset(section.file_range.map_or(0, |(offset, _)| offset)),
+                file_size: section.file_range.map_or(0, |(_, len)| len),
+                virt_addr: section.addr,
+                mem_size: section.size,
+                executable: section.executable,
+            })
+            .collect();
+        let build_id = build_id_range(path, raw, endian, data, program_headers);
+        return Ok((header, Segments::new(loads), placed, build_id));
+    }
     let loads = program_headers
         .iter()
         .filter(|ph| ph.p_type(endian) == elf::PT_LOAD)
@@ -498,15 +571,26 @@ fn read_headers<Elf: FileHeader<Endian = Endianness>>(path: &Path, data: &[u8]) 
             executable: ph.p_flags(endian).0 & elf::PF_X.0 != 0,
         })
         .collect();
-    let build_id = match find_build_id(raw, endian, data, program_headers) {
+    let build_id = build_id_range(path, raw, endian, data, program_headers);
+    Ok((header, Segments::new(loads), Vec::new(), build_id))
+}
+
+/// Where the build-id is in `data`; `None` without one or when the note is unreadable.
+fn build_id_range<Elf: FileHeader<Endian = Endianness>>(
+    path: &Path,
+    raw: &Elf,
+    endian: Endianness,
+    data: &[u8],
+    program_headers: &[Elf::ProgramHeader],
+) -> Option<Range<usize>> {
+    match find_build_id(raw, endian, data, program_headers) {
         Ok(id) => id.map(|id| range_of(data, id)),
         Err(e) => {
             // A broken note does not make the symbols unusable; say why the id is missing.
             log::debug!("{}: ignoring unreadable build-id note: {e}", path.display());
             None
         }
-    };
-    Ok((header, Segments::new(loads), build_id))
+    }
 }
 
 /// The `NT_GNU_BUILD_ID` note's descriptor, from the note sections, or from `PT_NOTE`

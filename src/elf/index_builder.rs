@@ -10,6 +10,7 @@ use object::{elf, Endianness};
 
 use crate::elf::bytes::c_str_in;
 use crate::elf::file::range_of;
+use crate::elf::relocatable::{section_addr, RelocatableSection};
 use crate::elf::symbols::{AddrIndex, Entry, NameInfo, NameTable, SymbolKind, VersionSuffix};
 use crate::error::{Error, Result};
 
@@ -92,6 +93,7 @@ struct Skipped {
 pub(crate) fn build_symbol_tables<Elf: FileHeader<Endian = Endianness>>(
     path: &Path,
     data: &[u8],
+    layout: Option<&[RelocatableSection]>,
 ) -> Result<SymbolTables> {
     let malformed = |what: String| Error::MalformedElf {
         path: path.to_path_buf(),
@@ -173,6 +175,7 @@ pub(crate) fn build_symbol_tables<Elf: FileHeader<Endian = Endianness>>(
                 table,
                 strings: &strings,
                 skipped: &mut skipped,
+                layout,
             },
             |index| versyms.map(|v| v.version_index(endian, index).0),
             &mut code,
@@ -273,6 +276,9 @@ struct Collector<'c, 'data, Elf: FileHeader<Endian = Endianness>> {
     table: NameTable,
     strings: &'c Range<usize>,
     skipped: &'c mut Skipped,
+    /// An `ET_REL` file's section layout (symbols are offsets into their section there);
+    /// `None` for other files, whose symbols hold addresses.
+    layout: Option<&'c [RelocatableSection]>,
 }
 
 fn collect_symbols<Elf: FileHeader<Endian = Endianness>>(
@@ -298,6 +304,7 @@ fn collect_symbols<Elf: FileHeader<Endian = Endianness>>(
                 continue;
             }
         };
+        let section_index = section;
         let Ok(section) = c.sections.section(section) else {
             c.skipped.bad_section += 1;
             continue;
@@ -319,9 +326,16 @@ fn collect_symbols<Elf: FileHeader<Endian = Endianness>>(
             c.skipped.bad_name += 1;
             continue;
         };
-        let addr: u64 = sym.st_value(endian).into();
+        let value: u64 = sym.st_value(endian).into();
+        let (addr, section_start) = match c.layout {
+            None => (value, section.sh_addr(endian).into()),
+            Some(layout) => match section_addr(layout, section_index.0) {
+                Some(base) => (base.wrapping_add(value), base),
+                // A section that is not loaded (debug info, notes) holds no code or data.
+                None => continue,
+            },
+        };
         let size: u64 = sym.st_size(endian).into();
-        let section_start: u64 = section.sh_addr(endian).into();
         let section_size: u64 = section.sh_size(endian).into();
         let binding = match sym.st_bind() {
             elf::STB_GLOBAL | elf::STB_GNU_UNIQUE => 0u32,

@@ -7,9 +7,11 @@
 mod bytes;
 mod file;
 mod index_builder;
+pub mod relocatable;
 mod segments;
 mod symbols;
 
 pub use file::{ElfFile, ElfHeaderInfo, SectionContents};
+pub use relocatable::RelocatableSection;
 pub use segments::{LoadSegment, Segments};
 pub use symbols::{ElfSymbol, SymbolId, SymbolKind, SymbolOrigin};

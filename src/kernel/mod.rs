@@ -9,7 +9,9 @@
 //!
 //! [`Vmlinux`] matches a kernel image with symbols and DWARF to kallsyms (the KASLR offset);
 //! `Symbolizer::symbolize_kernel` then gives the image's addresses names and source lines
-//! from it, and module addresses kallsyms names. Not done yet: `.ko` files of modules.
+//! from it. Module addresses get kallsyms' names, or, with [`KernelModules`], names, source
+//! lines and inlined frames from the module's `.ko` file, matched to where the kernel loaded
+//! each of its sections (`/sys/module/NAME/sections/`).
 //!
 //! ```
 //! use stacksym::kernel::Kallsyms;
@@ -28,7 +30,9 @@
 //! ```
 
 mod kallsyms;
+mod module;
 mod vmlinux;
 
 pub use kallsyms::{Kallsyms, KernelSym, MAX_LINE_LEN, MAX_NAME_LEN, PROC_KALLSYMS};
+pub use module::{KernelModules, LoadedModule, ModuleSections, LIB_MODULES, SYS_MODULE};
 pub use vmlinux::{Vmlinux, KASLR_ANCHORS};

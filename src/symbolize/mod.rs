@@ -21,7 +21,7 @@ pub use cache::{CacheStats, FileId};
 pub use kallsyms_cache::KALLSYMS_MIN_AGE;
 pub use output::{NameOrigin, Sym, Symbols};
 pub use process::{ProcessSym, ProcessSymbol};
-pub use stack::{is_kernel_addr, KernelFrame, StackFrame};
+pub use stack::{is_kernel_addr, KernelFrame, KernelSources, StackFrame};
 
 use crate::addr::{FileOffset, VirtAddr};
 use crate::debuginfo::{DebugFinder, DEFAULT_DEBUG_DIR};

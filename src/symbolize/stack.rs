@@ -6,7 +6,9 @@
 use crate::addr::AbsAddr;
 use crate::dwarf::Frame;
 use crate::error::Result;
-use crate::kernel::{Kallsyms, Vmlinux};
+use std::collections::BTreeMap;
+
+use crate::kernel::{Kallsyms, KernelModules, KernelSym, Vmlinux};
 use crate::process::Process;
 use crate::symbolize::{Input, ProcessSymbol, Source, Symbolizer};
 
@@ -100,21 +102,67 @@ impl Symbolizer {
     }
 }
 
+/// The files kernel addresses are symbolized with: kallsyms always; a vmlinux for the
+/// kernel image's names, source lines and inlined frames; modules' `.ko` files for theirs.
+#[derive(Debug, Clone, Copy)]
+pub struct KernelSources<'a> {
+    /// The running kernel's symbols (`/proc/kallsyms` or a copy), which also say which
+    /// module an address belongs to.
+    pub kallsyms: &'a Kallsyms,
+    /// The kernel image, matched to `kallsyms` (its KASLR offset).
+    pub vmlinux: Option<&'a Vmlinux>,
+    /// Where modules' `.ko` files and load addresses are found.
+    pub modules: Option<&'a KernelModules>,
+}
+
+impl<'a> KernelSources<'a> {
+    /// kallsyms alone: names, offsets, modules.
+    pub fn new(kallsyms: &'a Kallsyms) -> Self {
+        KernelSources {
+            kallsyms,
+            vmlinux: None,
+            modules: None,
+        }
+    }
+}
+
 impl Symbolizer {
-    /// Symbolizes kernel addresses: text symbols of `kallsyms`; with a `vmlinux`, addresses
-    /// of the kernel image (not of modules) are named from vmlinux's symbol table with its
-    /// DWARF's source lines and inlined frames ([`KernelFrame::frames`]), through the same
-    /// file cache as ELF sources, after subtracting its KASLR offset. An address vmlinux
-    /// does not cover keeps kallsyms' answer. One result per address, in input order;
-    /// `None` where no text symbol covers it. An error means `kallsyms` failed or vmlinux
-    /// could not be read (it names the file).
+    /// Symbolizes kernel addresses with `kallsyms` and, when given, `vmlinux`: see
+    /// [`Symbolizer::symbolize_kernel_with`] (this is it without module files).
     pub fn symbolize_kernel(
         &self,
         kallsyms: &Kallsyms,
         vmlinux: Option<&Vmlinux>,
         addrs: &[u64],
     ) -> Result<Vec<Option<KernelFrame>>> {
-        let image = match vmlinux {
+        let sources = KernelSources {
+            vmlinux,
+            ..KernelSources::new(kallsyms)
+        };
+        self.symbolize_kernel_with(&sources, addrs)
+    }
+
+    /// Symbolizes kernel addresses: text symbols of `sources.kallsyms`; with a `vmlinux`,
+    /// addresses of the kernel image are named from vmlinux's symbol table with its DWARF's
+    /// source lines and inlined frames ([`KernelFrame::frames`]), after subtracting its
+    /// KASLR offset; with `modules`, addresses of a module whose `.ko` is found and whose
+    /// load addresses are readable the same from the `.ko` (and its debug file, found by
+    /// build-id in the debug dirs), at the address the `.ko`'s layout gives it
+    /// ([`LoadedModule::layout_addr`](crate::kernel::LoadedModule::layout_addr)). Both go
+    /// through the same file cache as ELF sources.
+    ///
+    /// An address vmlinux or the `.ko` does not cover keeps kallsyms' answer; so does every
+    /// address of a module whose file cannot be used (the reason is logged with
+    /// `log::debug!` and kept: [`KernelModules::problems`]). One result per address, in
+    /// input order; `None` where no text symbol covers it. An error means `kallsyms` failed
+    /// or vmlinux could not be read (it names the file).
+    pub fn symbolize_kernel_with(
+        &self,
+        sources: &KernelSources<'_>,
+        addrs: &[u64],
+    ) -> Result<Vec<Option<KernelFrame>>> {
+        let kallsyms = sources.kallsyms;
+        let image = match sources.vmlinux {
             Some(vmlinux) => {
                 let virt: Vec<u64> = addrs.iter().map(|&a| vmlinux.virt_addr(a).0).collect();
                 let symbols = self.symbolize(
@@ -127,15 +175,24 @@ impl Symbolizer {
             }
             None => None,
         };
-        let mut frames = Vec::with_capacity(addrs.len());
-        for (i, &addr) in addrs.iter().enumerate() {
-            let from_kallsyms = kallsyms.find_symbol(addr)?;
+        let from_kallsyms = addrs
+            .iter()
+            .map(|&addr| kallsyms.find_symbol(addr))
+            .collect::<Result<Vec<_>>>()?;
+        let mut frames: Vec<Option<KernelFrame>> = match sources.modules {
+            Some(modules) => self.module_frames(modules, &from_kallsyms, addrs),
+            None => vec![None; addrs.len()],
+        };
+        for (i, from_kallsyms) in from_kallsyms.iter().enumerate() {
+            let Some(frame) = frames.get_mut(i).filter(|frame| frame.is_none()) else {
+                continue; // Named from the module's file.
+            };
             let in_module = from_kallsyms.is_some_and(|sym| sym.module.is_some());
             let from_image = image
                 .as_ref()
                 .filter(|_| !in_module)
                 .and_then(|symbols| symbols.get(i));
-            frames.push(match (from_image, from_kallsyms) {
+            *frame = match (from_image, from_kallsyms) {
                 (Some(sym), _) => Some(KernelFrame {
                     name: sym.name.to_string(),
                     offset: sym.offset,
@@ -151,9 +208,72 @@ impl Symbolizer {
                     frames: Vec::new(),
                 }),
                 (None, None) => None,
-            });
+            };
         }
         Ok(frames)
+    }
+
+    /// Frames from modules' `.ko` files for the addresses kallsyms places in a module;
+    /// `None` for the rest, and for every address of a module whose file cannot be used.
+    fn module_frames(
+        &self,
+        modules: &KernelModules,
+        from_kallsyms: &[Option<KernelSym<'_>>],
+        addrs: &[u64],
+    ) -> Vec<Option<KernelFrame>> {
+        let mut frames = vec![None; addrs.len()];
+        let mut by_module: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (i, sym) in from_kallsyms.iter().enumerate() {
+            if let Some(module) = sym.and_then(|sym| sym.module) {
+                by_module.entry(module).or_default().push(i);
+            }
+        }
+        for (name, indexes) in by_module {
+            // Matched (or matched again, when it moved) for the first address; any other
+            // address outside its sections keeps kallsyms' name.
+            let Some(&first) = indexes.first() else {
+                continue;
+            };
+            let module = match modules.loaded(name, addrs[first]) {
+                Ok(module) => module,
+                Err(e) => {
+                    log::debug!("module {name}: kallsyms names only: {e}");
+                    continue;
+                }
+            };
+            let placed: Vec<(usize, u64)> = indexes
+                .iter()
+                .filter_map(|&i| Some((i, module.layout_addr(addrs[i])?.0)))
+                .collect();
+            let layout: Vec<u64> = placed.iter().map(|&(_, addr)| addr).collect();
+            let source = Source::Elf {
+                path: module.path(),
+            };
+            let symbols = match self.symbolize(&source, Input::VirtAddrs(&layout)) {
+                Ok(symbols) => symbols,
+                Err(e) => {
+                    log::debug!("module {name}: kallsyms names only: {e}");
+                    modules.mark_failed(name, e);
+                    continue;
+                }
+            };
+            if let Some(e) = symbols.debug_error() {
+                log::debug!("module {name}: no source lines: {e}");
+            }
+            for (k, &(i, _)) in placed.iter().enumerate() {
+                let (Some(sym), Some(slot)) = (symbols.get(k), frames.get_mut(i)) else {
+                    continue;
+                };
+                *slot = Some(KernelFrame {
+                    name: sym.name.to_string(),
+                    offset: sym.offset,
+                    size: sym.size,
+                    module: Some(name.to_string()),
+                    frames: sym.frames.to_vec(),
+                });
+            }
+        }
+        frames
     }
 }
 
