@@ -605,3 +605,61 @@ fn kernel_with_vmlinux_prints_source_lines() {
     let out = ours(&["--vmlinux", vmlinux.to_str().unwrap(), "0x1"], "");
     assert_eq!(out.status.code(), Some(1), "{out:?}");
 }
+
+/// `--kallsyms FILE --modules-dir DIR --sys-module DIR`: a module address gets the name,
+/// size and source line of the module's `.ko` (testdata/bin/kmod-demo.ko, loaded where the
+/// sysfs copy testdata/kmod/sys/module says; the kallsyms fixture lists it there). Without
+/// the module flags, on this machine's /lib/modules (no kmod_demo.ko), kallsyms' name and a
+/// note on stderr that says why.
+#[test]
+fn kernel_module_addresses_get_lines_from_the_ko() {
+    let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
+    let kallsyms = testdata.join("kallsyms/kmod-demo.kallsyms");
+    let modules_dir = testdata.join("bin");
+    let sys_module = testdata.join("kmod/sys/module");
+    let with_modules = [
+        "--kallsyms",
+        kallsyms.to_str().unwrap(),
+        "--modules-dir",
+        modules_dir.to_str().unwrap(),
+        "--sys-module",
+        sys_module.to_str().unwrap(),
+        // kd_run + 3 (.text), kd_report_error + 1 (.text.unlikely), an image address.
+        "0xffffffffc0a01083",
+        "0xffffffffc0a03001",
+        "0xffffffff81002004",
+    ];
+    let out = ours(&with_modules, "");
+    assert_ok(&out);
+    let text = stdout(&out);
+    let blocks: Vec<&str> = text.split("\n\n").collect();
+    assert!(blocks[0].starts_with("kd_run [kmod_demo]\n"), "{text}");
+    assert!(blocks[0].contains("src/kmod/demo_main.c:"), "{text}");
+    assert!(
+        blocks[1].starts_with("kd_report_error [kmod_demo]\n"),
+        "{text}"
+    );
+    assert!(blocks[1].contains("src/kmod/demo_"), "{text}");
+    assert_eq!(blocks[2], "do_one_initcall\n??:0:0", "{text}");
+    assert!(String::from_utf8_lossy(&out.stderr).is_empty(), "{out:?}");
+
+    let without = [&with_modules[..2], &with_modules[6..7]].concat();
+    let empty = tempfile::tempdir().unwrap();
+    let no_ko = [
+        &with_modules[..2],
+        &["--modules-dir", empty.path().to_str().unwrap()],
+        &with_modules[4..7],
+    ]
+    .concat();
+    for args in [&without, &no_ko] {
+        let out = ours(args, "");
+        assert_ok(&out);
+        assert_eq!(stdout(&out), "kd_run [kmod_demo]\n??:0:0\n\n", "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("note: module kmod_demo: kallsyms names only: ")
+                && stderr.contains("no kmod_demo.ko in"),
+            "{args:?}: {stderr}"
+        );
+    }
+}

@@ -109,7 +109,10 @@ OUTPUT (--output-style)
   - --kernel answers have no source lines unless --vmlinux FILE is given (kallsyms has
     none): ??:0:0, named by the symbol even with --functions=short. With --vmlinux, the
     kernel image's addresses are named from vmlinux with its lines and inlined frames;
-    modules keep kallsyms' names (their .ko files are not read yet). --pid answers have source
+    a module's addresses from its .ko (found in --modules-dir, default
+    /lib/modules/$(uname -r); its sections' load addresses from --sys-module, default
+    /sys/module, root only), with the .ko's or its build-id debug file's lines; where
+    the .ko cannot be used, kallsyms' name (run with RUST_LOG=debug to see why). --pid answers have source
     lines and inlined frames from the mapped files' DWARF (debug files searched inside the
     process's root first, then the debug dirs), without discriminators.
   Differences from GNU addr2line -f -i -C (which the GNU style resembles):

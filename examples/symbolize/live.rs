@@ -2,9 +2,9 @@
 //! up through the library's process and kallsyms sources instead of an ELF file.
 
 use stacksym::addr::AbsAddr;
-use stacksym::kernel::{Kallsyms, Vmlinux};
+use stacksym::kernel::{Kallsyms, KernelModules, Vmlinux};
 use stacksym::process::Process;
-use stacksym::symbolize::ProcessSymbol;
+use stacksym::symbolize::{KernelSources, ProcessSymbol};
 use stacksym::Symbolizer;
 
 use crate::output::{Answer, Origin};
@@ -45,6 +45,9 @@ pub struct Live {
     pub kallsyms: Option<Kallsyms>,
     /// `--vmlinux`: names and source lines of the kernel image.
     pub vmlinux: Option<Vmlinux>,
+    /// Modules' `.ko` files (`--modules-dir`, `--sys-module`): names, sizes and source lines
+    /// of module addresses.
+    pub modules: Option<KernelModules>,
 }
 
 impl Live {
@@ -75,13 +78,19 @@ impl Live {
     }
 
     /// Looks `addr` up in kallsyms (text symbols only, as a stack holds code addresses),
-    /// and with `--vmlinux` in vmlinux (names and source lines of the kernel image).
+    /// with `--vmlinux` in vmlinux (names and source lines of the kernel image), and in the
+    /// module's `.ko` when it is found and its load addresses are readable.
     pub fn kernel(&self, symbolizer: &Symbolizer, addr: u64, demangle: bool) -> Resolved {
         let module = self.kallsyms_name();
         let Some(kallsyms) = &self.kallsyms else {
             return Resolved::NotFound(module);
         };
-        match symbolizer.symbolize_kernel(kallsyms, self.vmlinux.as_ref(), &[addr]) {
+        let sources = KernelSources {
+            kallsyms,
+            vmlinux: self.vmlinux.as_ref(),
+            modules: self.modules.as_ref(),
+        };
+        match symbolizer.symbolize_kernel_with(&sources, &[addr]) {
             Ok(mut frames) => match frames.pop().flatten() {
                 Some(sym) => Resolved::Found(
                     Answer {
@@ -94,10 +103,9 @@ impl Live {
                             None => Origin::KernelImage,
                         },
                         has_symbol: true,
-                        frames: self
-                            .vmlinux
-                            .as_ref()
-                            .map(|_| crate::lines_of(&sym.frames, demangle)),
+                        // Lines where vmlinux or a .ko had DWARF; ??:0 with --vmlinux.
+                        frames: (self.vmlinux.is_some() || !sym.frames.is_empty())
+                            .then(|| crate::lines_of(&sym.frames, demangle)),
                         name: sym.name,
                     },
                     module,

@@ -147,6 +147,17 @@ struct Args {
     #[arg(long, value_name = "FILE", conflicts_with = "obj")]
     vmlinux: Option<PathBuf>,
 
+    /// With --kernel: a directory with modules' .ko files (searched through its modules.dep,
+    /// else walked), for names, sizes and source lines of module addresses; repeatable;
+    /// default /lib/modules/$(uname -r)
+    #[arg(long, value_name = "DIR", conflicts_with = "obj")]
+    modules_dir: Vec<PathBuf>,
+
+    /// With --kernel: where modules' load addresses are (NAME/sections/*); default
+    /// /sys/module (readable by root only), or a copy taken on the traced machine
+    #[arg(long, value_name = "DIR", conflicts_with = "obj")]
+    sys_module: Option<PathBuf>,
+
     /// Input is a stack dump (bpftrace map output with raw stacks); see STACK DUMPS in --help
     #[arg(long)]
     stacks: bool,
@@ -630,7 +641,10 @@ fn run(args: Args, no_arguments: bool) -> io::Result<bool> {
             .clone()
             .unwrap_or_else(|| PathBuf::from(stacksym::kernel::PROC_KALLSYMS));
         match Kallsyms::open(&path) {
-            Ok(kallsyms) => live.kallsyms = Some(kallsyms),
+            Ok(kallsyms) => {
+                live.kallsyms = Some(kallsyms);
+                live.modules = Some(kernel_modules(&args));
+            }
             Err(err) => {
                 // The library's message names the file and, for zeroed addresses, explains
                 // kptr_restrict and how to lift it.
@@ -638,6 +652,10 @@ fn run(args: Args, no_arguments: bool) -> io::Result<bool> {
                 return Ok(false);
             }
         }
+    }
+    if (!args.modules_dir.is_empty() || args.sys_module.is_some()) && live.kallsyms.is_none() {
+        eprintln!("symbolize: --modules-dir and --sys-module need --kernel (or --kallsyms FILE)");
+        return Ok(false);
     }
     if let Some(path) = &args.vmlinux {
         let Some(kallsyms) = &live.kallsyms else {
@@ -714,6 +732,12 @@ fn run(args: Args, no_arguments: bool) -> io::Result<bool> {
     }
     engine.printer.finish(&mut engine.out)?;
     engine.out.flush()?;
+    if let Some(modules) = &engine.live.modules {
+        // Answered with kallsyms' names only; say why, once per module, after the output.
+        for (name, error) in modules.problems() {
+            eprintln!("symbolize: note: module {name}: kallsyms names only: {error}");
+        }
+    }
     Ok(ok && !engine.live_failed)
 }
 
@@ -780,6 +804,21 @@ fn answer_of(sym: &stacksym::Sym<'_>, debug_file: Option<&Path>, demangle: bool)
 
 /// The library's frames as the printer takes them; function names demangled or not as
 /// `demangle` says.
+/// Where `--kernel` finds modules' `.ko` files and load addresses: the flags, else the
+/// running kernel's `/lib/modules/$(uname -r)` and `/sys/module`.
+fn kernel_modules(args: &Args) -> stacksym::kernel::KernelModules {
+    use stacksym::kernel::{KernelModules, SYS_MODULE};
+    let running = KernelModules::running_kernel;
+    match (args.modules_dir.is_empty(), &args.sys_module) {
+        (true, None) => running(),
+        (false, sys) => KernelModules::new(
+            args.modules_dir.clone(),
+            sys.clone().unwrap_or_else(|| PathBuf::from(SYS_MODULE)),
+        ),
+        (true, Some(sys)) => KernelModules::new(running().dirs().to_vec(), sys),
+    }
+}
+
 pub fn lines_of(frames: &[stacksym::dwarf::Frame], demangle: bool) -> Vec<Line> {
     frames
         .iter()

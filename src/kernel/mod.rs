@@ -34,5 +34,7 @@ mod module;
 mod vmlinux;
 
 pub use kallsyms::{Kallsyms, KernelSym, MAX_LINE_LEN, MAX_NAME_LEN, PROC_KALLSYMS};
-pub use module::{KernelModules, LoadedModule, ModuleSections, LIB_MODULES, SYS_MODULE};
+pub use module::{
+    is_pseudo_module, KernelModules, LoadedModule, ModuleSections, LIB_MODULES, SYS_MODULE,
+};
 pub use vmlinux::{Vmlinux, KASLR_ANCHORS};

@@ -330,6 +330,11 @@ impl KernelModules {
         found
     }
 
+    /// The directories searched for `.ko` files, in order.
+    pub fn dirs(&self) -> &[PathBuf] {
+        &self.dirs
+    }
+
     /// The `.ko` file of module `name`, if one of the directories has it.
     pub fn file_of(&self, name: &str) -> Option<PathBuf> {
         let mut files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
@@ -394,6 +399,13 @@ impl KernelModules {
         let sections = ModuleSections::read(&self.sys_module, name)?;
         LoadedModule::new(path, &sections).map(Arc::new)
     }
+}
+
+/// Whether `name` is one of the kernel's pseudo-modules that kallsyms lists code under but
+/// that have no file: `[bpf]` (BPF programs), `[__builtin__ftrace]`, `[__builtin__kprobes]`
+/// (trampolines and probe slots).
+pub fn is_pseudo_module(name: &str) -> bool {
+    name == "bpf" || name.starts_with("__builtin__")
 }
 
 /// Module names treat `-` and `_` alike (kbuild turns `-` in file names into `_`).

@@ -8,7 +8,7 @@ use crate::dwarf::Frame;
 use crate::error::Result;
 use std::collections::BTreeMap;
 
-use crate::kernel::{Kallsyms, KernelModules, KernelSym, Vmlinux};
+use crate::kernel::{is_pseudo_module, Kallsyms, KernelModules, KernelSym, Vmlinux};
 use crate::process::Process;
 use crate::symbolize::{Input, ProcessSymbol, Source, Symbolizer};
 
@@ -224,7 +224,8 @@ impl Symbolizer {
         let mut frames = vec![None; addrs.len()];
         let mut by_module: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
         for (i, sym) in from_kallsyms.iter().enumerate() {
-            if let Some(module) = sym.and_then(|sym| sym.module) {
+            let module = sym.and_then(|sym| sym.module);
+            if let Some(module) = module.filter(|&name| !is_pseudo_module(name)) {
                 by_module.entry(module).or_default().push(i);
             }
         }
