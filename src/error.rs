@@ -79,7 +79,7 @@ pub enum Error {
     },
     /// A kernel module's `.ko` file cannot be used for the loaded module: not found in the
     /// module directories, its load addresses unreadable (`/sys/module/NAME/sections` needs
-    /// root), a build-id that differs from the loaded module's, or a compressed file.
+    /// root), or a build-id that differs from the loaded module's.
     #[error("{path}: {what}")]
     KernelModule {
         /// The `.ko` file, or the directory searched or read.

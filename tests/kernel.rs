@@ -688,7 +688,7 @@ mod modules {
     }
 
     #[test]
-    fn modules_dep_names_the_file_and_compressed_files_are_reported() {
+    fn modules_dep_names_the_file_and_compressed_files_are_read() {
         let kallsyms = kallsyms();
         let addrs = module_addrs(&kallsyms);
         let dir = dir_with(&[
@@ -705,15 +705,45 @@ mod modules {
         let frames = symbolize(&Symbolizer::builder().build(), &kallsyms, &modules, &addrs);
         assert!(frames.iter().all(|f| !f.frames.is_empty()));
 
-        let compressed = dir_with(&[("kernel/fs/kmod_demo.ko.zst", b"(zstd bytes)" as &[u8])]);
-        let modules = KernelModules::new(vec![compressed.path().to_path_buf()], sysfs());
-        let frames = symbolize(&Symbolizer::builder().build(), &kallsyms, &modules, &addrs);
-        assert!(frames.iter().all(|f| f.frames.is_empty()));
-        let problems = modules.problems();
-        assert!(
-            problems[0].1.to_string().contains("compressed"),
-            "{problems:?}"
-        );
+        // Compressed whole, as distributions ship modules: read as the plain file.
+        for (tool, ext) in [("xz", "xz"), ("zstd", "zst"), ("gzip", "gz")] {
+            let Some(tool) = super::support::require_tool(
+                "modules_dep_names_the_file_and_compressed_files_are_read",
+                tool,
+                tool,
+            ) else {
+                continue;
+            };
+            let out = std::process::Command::new(tool)
+                .arg("-c")
+                .arg(Path::new(TESTDATA).join("bin/kmod-demo.ko"))
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            let name = format!("kernel/fs/kmod_demo.ko.{ext}");
+            let dir = dir_with(&[(&name, &out.stdout)]);
+            let modules = KernelModules::new(vec![dir.path().to_path_buf()], sysfs());
+            let compressed = symbolize(&Symbolizer::builder().build(), &kallsyms, &modules, &addrs);
+            assert!(
+                modules.problems().is_empty(),
+                "{ext}: {:?}",
+                modules.problems()
+            );
+            assert_eq!(compressed, frames, "{ext}");
+            // Damaged: the same error as for any unusable file.
+            let mut damaged = out.stdout.clone();
+            let middle = damaged.len() / 2;
+            damaged.truncate(middle);
+            let dir = dir_with(&[(&name, &damaged)]);
+            let modules = KernelModules::new(vec![dir.path().to_path_buf()], sysfs());
+            let names_only = symbolize(&Symbolizer::builder().build(), &kallsyms, &modules, &addrs);
+            assert!(names_only.iter().all(|f| f.frames.is_empty()), "{ext}");
+            let problems = modules.problems();
+            assert!(
+                problems[0].1.to_string().contains("does not decompress"),
+                "{ext}: {problems:?}"
+            );
+        }
 
         let bad = dir_with(&[("kmod_demo.ko", b"\x7fELF garbage" as &[u8])]);
         let modules = KernelModules::new(vec![bad.path().to_path_buf()], sysfs());

@@ -30,16 +30,12 @@ pub fn mini_debuginfo(elf: &ElfFile) -> Result<Option<ElfFile>> {
 
 #[cfg(feature = "minidebuginfo")]
 fn decompress(elf: &ElfFile, compressed: &[u8]) -> Result<Option<Vec<u8>>> {
-    let mut out = Capped {
-        bytes: Vec::new(),
-        cap: MAX_MINIDEBUGINFO_BYTES,
-    };
-    let mut input = compressed;
-    lzma_rs::xz_decompress(&mut input, &mut out).map_err(|e| crate::Error::MalformedElf {
-        path: elf.path().to_path_buf(),
-        what: format!("section .gnu_debugdata (MiniDebugInfo): xz: {e}"),
-    })?;
-    Ok(Some(out.bytes))
+    crate::elf::compressed::xz(compressed, MAX_MINIDEBUGINFO_BYTES as u64)
+        .map(Some)
+        .map_err(|e| crate::Error::MalformedElf {
+            path: elf.path().to_path_buf(),
+            what: format!("section .gnu_debugdata (MiniDebugInfo): xz: {e}"),
+        })
 }
 
 #[cfg(not(feature = "minidebuginfo"))]
@@ -50,31 +46,6 @@ fn decompress(elf: &ElfFile, _compressed: &[u8]) -> Result<Option<Vec<u8>>> {
         elf.path().display()
     );
     Ok(None)
-}
-
-/// A `Write` into memory that refuses to grow past `cap` (a decompression bomb stops there).
-#[cfg(feature = "minidebuginfo")]
-struct Capped {
-    bytes: Vec<u8>,
-    cap: usize,
-}
-
-#[cfg(feature = "minidebuginfo")]
-impl std::io::Write for Capped {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if self.bytes.len().saturating_add(buf.len()) > self.cap {
-            return Err(std::io::Error::other(format!(
-                "decompression bomb: more than {} bytes",
-                self.cap
-            )));
-        }
-        self.bytes.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 #[cfg(all(test, feature = "minidebuginfo"))]
@@ -92,14 +63,8 @@ mod tests {
             .section_data(".gnu_debugdata")
             .expect("readable")
             .expect("has MiniDebugInfo");
-        let mut out = Capped {
-            bytes: Vec::new(),
-            cap: 1000,
-        };
-        let mut input = &compressed[..];
-        let err = lzma_rs::xz_decompress(&mut input, &mut out).expect_err("over the cap");
-        assert!(err.to_string().contains("decompression bomb"), "{err}");
-        assert!(out.bytes.len() <= 1000);
+        let err = crate::elf::compressed::xz(&compressed, 1000).expect_err("over the cap");
+        assert!(err.contains("decompression bomb"), "{err}");
         assert!(mini_debuginfo(&elf).expect("decompresses").is_some());
     }
 }

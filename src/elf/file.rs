@@ -10,6 +10,7 @@ use object::{elf, Endianness};
 
 use crate::addr::{FileOffset, VirtAddr};
 use crate::elf::bytes::{c_str_in, FileBytes};
+use crate::elf::compressed::{self, Compression};
 use crate::elf::index_builder::{build_symbol_tables, SymbolTables};
 use crate::elf::relocatable::{self, RelocatableSection};
 use crate::elf::segments::{LoadSegment, Segments};
@@ -70,13 +71,27 @@ pub enum SectionContents {
 }
 
 impl ElfFile {
-    /// Opens and memory-maps the file at `path`.
+    /// Opens and memory-maps the file at `path`. A file compressed whole with xz, zstd or
+    /// gzip (recognized by its magic bytes: kernel modules ship as `.ko.xz`, `.ko.zst`,
+    /// `.ko.gz`) is decompressed into memory instead, up to 1 GiB and 64 times its size
+    /// (xz needs the `minidebuginfo` feature, on by default).
     ///
     /// Fails with an error naming `path` if it cannot be read, is not a regular file, is not
-    /// ELF (a linker script, say), or has headers that do not fit in the file.
+    /// ELF (a linker script, say), does not decompress, or has headers that do not fit in
+    /// the file.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let bytes = FileBytes::map(path)?;
+        let mut bytes = FileBytes::map(path)?;
+        if let Some(format) = Compression::of(bytes.as_slice()) {
+            let data = bytes.as_slice();
+            let cap = MAX_DECOMPRESSED_SECTION
+                .min((data.len() as u64).saturating_mul(MAX_DECOMPRESSION_RATIO));
+            let whole = compressed::decompress(format, data, cap).map_err(|e| Error::NotElf {
+                path: path.to_path_buf(),
+                reason: format!("a compressed file that does not decompress: {e}"),
+            })?;
+            bytes = FileBytes::Owned(whole.into_boxed_slice());
+        }
         Self::from_file_bytes(path.to_path_buf(), bytes)
     }
 

@@ -5,6 +5,7 @@
 //! bytes already in memory.
 
 mod bytes;
+pub(crate) mod compressed;
 mod file;
 mod index_builder;
 pub mod relocatable;

@@ -268,8 +268,9 @@ enum Lookup {
 /// use `-` where the name has `_`, as kbuild allows), as `NAME.ko` in each directory given,
 /// in order: through the directory's `modules.dep` when it has one (what `modprobe` reads),
 /// else by walking the directory (symbolic links not followed: `/lib/modules/*/build` leads
-/// into a kernel source tree). Compressed modules (`.ko.xz`, `.ko.zst`, `.ko.gz`) are found
-/// but not read yet: decompress them into a directory given here.
+/// into a kernel source tree). Compressed modules (`.ko.xz`, `.ko.zst`, `.ko.gz`, as
+/// distributions ship them) are decompressed into memory when opened
+/// ([`ElfFile::open`]).
 ///
 /// A found module is kept until [`KernelModules::clear`], or until an address of it falls
 /// outside every section it was loaded at (then it was unloaded and loaded again, and
@@ -387,15 +388,6 @@ impl KernelModules {
                     .join(", ")
             ),
         })?;
-        if let Some(ext) = compressed_extension(&path) {
-            return Err(Error::KernelModule {
-                path,
-                what: format!(
-                    "compressed modules ({ext}) are not read yet; decompress it into a \
-                     directory and give that directory first"
-                ),
-            });
-        }
         let sections = ModuleSections::read(&self.sys_module, name)?;
         LoadedModule::new(path, &sections).map(Arc::new)
     }
@@ -411,14 +403,6 @@ pub fn is_pseudo_module(name: &str) -> bool {
 /// Module names treat `-` and `_` alike (kbuild turns `-` in file names into `_`).
 fn normalize(name: &str) -> String {
     name.replace('-', "_")
-}
-
-/// The compression suffix of a module file name, if any.
-fn compressed_extension(path: &Path) -> Option<&'static str> {
-    let name = path.file_name()?.to_str()?;
-    [".ko.xz", ".ko.zst", ".ko.gz"]
-        .into_iter()
-        .find(|ext| name.ends_with(ext))
 }
 
 /// The module name a file name stands for (`kmod-demo.ko.xz` -> `kmod_demo`).
