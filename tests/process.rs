@@ -851,6 +851,36 @@ fn mixed_kernel_and_user_stack_in_one_call() {
     let without_kernel = symbolizer.symbolize_stack(&process, None, &stack).unwrap();
     assert!(matches!(without_kernel[0], StackFrame::Kernel(None)));
     assert_eq!(user(&without_kernel[2]), "wait_target");
+
+    // With modules' files: a kmod_demo address (testdata/kallsyms/kmod-demo.kallsyms, its
+    // .ko loaded where testdata/kmod/sys/module says) gets its source line, beside a user
+    // frame of the same stack.
+    use stacksym::kernel::KernelModules;
+    use stacksym::symbolize::KernelSources;
+    let testdata = manifest().join("testdata");
+    let kallsyms = Kallsyms::open(testdata.join("kallsyms/kmod-demo.kallsyms")).unwrap();
+    let modules = KernelModules::new(vec![testdata.join("bin")], testdata.join("kmod/sys/module"));
+    let sources = KernelSources {
+        modules: Some(&modules),
+        ..KernelSources::new(&kallsyms)
+    };
+    let stack = [0xffff_ffff_c0a0_1083, waiter.addr("wait_target") + 1];
+    let frames = symbolizer
+        .symbolize_stack_with(&process, Some(&sources), &stack)
+        .unwrap();
+    let module_frame = kernel(&frames[0]).expect("kallsyms names it");
+    assert_eq!(module_frame.name, "kd_run");
+    assert_eq!(module_frame.module.as_deref(), Some("kmod_demo"));
+    let line = &module_frame
+        .frames
+        .last()
+        .expect("the .ko's DWARF covers it");
+    assert!(line
+        .file
+        .as_deref()
+        .unwrap_or_default()
+        .ends_with("demo_main.c"));
+    assert_eq!(user(&frames[1]), "wait_target");
 }
 
 /// The symbolizer caches a process's maps: a second stack of the same process reads no maps

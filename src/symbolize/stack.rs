@@ -53,13 +53,27 @@ impl Symbolizer {
     /// Symbolizes a stack that mixes kernel and user addresses of `process` (see
     /// [`is_kernel_addr`]): kernel frames through `kallsyms` (when given; without it they are
     /// `Kernel(None)`), user frames through the process's maps (cached, as for
-    /// [`Symbolizer::symbolize_process`]).
+    /// [`Symbolizer::symbolize_process`]). [`Symbolizer::symbolize_stack_with`] adds a
+    /// vmlinux and modules' files for the kernel frames.
     /// One frame per address, in input order. An error means the process's maps could not be
     /// read (it names the pid) or `kallsyms` failed; unreadable files only affect their frames.
     pub fn symbolize_stack(
         &self,
         process: &Process,
         kallsyms: Option<&Kallsyms>,
+        addrs: &[u64],
+    ) -> Result<Vec<StackFrame>> {
+        let kernel = kallsyms.map(KernelSources::new);
+        self.symbolize_stack_with(process, kernel.as_ref(), addrs)
+    }
+
+    /// Like [`Symbolizer::symbolize_stack`], with kernel frames symbolized as
+    /// [`Symbolizer::symbolize_kernel_with`] does (a vmlinux's and modules' `.ko` files'
+    /// names and source lines where given).
+    pub fn symbolize_stack_with(
+        &self,
+        process: &Process,
+        kernel_sources: Option<&KernelSources<'_>>,
         addrs: &[u64],
     ) -> Result<Vec<StackFrame>> {
         let user: Vec<AbsAddr> = addrs
@@ -79,10 +93,8 @@ impl Symbolizer {
             .copied()
             .filter(|&a| is_kernel_addr(a))
             .collect();
-        let mut kernel_frames = match kallsyms {
-            Some(kallsyms) if !kernel.is_empty() => {
-                self.symbolize_kernel(kallsyms, None, &kernel)?
-            }
+        let mut kernel_frames = match kernel_sources {
+            Some(sources) if !kernel.is_empty() => self.symbolize_kernel_with(sources, &kernel)?,
             _ => Vec::new(),
         }
         .into_iter();
