@@ -751,4 +751,30 @@ mod modules {
         assert!(frames.iter().all(|f| f.frames.is_empty()));
         assert_eq!(modules.problems().len(), 1);
     }
+
+    /// A module unloaded and loaded elsewhere: an address outside every section of the
+    /// cached match makes `KernelModules` read sysfs again, once the match is a second old.
+    #[test]
+    fn module_loaded_again_elsewhere_is_matched_again() {
+        let sysfs = tempfile::tempdir().unwrap();
+        let sections = sysfs.path().join("kmod_demo/sections");
+        std::fs::create_dir_all(&sections).unwrap();
+        let write_text_at = |addr: u64| {
+            std::fs::write(sections.join(".text"), format!("{addr:#x}\n")).unwrap();
+        };
+        write_text_at(0xffff_ffff_c0a0_1000);
+        let modules = KernelModules::new(vec![Path::new(TESTDATA).join("bin")], sysfs.path());
+        let first = modules.loaded("kmod_demo", 0xffff_ffff_c0a0_1080).unwrap();
+        let layout = first.layout_addr(0xffff_ffff_c0a0_1080).unwrap();
+
+        write_text_at(0xffff_ffff_c0c0_0000);
+        let moved = 0xffff_ffff_c0c0_0080;
+        // Within the second: the old match, which does not hold the address.
+        let cached = modules.loaded("kmod_demo", moved).unwrap();
+        assert_eq!(cached.layout_addr(moved), None);
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let again = modules.loaded("kmod_demo", moved).unwrap();
+        assert_eq!(again.layout_addr(moved), Some(layout));
+        assert_eq!(again.layout_addr(0xffff_ffff_c0a0_1080), None);
+    }
 }

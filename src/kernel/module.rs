@@ -258,7 +258,7 @@ impl LoadedModule {
 /// A module lookup's outcome, kept with when it was made.
 #[derive(Debug)]
 enum Lookup {
-    Found(Arc<LoadedModule>),
+    Found(Arc<LoadedModule>, Instant),
     Failed(Error, Instant),
 }
 
@@ -273,8 +273,9 @@ enum Lookup {
 /// ([`ElfFile::open`]).
 ///
 /// A found module is kept until [`KernelModules::clear`], or until an address of it falls
-/// outside every section it was loaded at (then it was unloaded and loaded again, and
-/// sysfs is read again); a failed lookup is tried again after a second.
+/// outside every section it was loaded at (it may have been unloaded and loaded again:
+/// sysfs is read again, at most once a second); a failed lookup is tried again after a
+/// second.
 /// `Send + Sync`; share one between threads.
 #[derive(Debug)]
 pub struct KernelModules {
@@ -306,13 +307,19 @@ impl KernelModules {
     }
 
     /// The module `name` as loaded now, for an address kallsyms places in it: the cached
-    /// match while `kernel_addr` falls inside one of its sections, else found and matched
-    /// again. An error says why the module's file cannot be used (kallsyms' names still
-    /// can).
+    /// match while `kernel_addr` falls inside one of its sections, else (at most once a
+    /// second) found and matched again. An error says why the module's file cannot be used
+    /// (kallsyms' names still can).
     pub fn loaded(&self, name: &str, kernel_addr: u64) -> Result<Arc<LoadedModule>> {
         let mut lookups = self.lookups.lock().unwrap_or_else(PoisonError::into_inner);
         match lookups.get(name) {
-            Some(Lookup::Found(module)) if module.layout_addr(kernel_addr).is_some() => {
+            // An address outside every section of the match: the module may have been
+            // loaded again elsewhere; sysfs is read again, at most once a second (an
+            // address kallsyms places in a module but no listed section holds would
+            // otherwise cost a read per batch).
+            Some(Lookup::Found(module, at))
+                if module.layout_addr(kernel_addr).is_some() || at.elapsed() < RETRY_AFTER =>
+            {
                 return Ok(Arc::clone(module))
             }
             Some(Lookup::Failed(error, at)) if at.elapsed() < RETRY_AFTER => {
@@ -324,7 +331,7 @@ impl KernelModules {
         // for this answer instead of reading sysfs too.
         let found = self.find(name);
         let lookup = match &found {
-            Ok(module) => Lookup::Found(Arc::clone(module)),
+            Ok(module) => Lookup::Found(Arc::clone(module), Instant::now()),
             Err(error) => Lookup::Failed(error.clone_for_cache(), Instant::now()),
         };
         lookups.insert(name.to_string(), lookup);
@@ -351,7 +358,7 @@ impl KernelModules {
             .iter()
             .filter_map(|(name, lookup)| match lookup {
                 Lookup::Failed(error, _) => Some((name.clone(), error.clone_for_cache())),
-                Lookup::Found(_) => None,
+                Lookup::Found(..) => None,
             })
             .collect();
         problems.sort_by(|a, b| a.0.cmp(&b.0));
