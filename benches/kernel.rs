@@ -284,7 +284,7 @@ fn main() {
 
     println!();
     println!(
-        "summary ({rounds} interleaved round(s){}; {} symbols indexed in 20 bytes each, plus the {:.1} MB text):",
+        "summary ({rounds} interleaved round(s){}; {} symbols indexed in 16 bytes each, plus the {:.1} MB text):",
         if quick { ", quick run: indicative only" } else { "" },
         k.len(),
         text.len() as f64 / 1e6,

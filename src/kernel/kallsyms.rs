@@ -9,9 +9,20 @@
 //!
 //! # The index
 //! No string is copied: the file's text is kept (as one `String`: lines that are not UTF-8 are
-//! blanked first) and each symbol is an 8-byte address in a sorted array (searched through a
-//! summary of every 64th address) plus a 12-byte entry: name offset, size, name length and
-//! type character, module number. Module names are stored once per module, as offsets too.
+//! blanked first) and each symbol is a 16-byte slot: a 4-byte address delta and a 12-byte
+//! entry (name offset, size, name length and type character, module number). Module names
+//! are stored once per module, as offsets too.
+//!
+//! The symbols, by address, are cut into blocks of up to 16 (a new block also starts where an
+//! address is 4 GiB or more past its block's first, e.g. from per-CPU symbols at 0 to the
+//! kernel image). A block is its first address (in a summary of 8 bytes per block, searched by
+//! binary search) and 16 slots whose deltas count from it: 256 bytes, 64-byte aligned, so 4
+//! symbols to a cache line; padded with slots of delta `u32::MAX`. In the block, a lookup
+//! counts instead of searching: first the lines whose first delta is at or below the
+//! looked-up address (one read in each of the 4 lines, all issued at once, where a binary
+//! search would wait for one line before reading the next), then the slots of that line. No
+//! branch depends on the data, and the entry found is in a line already read, so a lookup
+//! waits for memory twice: the block, then the name.
 //!
 //! The rules for bad lines, duplicate addresses and symbol ends are in [`Kallsyms`]'s docs.
 
@@ -31,8 +42,17 @@ pub const MAX_LINE_LEN: usize = 1024;
 /// Longest name accepted: the kernel's `KSYM_NAME_LEN` (512) less its terminating NUL.
 pub const MAX_NAME_LEN: usize = 511;
 
-/// Addresses per summary slot (as in the ELF index): a block of 64 addresses is 8 cache lines.
-const BLOCK: usize = 64;
+/// Symbols per cache line: a [`Slot`] is 16 bytes, a [`Block`] 64-byte aligned.
+const PER_LINE: usize = 4;
+
+/// Cache lines per block (measured: 2 and 8 were slower than 4).
+const LINES: usize = 4;
+
+/// Symbols per block.
+const BLOCK: usize = PER_LINE * LINES;
+
+/// The delta of a padding slot: above every delta kept (those are at most `u32::MAX - 1`).
+const PAD: u32 = u32::MAX;
 
 /// The end of a group's last symbol is at most the end of its page of this size.
 const PAGE: u64 = 4096;
@@ -43,7 +63,7 @@ const LEN_MASK: u16 = (1 << LEN_BITS) - 1;
 // MAX_NAME_LEN must fit in the length bits.
 const _: () = assert!(MAX_NAME_LEN <= LEN_MASK as usize);
 
-/// One indexed symbol, less its address (kept in [`Kallsyms::addrs`]).
+/// One indexed symbol, less its address.
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     /// Byte offset of the name in the text.
@@ -54,6 +74,31 @@ struct Entry {
     len_type: u16,
     /// 0 for the kernel image, else 1 + the index in [`Kallsyms::modules`].
     module: u16,
+}
+
+/// One symbol in a block: its address less the block's first address, and its entry.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    delta: u32,
+    entry: Entry,
+}
+
+/// [`BLOCK`] slots by address, [`PER_LINE`] to a cache line; [`Slot::PADDING`] after the last.
+#[derive(Debug, Clone, Copy)]
+#[repr(C, align(64))]
+struct Block([Slot; BLOCK]);
+
+impl Slot {
+    /// After a block's last symbol: above every address, and an empty name.
+    const PADDING: Slot = Slot {
+        delta: PAD,
+        entry: Entry {
+            name_offset: 0,
+            size: 0,
+            len_type: 0,
+            module: 0,
+        },
+    };
 }
 
 impl Entry {
@@ -139,12 +184,12 @@ pub struct Kallsyms {
     path: PathBuf,
     /// The file's text; lines that were not UTF-8 are blanked.
     text: String,
-    /// Start addresses, sorted, unique.
-    addrs: Vec<u64>,
-    /// Every [`BLOCK`]th address of `addrs`.
+    /// The first address of each block (see the module docs); sorted, unique.
     summary: Vec<u64>,
-    /// One per address in `addrs`.
-    entries: Vec<Entry>,
+    /// Per block, its symbols by address; [`PAD`] slots after its last.
+    blocks: Vec<Block>,
+    /// How many symbols are indexed (slots that are not padding).
+    count: usize,
     /// Module names as (offset, length) in `text`, without the brackets.
     modules: Vec<(u32, u16)>,
     /// Lines skipped as malformed.
@@ -195,12 +240,12 @@ impl Kallsyms {
 
     /// How many symbols are indexed (one per distinct address).
     pub fn len(&self) -> usize {
-        self.addrs.len()
+        self.count
     }
 
     /// Whether no symbol is indexed (never true for a successfully opened file).
     pub fn is_empty(&self) -> bool {
-        self.addrs.is_empty()
+        self.count == 0
     }
 
     /// How many lines were skipped as malformed (blank lines are not counted).
@@ -232,6 +277,8 @@ impl Kallsyms {
     ///
     /// The `Result` is for symmetry with the other sources; with the index built when the
     /// file was opened, a lookup does not fail.
+    // Inlined into the caller's loop over addresses (measured in benches/kernel.rs).
+    #[inline]
     pub fn find_symbol(&self, addr: u64) -> Result<Option<KernelSym<'_>>> {
         Ok(self
             .find_any_symbol(addr)?
@@ -239,43 +286,55 @@ impl Kallsyms {
     }
 
     /// The symbol of any type (code, data, absolute, ...) covering `addr`.
+    #[inline]
     pub fn find_any_symbol(&self, addr: u64) -> Result<Option<KernelSym<'_>>> {
-        let Some(i) = self.index_at_or_below(addr) else {
+        let Some((start, entry)) = self.at_or_below(addr) else {
             return Ok(None);
         };
-        let (Some(&start), Some(&entry)) = (self.addrs.get(i), self.entries.get(i)) else {
-            return Ok(None);
-        };
-        let offset = addr - start; // start <= addr: index_at_or_below's contract.
+        let offset = addr - start; // start <= addr: at_or_below's contract.
         if offset >= u64::from(entry.size) {
             return Ok(None);
         }
         let mut sym = self
             .symbol(start, entry)
-            .ok_or_else(|| self.internal_error(i))?;
+            .ok_or_else(|| self.internal_error(start))?;
         sym.offset = offset;
         Ok(Some(sym))
     }
 
     /// Every indexed symbol, by address (`offset` is 0).
     pub fn symbols(&self) -> impl Iterator<Item = KernelSym<'_>> + '_ {
-        self.addrs
+        self.summary
             .iter()
-            .zip(&self.entries)
-            .filter_map(|(&addr, &entry)| self.symbol(addr, entry))
+            .zip(&self.blocks)
+            .flat_map(|(&base, Block(slots))| {
+                slots
+                    .iter()
+                    .take_while(|slot| slot.delta != PAD)
+                    .map(move |slot| (base + u64::from(slot.delta), slot.entry))
+            })
+            .filter_map(|(addr, entry)| self.symbol(addr, entry))
     }
 
-    /// The index of the last address `<= addr`.
-    fn index_at_or_below(&self, addr: u64) -> Option<usize> {
+    /// The start address and entry of the last symbol starting `<= addr`.
+    fn at_or_below(&self, addr: u64) -> Option<(u64, Entry)> {
         let block = self
             .summary
             .partition_point(|&a| a <= addr)
             .checked_sub(1)?;
-        let start = block * BLOCK;
-        let end = (start + BLOCK).min(self.addrs.len());
-        let within = self.addrs.get(start..end)?.partition_point(|&a| a <= addr);
-        // within >= 1: the block's first address is the summary's, which is <= addr.
-        Some(start + within.checked_sub(1)?)
+        let (&base, Block(slots)) = (self.summary.get(block)?, self.blocks.get(block)?);
+        // base <= addr (the summary search); past PAD - 1 every delta kept is below.
+        let key = u32::try_from(addr - base).unwrap_or(PAD - 1).min(PAD - 1);
+        let at_or_below = |i: usize| slots.get(i).map_or(0, |s| usize::from(s.delta <= key));
+        // Counts rather than a search: no branch on the data. First the lines (their first
+        // slots: one read per line, all at once), then the slots of that line, in cache now.
+        // Both counts are >= 1: the block's first delta is 0.
+        let lines = (0..LINES).map(|l| at_or_below(l * PER_LINE)).sum::<usize>();
+        let line = lines.checked_sub(1)?;
+        let first = line * PER_LINE;
+        let within = (1..PER_LINE).map(|i| at_or_below(first + i)).sum::<usize>();
+        let slot = slots.get(first + within)?;
+        Some((base + u64::from(slot.delta), slot.entry))
     }
 
     fn symbol(&self, addr: u64, entry: Entry) -> Option<KernelSym<'_>> {
@@ -303,10 +362,10 @@ impl Kallsyms {
     }
 
     /// Names and modules are checked when the index is built; this is for the impossible case.
-    fn internal_error(&self, i: usize) -> Error {
+    fn internal_error(&self, addr: u64) -> Error {
         Error::Kallsyms {
             path: self.path.clone(),
-            what: format!("internal error: symbol {i} points outside the text"),
+            what: format!("internal error: the symbol at {addr:#x} points outside the text"),
         }
     }
 }
@@ -493,17 +552,46 @@ fn build(path: PathBuf, bytes: Vec<u8>) -> Result<Kallsyms> {
     }
     keep_one_per_address(&text, &mut addrs, &mut entries);
     set_sizes(&addrs, &mut entries, modules.len());
-    let summary = addrs.iter().step_by(BLOCK).copied().collect();
+    let (summary, blocks) = blocks(&addrs, &entries);
+    let count = entries.len();
+    drop((addrs, entries));
 
     Ok(Kallsyms {
         path,
         text,
-        addrs,
         summary,
-        entries,
+        blocks,
+        count,
         modules,
         skipped,
     })
+}
+
+/// Cuts the symbols (`addrs` sorted and unique, one entry each) into blocks of up to
+/// [`BLOCK`], each less than `u32::MAX` bytes from its first address: (summary, blocks).
+fn blocks(addrs: &[u64], entries: &[Entry]) -> (Vec<u64>, Vec<Block>) {
+    let capacity = addrs.len() / BLOCK + 2;
+    let (mut summary, mut blocks) = (Vec::with_capacity(capacity), Vec::with_capacity(capacity));
+    let (mut addrs, mut entries) = (addrs, entries);
+    while let Some(&base) = addrs.first() {
+        // Sorted: the block ends at its 16th address, or before the first too far from base.
+        let head = addrs.get(..BLOCK.min(addrs.len())).unwrap_or_default();
+        let n = head.partition_point(|&addr| addr - base < u64::from(PAD));
+        let slots = std::array::from_fn(|i| match (head.get(i), entries.get(i)) {
+            (Some(&addr), Some(&entry)) if i < n => Slot {
+                // Below PAD: the partition point.
+                delta: (addr - base) as u32,
+                entry,
+            },
+            _ => Slot::PADDING,
+        });
+        summary.push(base);
+        blocks.push(Block(slots));
+        // n >= 1 (the first delta is 0), so this ends.
+        addrs = addrs.get(n..).unwrap_or_default();
+        entries = entries.get(n..).unwrap_or_default();
+    }
+    (summary, blocks)
 }
 
 /// Keeps the best symbol of each address (the rule in [`Kallsyms`]'s docs); `addrs` is sorted and
@@ -629,17 +717,28 @@ struct Line {
 /// bytes, for speed; it accepts only lines that [`parse_line`] reads the same way.
 fn parse_canonical(bytes: &[u8], start: usize) -> Option<(Line, usize)> {
     let rest = bytes.get(start..)?;
-    let mut i = 0;
-    let mut addr: u64 = 0;
-    while let Some(&b) = rest.get(i) {
-        let digit = match b {
-            b'0'..=b'9' => b - b'0',
-            b'a'..=b'f' => b - b'a' + 10,
-            b'A'..=b'F' => b - b'A' + 10,
-            _ => break,
-        };
-        addr = addr << 4 | u64::from(digit);
-        i += 1;
+    // The kernel's `%px`: 16 digits, then a space. Eight at a time, else one at a time.
+    let sixteen = rest
+        .get(..16)
+        .zip(rest.get(16))
+        .and_then(|(digits, &space)| {
+            let (high, low) = digits.split_at(8);
+            (space == b' ').then_some(hex8(high)? << 32 | hex8(low)?)
+        });
+    let (mut i, mut addr) = (0, 0);
+    if let Some(value) = sixteen {
+        (i, addr) = (16, value);
+    } else {
+        while let Some(&b) = rest.get(i) {
+            let digit = match b {
+                b'0'..=b'9' => b - b'0',
+                b'a'..=b'f' => b - b'a' + 10,
+                b'A'..=b'F' => b - b'A' + 10,
+                _ => break,
+            };
+            addr = addr << 4 | u64::from(digit);
+            i += 1;
+        }
     }
     if i == 0 || i > 16 || rest.get(i) != Some(&b' ') || rest.get(i + 2) != Some(&b' ') {
         return None;
@@ -684,6 +783,36 @@ fn parse_canonical(bytes: &[u8], start: usize) -> Option<(Line, usize)> {
         module,
     };
     Some((line, start + end))
+}
+
+/// The value of 8 hex digits (either case), or `None` when a byte is not one. All 8 at once
+/// in a `u64` ("SIMD within a register": each step keeps every byte below 0x100, so no carry
+/// crosses into the next byte).
+fn hex8(digits: &[u8]) -> Option<u64> {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGH: u64 = ONES * 0x80;
+    const CASE: u64 = ONES * 0x20;
+    const LOW: u64 = ONES * 0x0f;
+    // The first digit in the lowest byte.
+    let word = u64::from_le_bytes(<[u8; 8]>::try_from(digits).ok()?);
+    if word & HIGH != 0 {
+        return None; // not ASCII
+    }
+    // Per byte b < 0x80: b + (0x80 - n) has its high bit set exactly when b >= n.
+    let at_least = |w: u64, n: u8| w + ONES * u64::from(0x80 - n);
+    let decimal = at_least(word, b'0') & !at_least(word, b'9' + 1);
+    let lower = word | CASE;
+    let letter = at_least(lower, b'a') & !at_least(lower, b'f' + 1);
+    if (decimal | letter) & HIGH != HIGH {
+        return None;
+    }
+    // '0'..'9' are 0x30..0x39, 'a'..'f' 0x61..0x66, 'A'..'F' 0x41..0x46: the low nibble, plus
+    // 9 for letters (bit 6 set).
+    let nibbles = (word & LOW) + 9 * ((word >> 6) & ONES);
+    // Pack: pairs of nibbles into bytes, pairs of bytes into 16 bits, then into 32 bits.
+    let bytes = (nibbles << 4 | nibbles >> 8) & 0x00ff_00ff_00ff_00ff;
+    let halves = (bytes << 8 | bytes >> 16) & 0x0000_ffff_0000_ffff;
+    Some((halves << 16 | halves >> 32) & 0xffff_ffff)
 }
 
 /// The index of the first byte at or after `i` that is a space, a control character or the
@@ -785,8 +914,130 @@ mod tests {
     use super::*;
 
     #[test]
-    fn entry_is_12_bytes() {
+    fn entry_is_12_bytes_and_slot_16() {
         assert_eq!(std::mem::size_of::<Entry>(), 12);
+        assert_eq!(std::mem::size_of::<Slot>(), 16);
+        assert_eq!(std::mem::size_of::<Slot>() * PER_LINE, 64);
+        assert_eq!(std::mem::size_of::<Block>(), 64 * LINES);
+    }
+
+    #[test]
+    fn blocks_split_when_full_and_at_4_gib() {
+        let full = BLOCK as u64;
+        let mut addrs: Vec<u64> = (0..2 * full + 5).map(|i| i * 16).collect();
+        addrs.push(0x10_0000_0000);
+        addrs.push(0x10_0000_0010);
+        addrs.push(0x10_0000_0000 + u64::from(u32::MAX) - 1);
+        addrs.push(0x10_0000_0000 + u64::from(u32::MAX));
+        let entries: Vec<Entry> = (0..addrs.len() as u32)
+            .map(|i| Entry {
+                name_offset: i,
+                ..Slot::PADDING.entry
+            })
+            .collect();
+        let (summary, blocks) = blocks(&addrs, &entries);
+        let last = addrs.len() - 1;
+        assert_eq!(
+            summary,
+            [0, full * 16, full * 32, 0x10_0000_0000, addrs[last]]
+        );
+        let deltas = |b: usize| blocks[b].0.map(|slot| slot.delta);
+        assert_eq!(deltas(2)[4], 4 * 16);
+        assert_eq!(deltas(2)[5], PAD);
+        assert_eq!(deltas(3)[..4], [0, 16, u32::MAX - 1, PAD]);
+        assert_eq!(deltas(4)[..2], [0, PAD]);
+        let back: Vec<(u64, u32)> = summary
+            .iter()
+            .zip(&blocks)
+            .flat_map(|(&s, slots)| {
+                slots
+                    .0
+                    .iter()
+                    .take_while(|slot| slot.delta != PAD)
+                    .map(move |slot| (s + u64::from(slot.delta), slot.entry.name_offset))
+            })
+            .collect();
+        let want: Vec<(u64, u32)> = addrs.iter().copied().zip(0..).collect();
+        assert_eq!(back, want);
+    }
+
+    #[test]
+    fn lookups_agree_with_a_linear_scan() {
+        let mut rng = 0x0123_4567_89ab_cdef_u64;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        // Per-CPU symbols at 0, the image, modules above it: gaps of every size, equal
+        // addresses, data and text, and blocks cut by both rules.
+        let mut text = String::new();
+        let mut addr = 0_u64;
+        for i in 0..3000 {
+            addr += match next() % 100 {
+                0 => 0,
+                1 => 1 << 50,
+                2 => u64::from(u32::MAX) + next() % 3,
+                3..=9 => next() % (1 << 24),
+                _ => next() % 512,
+            };
+            let kind = ['t', 'T', 'd', 'A', 'W'][(next() % 5) as usize];
+            let module = match next() % 4 {
+                0 => "\t[ext4]",
+                1 => "\t[kvm]",
+                _ => "",
+            };
+            text.push_str(&format!("{addr:x} {kind} sym{i}{module}\n"));
+        }
+        let k = Kallsyms::from_bytes("random", text).expect("parses");
+        let all: Vec<KernelSym<'_>> = k.symbols().collect();
+        assert_eq!(all.len(), k.len());
+        assert!(all.windows(2).all(|w| w[0].addr < w[1].addr));
+        let expected = |a: u64| {
+            let i = all.partition_point(|s| s.addr <= a).checked_sub(1)?;
+            let s = all[i];
+            (a - s.addr < s.size).then_some((s.name, a - s.addr))
+        };
+        let mut probes = vec![0, u64::MAX, u64::MAX - 1];
+        for s in &all {
+            probes.extend([s.addr, s.addr.wrapping_sub(1), s.addr + s.size.max(1) - 1]);
+            probes.extend([s.addr + s.size, s.addr + next() % s.size.max(1)]);
+        }
+        probes.extend((0..5000).map(|_| next()));
+        for a in probes {
+            let found = k.find_any_symbol(a).ok().flatten();
+            assert_eq!(found.map(|s| (s.name, s.offset)), expected(a), "{a:#x}");
+            let text = k.find_symbol(a).ok().flatten();
+            assert_eq!(text, found.filter(|s| s.is_text()), "{a:#x}");
+        }
+    }
+
+    #[test]
+    fn lookups_across_a_4_gib_split() {
+        let text = "0 A fixed_percpu_data\n\
+                    4000 A cpu_number\n\
+                    ffffffff81000000 T _stext\n\
+                    ffffffff81000010 T second\n\
+                    fffffffff0000000 T far\n\
+                    fffffffff0000100 T end\n";
+        let k = Kallsyms::from_bytes("split", text).expect("parses");
+        let name = |addr| {
+            k.find_any_symbol(addr)
+                .ok()
+                .flatten()
+                .map(|s| (s.name, s.offset))
+        };
+        assert_eq!(name(0x10), Some(("fixed_percpu_data", 0x10)));
+        assert_eq!(name(0x4000), Some(("cpu_number", 0)));
+        assert_eq!(name(0xffff_ffff_8100_0004), Some(("_stext", 4)));
+        assert_eq!(name(0xffff_ffff_8100_0010), Some(("second", 0)));
+        assert_eq!(name(0xffff_ffff_efff_ffff), Some(("second", 0x6eff_ffef)));
+        assert_eq!(name(0xffff_ffff_f000_0001), Some(("far", 1)));
+        assert_eq!(name(0xffff_ffff_f000_0104), Some(("end", 4)));
+        let all: Vec<u64> = k.symbols().map(|s| s.addr).collect();
+        assert_eq!(all.len(), 6);
+        assert!(all.is_sorted());
     }
 
     #[test]
@@ -846,6 +1097,40 @@ mod tests {
             }
         }
         assert!(parse_canonical(b"ffffffff81000000 T _stext\n", 0).is_some());
+    }
+
+    #[test]
+    fn hex8_reads_8_hex_digits_and_nothing_else() {
+        let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
+        for _ in 0..20_000 {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let mut digits = format!("{:08x}", rng as u32).into_bytes();
+            if rng >> 63 == 1 {
+                digits.make_ascii_uppercase();
+            }
+            if rng >> 60 & 3 == 0 {
+                // Any byte at all, somewhere.
+                digits[(rng >> 40) as usize % 8] = (rng >> 48) as u8;
+            }
+            let want = std::str::from_utf8(&digits)
+                .ok()
+                .filter(|t| t.bytes().all(|b| b.is_ascii_hexdigit()))
+                .and_then(|t| u64::from_str_radix(t, 16).ok());
+            assert_eq!(hex8(&digits), want, "{digits:?}");
+        }
+        for bad in [
+            *b"0000000/",
+            *b"0000000:",
+            *b"0000000@",
+            *b"0000000G",
+            *b"0000000`",
+        ] {
+            assert_eq!(hex8(&bad), None);
+        }
+        assert_eq!(hex8(b"fFfFfFfF"), Some(0xffff_ffff));
+        assert_eq!(hex8(b"0123abcd"), Some(0x0123_abcd));
     }
 
     #[test]
