@@ -328,6 +328,7 @@ fn agree_with_reference(k: &Kallsyms, text: &str, seed: u64) {
     let high = text_syms.last().unwrap().1;
     let mut rng = XorShift(seed);
     let mut found = 0;
+    let mut addrs = Vec::new();
     for round in 0..10_000 {
         let addr = if round % 10 == 9 {
             low + rng.below(high - low)
@@ -338,8 +339,24 @@ fn agree_with_reference(k: &Kallsyms, text: &str, seed: u64) {
         let want = reference.text_at(addr);
         found += usize::from(want.is_some());
         assert_eq!(text_at(k, addr), want, "at {addr:#x}");
+        addrs.push(addr);
     }
     assert!(found >= 9_000, "only {found} of 10,000 found");
+    // The batch lookup answers as one lookup per address, in input order; also with
+    // addresses below the first symbol, past the last, repeated, and in any order.
+    addrs.extend([
+        0,
+        1,
+        low.saturating_sub(1),
+        high,
+        u64::MAX,
+        addrs[0],
+        addrs[1],
+    ]);
+    for batch in [&addrs[..], &addrs[..1], &addrs[addrs.len() - 7..], &[]] {
+        let one_by_one: Vec<_> = batch.iter().map(|&a| k.find_symbol(a).unwrap()).collect();
+        assert_eq!(k.find_symbols(batch).unwrap(), one_by_one);
+    }
 }
 
 #[test]

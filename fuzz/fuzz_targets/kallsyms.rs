@@ -1,5 +1,5 @@
 //! Arbitrary bytes as a kallsyms file: index them, look up addresses taken from the input and
-//! from the symbols found, and check what comes back is consistent.
+//! from the symbols found, one by one and as a batch, and check what comes back is consistent.
 //!
 //! Run from the repository root, seeded with the fixtures (the corpus dir must exist):
 //!   mkdir -p fuzz/corpus/kallsyms
@@ -43,6 +43,12 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(hit.map(|s| (s.name, s.addr)), Some((sym.name, sym.addr)));
         }
     }
+    // The batch lookup answers as one lookup per address, in input order.
+    let one_by_one: Vec<_> = addrs
+        .iter()
+        .map(|&addr| kallsyms.find_symbol(addr).ok().flatten())
+        .collect();
+    assert_eq!(kallsyms.find_symbols(&addrs).ok(), Some(one_by_one));
     for addr in addrs {
         let any = kallsyms.find_any_symbol(addr).ok().flatten();
         if let Some(sym) = any {

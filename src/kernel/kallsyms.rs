@@ -291,6 +291,48 @@ impl Kallsyms {
         let Some((start, entry)) = self.at_or_below(addr) else {
             return Ok(None);
         };
+        self.covering(addr, start, entry)
+    }
+
+    /// The text symbols covering `addrs`, one per address in input order: what
+    /// [`Kallsyms::find_symbol`] gives for each, found faster for a large batch (a
+    /// profile's samples). The addresses are visited in address order (a radix sort of
+    /// the batch), so the index and the names are read front to back instead of at random:
+    /// for 100,000 random addresses of a 122,000-symbol kallsyms, about a third of the time
+    /// of 100,000 `find_symbol` calls (`cargo bench --bench kernel`).
+    pub fn find_symbols(&self, addrs: &[u64]) -> Result<Vec<Option<KernelSym<'_>>>> {
+        let mut found = vec![None; addrs.len()];
+        let mut block = 0;
+        for index in sorted_order(addrs) {
+            let Some((&addr, slot)) = addrs.get(index).zip(found.get_mut(index)) else {
+                continue; // sorted_order gives each index of `addrs` once.
+            };
+            // The last block starting at or below `addr`: at or after the previous one, as
+            // the addresses ascend (searched in what is left, so a sparse batch skips ahead).
+            if self
+                .summary
+                .get(block + 1)
+                .is_some_and(|&next| next <= addr)
+            {
+                let rest = self.summary.get(block + 1..).unwrap_or_default();
+                block += rest.partition_point(|&first| first <= addr);
+            }
+            if self.summary.get(block).is_none_or(|&first| first > addr) {
+                continue; // Below the first symbol.
+            }
+            let Some((start, entry)) = self.at_or_below_in(block, addr) else {
+                continue;
+            };
+            *slot = self
+                .covering(addr, start, entry)?
+                .filter(|sym| is_text(sym.type_char as u8));
+        }
+        Ok(found)
+    }
+
+    /// The symbol `start`/`entry` (the last at or below `addr`) if it covers `addr`.
+    #[inline]
+    fn covering(&self, addr: u64, start: u64, entry: Entry) -> Result<Option<KernelSym<'_>>> {
         let offset = addr - start; // start <= addr: at_or_below's contract.
         if offset >= u64::from(entry.size) {
             return Ok(None);
@@ -322,9 +364,17 @@ impl Kallsyms {
             .summary
             .partition_point(|&a| a <= addr)
             .checked_sub(1)?;
+        self.at_or_below_in(block, addr)
+    }
+
+    /// [`Kallsyms::at_or_below`] in `block`, the last block whose first address is `<= addr`.
+    #[inline]
+    fn at_or_below_in(&self, block: usize, addr: u64) -> Option<(u64, Entry)> {
         let (&base, Block(slots)) = (self.summary.get(block)?, self.blocks.get(block)?);
-        // base <= addr (the summary search); past PAD - 1 every delta kept is below.
-        let key = u32::try_from(addr - base).unwrap_or(PAD - 1).min(PAD - 1);
+        // base <= addr (the caller's contract); past PAD - 1 every delta kept is below.
+        let key = u32::try_from(addr.checked_sub(base)?)
+            .unwrap_or(PAD - 1)
+            .min(PAD - 1);
         let at_or_below = |i: usize| slots.get(i).map_or(0, |s| usize::from(s.delta <= key));
         // Counts rather than a search: no branch on the data. First the lines (their first
         // slots: one read per line, all at once), then the slots of that line, in cache now.
@@ -368,6 +418,45 @@ impl Kallsyms {
             what: format!("internal error: the symbol at {addr:#x} points outside the text"),
         }
     }
+}
+
+/// The indexes of `addrs` in ascending order of address: an LSD radix sort, 8 bits a pass,
+/// skipping the bytes every address shares (kernel addresses share their top 4 bytes), so
+/// 100,000 addresses take 3 to 5 passes over 12-byte records.
+fn sorted_order(addrs: &[u64]) -> Vec<usize> {
+    let mut items: Vec<(u64, u32)> = addrs.iter().zip(0u32..).map(|(&a, i)| (a, i)).collect();
+    if u32::try_from(addrs.len()).is_err() {
+        // More than 4 G addresses: the indexes would not fit the records; sort plainly.
+        let mut order: Vec<usize> = (0..addrs.len()).collect();
+        order.sort_unstable_by_key(|&i| addrs.get(i).copied().unwrap_or(0));
+        return order;
+    }
+    let mut spare = items.clone();
+    for byte in 0..8 {
+        let shift = byte * 8;
+        let mut counts = [0usize; 256];
+        for &(addr, _) in &items {
+            counts[usize::from((addr >> shift) as u8)] += 1;
+        }
+        if counts.contains(&items.len()) {
+            continue; // Every address has this byte: the order stays.
+        }
+        let mut next = 0;
+        for count in counts.iter_mut() {
+            let here = *count;
+            *count = next;
+            next += here;
+        }
+        for &(addr, index) in &items {
+            let bucket = &mut counts[usize::from((addr >> shift) as u8)];
+            if let Some(to) = spare.get_mut(*bucket) {
+                *to = (addr, index);
+            }
+            *bucket += 1;
+        }
+        std::mem::swap(&mut items, &mut spare);
+    }
+    items.into_iter().map(|(_, index)| index as usize).collect()
 }
 
 fn is_text(t: u8) -> bool {

@@ -187,10 +187,8 @@ impl Symbolizer {
             }
             None => None,
         };
-        let from_kallsyms = addrs
-            .iter()
-            .map(|&addr| kallsyms.find_symbol(addr))
-            .collect::<Result<Vec<_>>>()?;
+        // In address order: the index and the names are read front to back.
+        let from_kallsyms = kallsyms.find_symbols(addrs)?;
         let mut frames: Vec<Option<KernelFrame>> = match sources.modules {
             Some(modules) => self.module_frames(modules, &from_kallsyms, addrs),
             None => vec![None; addrs.len()],
