@@ -106,15 +106,16 @@ OUTPUT (--output-style)
   - for a LOCAL symbol without DWARF, llvm-symbolizer takes a file name from the symbol
     table's preceding STT_FILE entry (crtstuff.c:0:0); stacksym does not report it, so the
     location stays ??:0:0;
-  - --kernel answers have no source lines unless --vmlinux FILE is given (kallsyms has
-    none): ??:0:0, named by the symbol even with --functions=short. With --vmlinux, the
-    kernel image's addresses are named from vmlinux with its lines and inlined frames;
-    a module's addresses from its .ko (found in --modules-dir, default
-    /lib/modules/$(uname -r); its sections' load addresses from --sys-module, default
-    /sys/module, root only), with the .ko's or its build-id debug file's lines; where
-    the .ko cannot be used, kallsyms' name (run with RUST_LOG=debug to see why). --pid answers have source
-    lines and inlined frames from the mapped files' DWARF (debug files searched inside the
-    process's root first, then the debug dirs), without discriminators.
+  - --kernel answers have no source lines unless --vmlinux FILE or a module's .ko gives
+    them (kallsyms has none): ??:0:0, named by the symbol even with --functions=short.
+    With --vmlinux, the kernel image's addresses are named from vmlinux with its lines
+    and inlined frames; a module's addresses from its .ko (found in --modules-dir,
+    default /lib/modules/$(uname -r); its sections' load addresses from --sys-module,
+    default /sys/module, root only), with the .ko's or its build-id debug file's lines;
+    where the .ko cannot be used, kallsyms' name (a note on stderr after the output says
+    why). --pid answers have source lines and inlined frames from the mapped files'
+    DWARF (debug files searched inside the process's root first, then the debug dirs),
+    without discriminators.
   Differences from GNU addr2line -f -i -C (which the GNU style resembles):
   - the outer frame is named by the symbol table (process_value.cold, demo_alias), as
     llvm-symbolizer names it; addr2line names it by DWARF (process_value, demo_impl);

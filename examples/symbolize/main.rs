@@ -802,23 +802,24 @@ fn answer_of(sym: &stacksym::Sym<'_>, debug_file: Option<&Path>, demangle: bool)
     }
 }
 
-/// The library's frames as the printer takes them; function names demangled or not as
-/// `demangle` says.
 /// Where `--kernel` finds modules' `.ko` files and load addresses: the flags, else the
 /// running kernel's `/lib/modules/$(uname -r)` and `/sys/module`.
 fn kernel_modules(args: &Args) -> stacksym::kernel::KernelModules {
     use stacksym::kernel::{KernelModules, SYS_MODULE};
-    let running = KernelModules::running_kernel;
-    match (args.modules_dir.is_empty(), &args.sys_module) {
-        (true, None) => running(),
-        (false, sys) => KernelModules::new(
-            args.modules_dir.clone(),
-            sys.clone().unwrap_or_else(|| PathBuf::from(SYS_MODULE)),
-        ),
-        (true, Some(sys)) => KernelModules::new(running().dirs().to_vec(), sys),
-    }
+    let dirs = if args.modules_dir.is_empty() {
+        vec![KernelModules::running_kernel_dir()]
+    } else {
+        args.modules_dir.clone()
+    };
+    let sys_module = args
+        .sys_module
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(SYS_MODULE));
+    KernelModules::new(dirs, sys_module)
 }
 
+/// The library's frames as the printer takes them; function names demangled or not as
+/// `demangle` says.
 pub fn lines_of(frames: &[stacksym::dwarf::Frame], demangle: bool) -> Vec<Line> {
     frames
         .iter()

@@ -1,13 +1,12 @@
 //! [`DebugFinder`]: the candidate paths, in order, and the checks each must pass.
 
 use std::ffi::OsStr;
-use std::fmt::Write as _;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use crate::elf::ElfFile;
+use crate::elf::{hex, ElfFile};
 use crate::error::Result;
 
 /// The debug dir used when none is configured, as on Debian, Ubuntu and Fedora.
@@ -420,15 +419,6 @@ fn build_id_path(debug_dir: &Path, build_id: &[u8]) -> Option<PathBuf> {
             .join(format!("{first:02x}"))
             .join(format!("{}.debug", hex(rest))),
     )
-}
-
-fn hex(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        // Writing to a String cannot fail.
-        let _ = write!(out, "{b:02x}");
-    }
-    out
 }
 
 /// `name` as one path component, if it is one (not empty, no `/`, not `.` or `..`).

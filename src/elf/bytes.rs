@@ -79,6 +79,17 @@ fn refuse_non_regular(path: &Path, metadata: &std::fs::Metadata) -> Result<()> {
     Ok(())
 }
 
+/// `bytes` in lower-case hex, two digits a byte (how build-ids are written).
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        // Writing to a String cannot fail.
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}
+
 /// The NUL-terminated string starting at `start` inside `table`, without its NUL.
 /// `None` when `start` is outside the table or no NUL ends the string inside it.
 pub(crate) fn c_str_in(table: &[u8], start: usize) -> Option<&[u8]> {

@@ -84,12 +84,11 @@ impl ElfFile {
         let mut bytes = FileBytes::map(path)?;
         if let Some(format) = Compression::of(bytes.as_slice()) {
             let data = bytes.as_slice();
-            let cap = MAX_DECOMPRESSED_SECTION
-                .min((data.len() as u64).saturating_mul(MAX_DECOMPRESSION_RATIO));
-            let whole = compressed::decompress(format, data, cap).map_err(|e| Error::NotElf {
-                path: path.to_path_buf(),
-                reason: format!("a compressed file that does not decompress: {e}"),
-            })?;
+            let whole = compressed::decompress(format, data, decompression_cap(data.len()))
+                .map_err(|e| Error::NotElf {
+                    path: path.to_path_buf(),
+                    reason: format!("a compressed file that does not decompress: {e}"),
+                })?;
             bytes = FileBytes::Owned(whole.into_boxed_slice());
         }
         Self::from_file_bytes(path.to_path_buf(), bytes)
@@ -277,8 +276,7 @@ impl ElfFile {
                 })?;
             return Ok(SectionContents::InFile(range));
         }
-        let limit = MAX_DECOMPRESSED_SECTION
-            .min((compressed.data.len() as u64).saturating_mul(MAX_DECOMPRESSION_RATIO));
+        let limit = decompression_cap(compressed.data.len());
         if compressed.uncompressed_size > limit {
             return Err(malformed(format!(
                 "section {name}: decompression bomb: {} compressed bytes claim to expand \
@@ -500,6 +498,12 @@ pub(crate) const MAX_DECOMPRESSED_SECTION: u64 = 1 << 30;
 /// The largest ratio of decompressed to compressed size accepted. DWARF compresses about
 /// 3-10x with zlib; the cap leaves room for very repetitive sections.
 pub(crate) const MAX_DECOMPRESSION_RATIO: u64 = 64;
+
+/// The most bytes `compressed_len` compressed bytes may expand to: a section or a whole
+/// file ([`MAX_DECOMPRESSED_SECTION`], [`MAX_DECOMPRESSION_RATIO`]).
+fn decompression_cap(compressed_len: usize) -> u64 {
+    MAX_DECOMPRESSED_SECTION.min((compressed_len as u64).saturating_mul(MAX_DECOMPRESSION_RATIO))
+}
 
 /// Offset of the class byte in `e_ident`.
 const EI_CLASS: usize = 4;

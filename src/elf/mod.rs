@@ -12,6 +12,7 @@ pub mod relocatable;
 mod segments;
 mod symbols;
 
+pub(crate) use bytes::hex;
 pub use file::{ElfFile, ElfHeaderInfo, SectionContents};
 pub use relocatable::RelocatableSection;
 pub use segments::{LoadSegment, Segments};

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::addr::VirtAddr;
-use crate::elf::ElfFile;
+use crate::elf::{hex, ElfFile};
 use crate::error::{Error, Result};
 
 /// Where the running kernel lists its modules' sections and notes.
@@ -287,12 +287,17 @@ pub struct KernelModules {
 }
 
 impl KernelModules {
-    /// The running kernel's modules: `/lib/modules/<release>` (the release from
-    /// `/proc/sys/kernel/osrelease`, as `uname -r` prints it) and [`SYS_MODULE`].
+    /// The running kernel's modules: [`KernelModules::running_kernel_dir`] and
+    /// [`SYS_MODULE`].
     pub fn running_kernel() -> KernelModules {
+        KernelModules::new(vec![KernelModules::running_kernel_dir()], SYS_MODULE)
+    }
+
+    /// Where the running kernel's modules are installed: `/lib/modules/<release>` (the
+    /// release from `/proc/sys/kernel/osrelease`, as `uname -r` prints it).
+    pub fn running_kernel_dir() -> PathBuf {
         let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-        let dir = Path::new(LIB_MODULES).join(release.trim());
-        KernelModules::new(vec![dir], SYS_MODULE)
+        Path::new(LIB_MODULES).join(release.trim())
     }
 
     /// Modules found in `dirs` (searched in order), loaded where `sys_module` (a directory
@@ -336,11 +341,6 @@ impl KernelModules {
         };
         lookups.insert(name.to_string(), lookup);
         found
-    }
-
-    /// The directories searched for `.ko` files, in order.
-    pub fn dirs(&self) -> &[PathBuf] {
-        &self.dirs
     }
 
     /// The `.ko` file of module `name`, if one of the directories has it.
@@ -535,10 +535,6 @@ fn gnu_build_id_note(notes: &[u8]) -> Option<Vec<u8>> {
         at = end;
     }
     None
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

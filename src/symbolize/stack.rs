@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use crate::kernel::{is_pseudo_module, Kallsyms, KernelModules, KernelSym, Vmlinux};
 use crate::process::Process;
-use crate::symbolize::{Input, ProcessSymbol, Source, Symbolizer};
+use crate::symbolize::{Input, ProcessSymbol, Source, Sym, Symbolizer};
 
 /// Whether `addr` is a kernel address: the top bit set. On x86_64 and aarch64 (and every
 /// 64-bit Linux port with a split address space) user space never has it set, and the
@@ -36,6 +36,19 @@ pub struct KernelFrame {
     /// [`crate::Sym::frames`]); empty without a vmlinux, for modules, or where its DWARF
     /// does not cover the address.
     pub frames: Vec<Frame>,
+}
+
+impl KernelFrame {
+    /// The frame of a symbol of an ELF file of the kernel (vmlinux, a module's `.ko`).
+    fn of_elf_symbol(sym: &Sym<'_>, module: Option<&str>) -> KernelFrame {
+        KernelFrame {
+            name: sym.name.to_string(),
+            offset: sym.offset,
+            size: sym.size,
+            module: module.map(str::to_string),
+            frames: sym.frames.to_vec(),
+        }
+    }
 }
 
 /// One frame of a mixed stack.
@@ -203,13 +216,7 @@ impl Symbolizer {
                 .filter(|_| !in_module)
                 .and_then(|symbols| symbols.get(i));
             *frame = match (from_image, from_kallsyms) {
-                (Some(sym), _) => Some(KernelFrame {
-                    name: sym.name.to_string(),
-                    offset: sym.offset,
-                    size: sym.size,
-                    module: None,
-                    frames: sym.frames.to_vec(),
-                }),
+                (Some(sym), _) => Some(KernelFrame::of_elf_symbol(&sym, None)),
                 (None, Some(sym)) => Some(KernelFrame {
                     name: sym.name.to_string(),
                     offset: sym.offset,
@@ -275,13 +282,7 @@ impl Symbolizer {
                 let (Some(sym), Some(slot)) = (symbols.get(k), frames.get_mut(i)) else {
                     continue;
                 };
-                *slot = Some(KernelFrame {
-                    name: sym.name.to_string(),
-                    offset: sym.offset,
-                    size: sym.size,
-                    module: Some(name.to_string()),
-                    frames: sym.frames.to_vec(),
-                });
+                *slot = Some(KernelFrame::of_elf_symbol(&sym, Some(name)));
             }
         }
         frames
