@@ -317,11 +317,8 @@ impl Kallsyms {
                 let rest = self.summary.get(block + 1..).unwrap_or_default();
                 block += rest.partition_point(|&first| first <= addr);
             }
-            if self.summary.get(block).is_none_or(|&first| first > addr) {
-                continue; // Below the first symbol.
-            }
             let Some((start, entry)) = self.at_or_below_in(block, addr) else {
-                continue;
+                continue; // Below the first symbol (at_or_below_in checks).
             };
             *slot = self
                 .covering(addr, start, entry)?
@@ -371,7 +368,8 @@ impl Kallsyms {
     #[inline]
     fn at_or_below_in(&self, block: usize, addr: u64) -> Option<(u64, Entry)> {
         let (&base, Block(slots)) = (self.summary.get(block)?, self.blocks.get(block)?);
-        // base <= addr (the caller's contract); past PAD - 1 every delta kept is below.
+        // None below the block's first address (only block 0 can be: the callers pass the
+        // last block starting at or below `addr`); past PAD - 1 every delta kept is below.
         let key = u32::try_from(addr.checked_sub(base)?)
             .unwrap_or(PAD - 1)
             .min(PAD - 1);
