@@ -35,7 +35,6 @@ use blazesym::symbolize::{Input, Symbolized, Symbolizer as BlazeSymbolizer};
 use blazesym::Pid;
 use criterion::{Criterion, SamplingMode};
 use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
-use stacksym::addr::AbsAddr;
 use stacksym::process::Process;
 use stacksym::Symbolizer;
 
@@ -218,12 +217,15 @@ fn stacksym_new() -> Symbolizer {
         .build()
 }
 
-fn stacksym_run(s: &Symbolizer, process: &Process, addrs: &[AbsAddr]) -> usize {
-    s.symbolize_process(process, addrs)
-        .expect("stacksym symbolizes the child")
-        .iter()
-        .map(|r| r.sym().map_or(0, |sym| consume(&sym.name)))
-        .sum()
+fn stacksym_run(s: &Symbolizer, process: &Process, addrs: &[u64]) -> usize {
+    s.symbolize(
+        &stacksym::Source::process(process),
+        stacksym::Input::AbsAddrs(addrs),
+    )
+    .expect("stacksym symbolizes the child")
+    .iter()
+    .map(|r| r.map_or(0, |sym| consume(sym.name)))
+    .sum()
 }
 
 fn blazesym_new() -> BlazeSymbolizer {
@@ -255,7 +257,7 @@ fn blazesym_run(s: &BlazeSymbolizer, source: &Source<'_>, addrs: &[u64]) -> usiz
         .sum()
 }
 
-fn stacksym_cold(pid: u32, addrs: &[AbsAddr]) -> Duration {
+fn stacksym_cold(pid: u32, addrs: &[u64]) -> Duration {
     let start = Instant::now();
     let s = stacksym_new();
     black_box(stacksym_run(&s, &Process::new(pid), addrs));
@@ -271,10 +273,14 @@ fn blazesym_cold(pid: u32, map_files: bool, addrs: &[u64]) -> Duration {
 
 /// Both peers' results compared: (same name, same symbol start, both found, ours only,
 /// theirs only), and a few distinct (ours, theirs) names that differ.
-fn agreement(pid: u32, ours: &[AbsAddr], theirs: &[u64]) -> ([usize; 5], Vec<(String, String)>) {
+fn agreement(pid: u32, ours: &[u64], theirs: &[u64]) -> ([usize; 5], Vec<(String, String)>) {
     let s = stacksym_new();
+    let process = Process::new(pid);
     let ours = s
-        .symbolize_process(&Process::new(pid), ours)
+        .symbolize(
+            &stacksym::Source::process(&process),
+            stacksym::Input::AbsAddrs(ours),
+        )
         .expect("stacksym symbolizes the child");
     let b = blazesym_new();
     let theirs = b
@@ -283,14 +289,14 @@ fn agreement(pid: u32, ours: &[AbsAddr], theirs: &[u64]) -> ([usize; 5], Vec<(St
     let mut counts = [0; 5];
     let mut differing: Vec<(String, String)> = vec![];
     for (ours, theirs) in ours.iter().zip(&theirs) {
-        match (ours.sym(), theirs) {
+        match (ours, theirs) {
             (Some(ours), Symbolized::Sym(theirs)) => {
                 counts[0] += usize::from(ours.name == theirs.name);
-                let pair = (ours.name.clone(), theirs.name.to_string());
+                let pair = (ours.name.to_string(), theirs.name.to_string());
                 if ours.name != theirs.name && differing.len() < 4 && !differing.contains(&pair) {
                     differing.push(pair);
                 }
-                counts[1] += usize::from(ours.sym_addr.0 == theirs.addr);
+                counts[1] += usize::from(ours.addr.0 == theirs.addr);
                 counts[2] += 1;
             }
             (Some(_), Symbolized::Unknown(_)) => counts[3] += 1,
@@ -327,7 +333,6 @@ fn main() {
             return;
         }
     };
-    let abs: Vec<AbsAddr> = addrs.iter().map(|&a| AbsAddr(a)).collect();
 
     if !listing {
         let files: Vec<String> = counts
@@ -340,7 +345,7 @@ fn main() {
             files.join(", "),
         );
         let ([same_name, same_start, both, ours_only, theirs_only], differing) =
-            agreement(pid, &abs, &addrs);
+            agreement(pid, &addrs, &addrs);
         let pct = |n: usize| 100.0 * n as f64 / addrs.len() as f64;
         println!(
             "agreement with blazesym: same name {same_name} ({:.2} %), same symbol start {same_start} ({:.2} %), both found {both} ({:.2} %), stacksym only {ours_only}, blazesym only {theirs_only}, of {}{}",
@@ -366,7 +371,7 @@ fn main() {
         let mut group = criterion.benchmark_group("process cold");
         group.sampling_mode(SamplingMode::Flat);
         group.bench_function("stacksym", |b| {
-            b.iter_custom(|iters| (0..iters).map(|_| stacksym_cold(pid, &abs)).sum())
+            b.iter_custom(|iters| (0..iters).map(|_| stacksym_cold(pid, &addrs)).sum())
         });
         group.bench_function("blazesym", |b| {
             b.iter_custom(|iters| (0..iters).map(|_| blazesym_cold(pid, true, &addrs)).sum())
@@ -379,7 +384,7 @@ fn main() {
         let s = stacksym_new();
         let process = Process::new(pid);
         group.bench_function("stacksym", |b| {
-            b.iter(|| black_box(stacksym_run(&s, &process, &abs)))
+            b.iter(|| black_box(stacksym_run(&s, &process, &addrs)))
         });
         let bs = blazesym_new();
         let source = blazesym_source(pid, true);
@@ -401,7 +406,7 @@ fn main() {
     let process = Process::new(pid);
     let bs = [blazesym_new(), blazesym_new()];
     let sources = [blazesym_source(pid, true), blazesym_source(pid, false)];
-    black_box(stacksym_run(&s, &process, &abs));
+    black_box(stacksym_run(&s, &process, &addrs));
     for (bs, source) in bs.iter().zip(&sources) {
         black_box(blazesym_run(bs, source, &addrs));
     }
@@ -409,7 +414,7 @@ fn main() {
     let (mut cold, mut warm): ([Vec<Duration>; 3], [Vec<Duration>; 3]) = Default::default();
     let (mut cold_ratio, mut warm_ratio): ([Vec<f64>; 2], [Vec<f64>; 2]) = Default::default();
     for _ in 0..rounds {
-        let ours = stacksym_cold(pid, &abs);
+        let ours = stacksym_cold(pid, &addrs);
         cold[0].push(ours);
         for (i, map_files) in [true, false].into_iter().enumerate() {
             let theirs = blazesym_cold(pid, map_files, &addrs);
@@ -418,7 +423,7 @@ fn main() {
         }
 
         let start = Instant::now();
-        black_box(stacksym_run(&s, &process, &abs));
+        black_box(stacksym_run(&s, &process, &addrs));
         let ours = start.elapsed();
         warm[0].push(ours);
         for (i, (bs, source)) in bs.iter().zip(&sources).enumerate() {

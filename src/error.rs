@@ -68,13 +68,22 @@ pub enum Error {
         what: String,
     },
     /// A kallsyms file (`/proc/kallsyms` or a copy) cannot be used: every address in it is 0
-    /// (the kernel hides them: `kernel.kptr_restrict`, no `CAP_SYSLOG`), no line in it is a
-    /// symbol line, or it is too large. The message says which and how to fix it.
+    /// (then [`Error::KernelAddrsHidden`]), no line in it is a symbol line, or it is too
+    /// large. The message says which and how to fix it.
     #[error("{path}: {what}")]
     Kallsyms {
         /// The kallsyms file.
         path: PathBuf,
         /// What was wrong, and what to do about it.
+        what: String,
+    },
+    /// A kallsyms file lists every address as 0: the kernel hides them from this reader
+    /// (`kernel.kptr_restrict`, or no `CAP_SYSLOG`). The message says how to fix it.
+    #[error("{path}: {what}")]
+    KernelAddrsHidden {
+        /// The kallsyms file.
+        path: PathBuf,
+        /// What was seen, and what to do about it.
         what: String,
     },
     /// A kernel module's `.ko` file cannot be used for the loaded module: not found in the
@@ -100,6 +109,7 @@ impl Error {
             | Error::Unsupported { path, .. }
             | Error::Process { path, .. }
             | Error::Kallsyms { path, .. }
+            | Error::KernelAddrsHidden { path, .. }
             | Error::KernelModule { path, .. } => path,
         }
     }
@@ -135,6 +145,10 @@ impl Error {
                 what: what.clone(),
             },
             Error::Kallsyms { path, what } => Error::Kallsyms {
+                path: path.clone(),
+                what: what.clone(),
+            },
+            Error::KernelAddrsHidden { path, what } => Error::KernelAddrsHidden {
                 path: path.clone(),
                 what: what.clone(),
             },

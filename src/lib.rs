@@ -32,7 +32,10 @@ pub mod symbolize;
 
 pub use addr::{FileOffset, VirtAddr};
 pub use error::{Error, Result};
-pub use symbolize::{Input, NameOrigin, Source, Sym, Symbolizer, SymbolizerBuilder, Symbols};
+pub use symbolize::{
+    Input, KernelSource, NameOrigin, NotFound, OwnedSym, Source, Sym, Symbolizer,
+    SymbolizerBuilder, Symbols,
+};
 
 /// The examples in README.md, run as doc tests so the README cannot go stale.
 #[cfg(doctest)]

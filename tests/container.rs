@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use stacksym::addr::AbsAddr;
 use stacksym::process::{MappingKind, Normalized, Process};
-use stacksym::symbolize::ProcessSymbol;
+use stacksym::NotFound;
 use stacksym::{FileOffset, Symbolizer};
 use support::writeln_stderr;
 use support::{name_of, nm_addr, readelf_build_id, readelf_file_offset, run};
@@ -411,41 +411,41 @@ fn container_process_symbolized_from_the_host_by_host_pid() {
         AbsAddr(addr("puts")),
         AbsAddr(0),
     ];
-    let results = symbolizer.symbolize_process(&process, &query).unwrap();
+    let results = support::in_process(&symbolizer, &process, None, &query).unwrap();
     assert_eq!(results.len(), query.len());
-    assert_eq!(name_of(&results[0]), "wait_target", "{results:?}");
-    let target = results[0].sym().unwrap();
+    assert_eq!(name_of(&results, 0), "wait_target", "{results:?}");
+    let target = results.get(0).unwrap();
     assert_eq!(target.offset, 0);
-    assert_eq!(target.path, Path::new(APP_BIN));
+    assert_eq!(target.module, Path::new(APP_BIN));
     let wait = bin("c-wait");
     let target_virt = nm_addr(&wait, "wait_target");
-    assert_eq!(target.sym_addr.0, target_virt);
+    assert_eq!(target.addr.0, target_virt);
     assert_eq!(
         target.file_offset,
-        FileOffset(readelf_file_offset(&wait, target_virt))
+        Some(FileOffset(readelf_file_offset(&wait, target_virt)))
     );
-    assert_eq!(name_of(&results[1]), "wait_target");
-    assert_eq!(results[1].sym().unwrap().offset, 1);
+    assert_eq!(name_of(&results, 1), "wait_target");
+    assert_eq!(results.get(1).unwrap().offset, 1);
     assert!(
-        name_of(&results[2]).starts_with("wait_local"),
+        name_of(&results, 2).starts_with("wait_local"),
         "{:?}",
-        results[2]
+        results.result(2)
     );
-    assert_eq!(name_of(&results[3]), "vhelper");
-    assert_eq!(results[3].sym().unwrap().offset, 3);
-    assert_eq!(results[3].sym().unwrap().path, Path::new(APP_LIB));
+    assert_eq!(name_of(&results, 3), "vhelper");
+    assert_eq!(results.get(3).unwrap().offset, 3);
+    assert_eq!(results.get(3).unwrap().module, Path::new(APP_LIB));
     // puts and _IO_puts are aliases in glibc; either name is right.
     assert!(
-        ["puts", "_IO_puts"].contains(&name_of(&results[4])),
+        ["puts", "_IO_puts"].contains(&name_of(&results, 4)),
         "{:?}",
-        results[4]
+        results.result(4)
     );
-    assert_eq!(results[4].sym().unwrap().offset, 0);
-    assert_eq!(results[4].sym().unwrap().path, libc_path);
+    assert_eq!(results.get(4).unwrap().offset, 0);
+    assert_eq!(results.get(4).unwrap().module, libc_path);
     assert!(
-        matches!(results[5], ProcessSymbol::Unmapped),
+        matches!(results.not_found(5), Some(NotFound::Unmapped)),
         "{:?}",
-        results[5]
+        results.result(5)
     );
 
     // ---- Normalized: build-id, file offset, in-container path ----------------------------

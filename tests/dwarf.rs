@@ -1038,8 +1038,8 @@ fn kernel_modules_agree_with_their_linked_twins() {
 /// Every section of code is sampled but `.init.text` (see below).
 #[test]
 fn module_addresses_from_kallsyms_and_sysfs_agree_with_llvm_symbolizer() {
-    use stacksym::kernel::{Kallsyms, KernelModules};
-    use stacksym::symbolize::KernelSources;
+    use stacksym::kernel::KernelModules;
+    use stacksym::{KernelSource, Source};
     let test = "module_addresses_from_kallsyms_and_sysfs_agree_with_llvm_symbolizer";
     let Some(tools) = support::reference_tools(test) else {
         return;
@@ -1078,15 +1078,16 @@ fn module_addresses_from_kallsyms_and_sysfs_agree_with_llvm_symbolizer() {
         })
         .collect();
 
-    let kallsyms = Kallsyms::open(root.join("kallsyms/kmod-demo.kallsyms")).unwrap();
+    let kallsyms = root.join("kallsyms/kmod-demo.kallsyms");
     let modules = KernelModules::new(vec![root.join("bin")], &sysfs);
     let symbolizer = Symbolizer::builder().demangle(false).build();
-    let sources = KernelSources {
+    let source = Source::Kernel(KernelSource {
+        kallsyms: Some(&kallsyms),
         modules: Some(&modules),
-        ..KernelSources::new(&kallsyms)
-    };
+        ..KernelSource::default()
+    });
     let ours = symbolizer
-        .symbolize_kernel_with(&sources, &running)
+        .symbolize(&source, Input::AbsAddrs(&running))
         .unwrap();
     assert!(modules.problems().is_empty(), "{:?}", modules.problems());
     let llvm = llvm_chains(&tools.llvm_symbolizer, &twin, None, &twin_addrs);
@@ -1094,18 +1095,11 @@ fn module_addresses_from_kallsyms_and_sysfs_agree_with_llvm_symbolizer() {
     let mut agreed = 0;
     let mut with_lines = 0;
     for (i, (frame, llvm)) in ours.iter().zip(&llvm).enumerate() {
-        let frame = frame
-            .as_ref()
-            .unwrap_or_else(|| panic!("{:#x}: not symbolized", running[i]));
-        assert_eq!(
-            frame.module.as_deref(),
-            Some("kmod_demo"),
-            "{:#x}",
-            running[i]
-        );
+        let frame = frame.unwrap_or_else(|| panic!("{:#x}: not symbolized", running[i]));
+        assert_eq!(frame.kernel_module, Some("kmod_demo"), "{:#x}", running[i]);
         let mut chain: Vec<CmpFrame> = frame.frames.iter().map(ours_to_cmp).collect();
         if let Some(outer) = chain.last_mut().filter(|f| f.function.is_none()) {
-            outer.function = Some(frame.name.clone());
+            outer.function = Some(frame.name.to_string());
         }
         with_lines += usize::from(!chain.is_empty());
         let chain = (!chain.is_empty()).then_some(chain);

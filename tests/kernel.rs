@@ -122,7 +122,7 @@ fn synthetic_fixture() {
 fn zeroed_file_says_kptr_restrict() {
     let path = fixture("zeroed.txt");
     let err = Kallsyms::open(&path).unwrap_err();
-    assert!(matches!(err, Error::Kallsyms { .. }), "{err:?}");
+    assert!(matches!(err, Error::KernelAddrsHidden { .. }), "{err:?}");
     assert_eq!(err.path(), path);
     let shown = err.to_string();
     for needed in ["zeroed.txt", "are 0", "kptr_restrict", "CAP_SYSLOG", "root"] {
@@ -420,10 +420,12 @@ fn vmlinux_names_and_source_lines_after_the_kaslr_offset() {
         return;
     };
     text += "ffffffffc0001000 t mod_fn\t[mymod]\nffffffffc0001100 t mod_end\t[mymod]\n";
-    let kallsyms = Kallsyms::from_bytes("kallsyms-for-vmlinux", text).expect("parses");
+    let kallsyms = Kallsyms::from_bytes("kallsyms-for-vmlinux", text.clone()).expect("parses");
     let vmlinux = Vmlinux::new(&vmlinux_path, &kallsyms).expect("matched by _stext");
     assert_eq!(vmlinux.anchor(), Some("_stext"));
     assert_eq!(vmlinux.kaslr_offset(), offset);
+    let kallsyms_path = vmlinux_path.with_file_name("kallsyms");
+    std::fs::write(&kallsyms_path, &text).unwrap();
 
     let checksum = support::nm_addr(&vmlinux_path, "checksum");
     let addrs = [
@@ -433,40 +435,82 @@ fn vmlinux_names_and_source_lines_after_the_kaslr_offset() {
         0xffff_ffff_ff00_0000,
     ];
     let symbolizer = stacksym::Symbolizer::builder().build();
+    fn kernel<'a>(
+        kallsyms: &'a Path,
+        vmlinux: Option<&'a Path>,
+        kaslr_offset: Option<u64>,
+    ) -> stacksym::Source<'a> {
+        stacksym::Source::Kernel(stacksym::KernelSource {
+            kallsyms: Some(kallsyms),
+            vmlinux,
+            kaslr_offset,
+            modules: None,
+        })
+    }
     let frames = symbolizer
-        .symbolize_kernel(&kallsyms, Some(&vmlinux), &addrs)
+        .symbolize(
+            &kernel(&kallsyms_path, Some(&vmlinux_path), None),
+            stacksym::Input::AbsAddrs(&addrs),
+        )
         .expect("symbolized");
-    let inlined = frames[0].as_ref().expect("0x12c4 is in checksum");
+    let inlined = frames.get(0).expect("0x12c4 is in checksum");
     assert_eq!(inlined.name, "checksum");
-    assert_eq!(inlined.module, None);
+    assert_eq!(inlined.kernel_module, None);
+    assert_eq!(inlined.module, Path::new("[kernel.kallsyms]"));
+    assert_eq!(inlined.opened_as, Some(vmlinux_path.as_path()));
     let names: Vec<_> = inlined
         .frames
         .iter()
         .map(|f| f.function.as_ref().map(|n| n.raw.as_str()))
         .collect();
     assert_eq!(names, [Some("scale"), Some("checksum")], "{inlined:?}");
-    let plain = frames[1].as_ref().expect("checksum+2");
-    assert_eq!((plain.name.as_str(), plain.offset), ("checksum", 2));
+    let plain = frames.get(1).expect("checksum+2");
+    assert_eq!((plain.name, plain.offset), ("checksum", 2));
     assert!(plain
         .frames
         .last()
         .and_then(|f| f.file.as_deref())
         .is_some_and(|f| f.ends_with("demo.c")));
-    let module = frames[2].as_ref().expect("a module symbol");
+    let module = frames.get(2).expect("a module symbol");
     assert_eq!(
-        (module.name.as_str(), module.module.as_deref()),
+        (module.name, module.kernel_module),
         ("mod_fn", Some("mymod"))
     );
+    assert_eq!(module.module, Path::new("[mymod]"));
     assert!(module.frames.is_empty(), "modules have no vmlinux lines");
-    assert!(frames[3].is_none(), "nothing covers it");
+    assert!(
+        matches!(frames.not_found(3), Some(stacksym::NotFound::NoSymbol)),
+        "nothing covers it"
+    );
+    // The offset given rather than computed: the same answers.
+    let given = symbolizer
+        .symbolize(
+            &kernel(&kallsyms_path, Some(&vmlinux_path), Some(offset)),
+            stacksym::Input::AbsAddrs(&addrs),
+        )
+        .expect("symbolized");
+    assert_eq!(given.get(0), frames.get(0));
 
     // Without vmlinux: kallsyms names, no lines.
     let frames = symbolizer
-        .symbolize_kernel(&kallsyms, None, &addrs[..1])
+        .symbolize(
+            &kernel(&kallsyms_path, None, None),
+            stacksym::Input::AbsAddrs(&addrs[..1]),
+        )
         .expect("symbolized");
-    let only = frames[0].as_ref().expect("kallsyms names it");
+    let only = frames.get(0).expect("kallsyms names it");
     assert_eq!(only.name, "checksum");
+    assert_eq!(only.origin, stacksym::NameOrigin::Kallsyms);
     assert!(only.frames.is_empty());
+
+    // A vmlinux that cannot be matched: an error naming it.
+    let err = symbolizer
+        .symbolize(
+            &kernel(&kallsyms_path, Some(&support::bin("c-pie-g")), None),
+            stacksym::Input::AbsAddrs(&addrs),
+        )
+        .expect_err("no _stext");
+    assert!(err.to_string().contains("c-pie-g"), "{err}");
 
     // A file with no anchor: an error naming it.
     let err = Vmlinux::new(support::bin("c-pie-g"), &kallsyms).expect_err("no _stext");
@@ -479,13 +523,14 @@ fn vmlinux_names_and_source_lines_after_the_kaslr_offset() {
     );
 }
 
-/// `Symbolizer::kallsyms` parses a kallsyms file once and keeps it; it reads it again when
-/// an address it is asked about is in no symbol and its copy is older than
-/// `KALLSYMS_MIN_AGE`, as when a module is loaded (`/proc/kallsyms` keeps size 0 and one
-/// mtime, so only unknown addresses tell). Simulated with a regular file rewritten to the
-/// same length and given back its old mtime, so its identity does not change either.
+/// The symbolizer parses a kallsyms file once and keeps it; it reads it again when an
+/// address it is asked about is in no symbol and its copy is older than `KALLSYMS_MIN_AGE`,
+/// as when a module is loaded (`/proc/kallsyms` keeps size 0 and one mtime, so only unknown
+/// addresses tell). Simulated with a regular file rewritten to the same length and given back
+/// its old mtime, so its identity does not change either.
 #[test]
 fn symbolizer_caches_kallsyms_and_rereads_for_unknown_addresses() {
+    use stacksym::{Input, KernelSource, NotFound, Source};
     let dir = tempfile::tempdir().expect("a temporary dir");
     let path = dir.path().join("kallsyms");
     let before = "ffffffff81000000 T _stext\nffffffff81000100 T do_work\n\
@@ -497,12 +542,19 @@ fn symbolizer_caches_kallsyms_and_rereads_for_unknown_addresses() {
     let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
 
     let symbolizer = stacksym::Symbolizer::builder().build();
+    let source = Source::Kernel(KernelSource {
+        kallsyms: Some(&path),
+        ..KernelSource::default()
+    });
     let known = [0xffff_ffff_8100_0104u64];
-    let first = symbolizer.kallsyms(&path, &known).unwrap();
-    let again = symbolizer.kallsyms(&path, &known).unwrap();
-    assert!(std::sync::Arc::ptr_eq(&first, &again), "parsed once");
+    for _ in 0..2 {
+        let symbols = symbolizer
+            .symbolize(&source, Input::AbsAddrs(&known))
+            .unwrap();
+        assert_eq!(symbols.get(0).map(|s| s.name), Some("do_work"));
+    }
     let stats = symbolizer.stats().kallsyms;
-    assert_eq!((stats.hits, stats.misses), (1, 1));
+    assert_eq!((stats.hits, stats.misses), (1, 1), "parsed once");
 
     // A module is loaded: same size, same mtime.
     std::fs::write(&path, after).unwrap();
@@ -513,22 +565,21 @@ fn symbolizer_caches_kallsyms_and_rereads_for_unknown_addresses() {
         .set_modified(mtime)
         .unwrap();
     let new_module = [0xffff_ffff_c000_9004u64];
-    let young = symbolizer.kallsyms(&path, &new_module).unwrap();
+    let young = symbolizer
+        .symbolize(&source, Input::AbsAddrs(&new_module))
+        .unwrap();
     assert!(
-        std::sync::Arc::ptr_eq(&first, &young),
-        "not read again before KALLSYMS_MIN_AGE"
+        matches!(young.not_found(0), Some(NotFound::NoSymbol)),
+        "not read again before KALLSYMS_MIN_AGE: {young:?}"
     );
     std::thread::sleep(stacksym::symbolize::KALLSYMS_MIN_AGE);
-    let fresh = symbolizer.kallsyms(&path, &new_module).unwrap();
-    assert!(!std::sync::Arc::ptr_eq(&first, &fresh), "read again");
-    let frames = symbolizer
-        .symbolize_kernel(&fresh, None, &new_module)
+    let fresh = symbolizer
+        .symbolize(&source, Input::AbsAddrs(&new_module))
         .unwrap();
     assert_eq!(
-        frames[0]
-            .as_ref()
-            .map(|f| (f.name.as_str(), f.module.as_deref())),
-        Some(("new_fn", Some("modbb")))
+        fresh.get(0).map(|f| (f.name, f.kernel_module)),
+        Some(("new_fn", Some("modbb"))),
+        "read again"
     );
     symbolizer.clear();
     assert_eq!(
@@ -536,6 +587,31 @@ fn symbolizer_caches_kallsyms_and_rereads_for_unknown_addresses() {
         3,
         "each call after the first found it"
     );
+}
+
+/// Hidden kernel addresses (kptr_restrict: every address 0) are a reason per address, not a
+/// failed batch: a tracer's user frames of the same stack still answer.
+#[test]
+fn hidden_kernel_addresses_are_a_reason_per_address() {
+    use stacksym::{Input, KernelSource, NotFound, Source};
+    let path = fixture("zeroed.txt");
+    let source = Source::Kernel(KernelSource {
+        kallsyms: Some(&path),
+        ..KernelSource::default()
+    });
+    let symbols = stacksym::Symbolizer::builder()
+        .build()
+        .symbolize(
+            &source,
+            Input::AbsAddrs(&[0xffff_ffff_8100_0104, 0xffff_ffff_8100_0000]),
+        )
+        .unwrap();
+    for i in 0..2 {
+        let Some(NotFound::KernelAddrsHidden(e)) = symbols.not_found(i) else {
+            panic!("{symbols:?}")
+        };
+        assert!(e.to_string().contains("kptr_restrict"), "{e}");
+    }
 }
 
 // ----------------------------------------------------------------------------------------
@@ -546,9 +622,9 @@ fn symbolizer_caches_kallsyms_and_rereads_for_unknown_addresses() {
 mod modules {
     use std::path::{Path, PathBuf};
 
+    use stacksym::dwarf::Frame;
     use stacksym::kernel::{Kallsyms, KernelModules, ModuleSections};
-    use stacksym::symbolize::{KernelFrame, KernelSources};
-    use stacksym::{Error, Symbolizer};
+    use stacksym::{Error, Input, KernelSource, Source, Symbolizer};
 
     const TESTDATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata");
 
@@ -573,21 +649,44 @@ mod modules {
         addrs
     }
 
+    /// What these tests compare of a kernel answer (not the paths it was opened through,
+    /// which differ between the stripped and unstripped fixtures' dirs).
+    #[derive(Debug, PartialEq)]
+    struct KernelFrame {
+        name: String,
+        offset: u64,
+        size: u64,
+        module: Option<String>,
+        frames: Vec<Frame>,
+    }
+
     fn symbolize(
         symbolizer: &Symbolizer,
-        kallsyms: &Kallsyms,
+        _kallsyms: &Kallsyms,
         modules: &KernelModules,
         addrs: &[u64],
     ) -> Vec<KernelFrame> {
-        let sources = KernelSources {
+        let kallsyms = Path::new(TESTDATA).join("kallsyms/kmod-demo.kallsyms");
+        let source = Source::Kernel(KernelSource {
+            kallsyms: Some(&kallsyms),
             modules: Some(modules),
-            ..KernelSources::new(kallsyms)
-        };
-        symbolizer
-            .symbolize_kernel_with(&sources, addrs)
-            .unwrap()
-            .into_iter()
-            .map(|frame| frame.expect("kallsyms names every module text address"))
+            ..KernelSource::default()
+        });
+        let symbols = symbolizer
+            .symbolize(&source, Input::AbsAddrs(addrs))
+            .unwrap();
+        symbols
+            .iter()
+            .map(|sym| {
+                let sym = sym.expect("kallsyms names every module text address");
+                KernelFrame {
+                    name: sym.name.to_string(),
+                    offset: sym.offset,
+                    size: sym.size,
+                    module: sym.kernel_module.map(str::to_string),
+                    frames: sym.frames.to_vec(),
+                }
+            })
             .collect()
     }
 

@@ -15,11 +15,11 @@
 mod support;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use stacksym::kernel::PROC_KALLSYMS;
-use stacksym::{Input, Source, Symbolizer};
+use stacksym::{Input, KernelSource, NotFound, Source, Symbolizer};
 use support::writeln_stderr;
 
 /// A `PERF_RECORD_MMAP2` line's mapping.
@@ -178,19 +178,23 @@ fn perf_record_of_sort_agrees_with_perf_script() {
             }
         }
     }
-    let kallsyms = symbolizer
-        .kallsyms(Path::new(PROC_KALLSYMS), &[])
+    // The running kernel's kallsyms: whether it shows addresses is its own answer.
+    let addrs: Vec<u64> = kernel.iter().map(|&i| samples[i].ip).collect();
+    let kernel_symbols = symbolizer
+        .symbolize(
+            &Source::Kernel(KernelSource::default()),
+            Input::AbsAddrs(&addrs),
+        )
         .ok()
-        .filter(|_| !kernel.is_empty());
-    match &kallsyms {
-        Some(k) => {
-            let addrs: Vec<u64> = kernel.iter().map(|&i| samples[i].ip).collect();
-            let frames = symbolizer
-                .symbolize_kernel(k, None, &addrs)
-                .unwrap_or_else(|e| panic!("{e}"));
-            for (&i, frame) in kernel.iter().zip(frames) {
-                if let Some(f) = frame {
-                    ours.insert(i, (f.name, samples[i].ip - f.offset));
+        .filter(|symbols| {
+            !addrs.is_empty()
+                && !matches!(symbols.not_found(0), Some(NotFound::KernelAddrsHidden(_)))
+        });
+    match &kernel_symbols {
+        Some(symbols) => {
+            for (k, &i) in kernel.iter().enumerate() {
+                if let Some(f) = symbols.get(k) {
+                    ours.insert(i, (f.name.to_string(), samples[i].ip - f.offset));
                 }
             }
         }
@@ -198,6 +202,7 @@ fn perf_record_of_sort_agrees_with_perf_script() {
             "{test}: kernel samples not compared ({PROC_KALLSYMS} unreadable or none)"
         )),
     }
+    let kallsyms = kernel_symbols.as_ref();
 
     let (mut compared, mut agreed, mut same_name, mut shown) = (0, 0, 0, 0);
     let mut per_dso: HashMap<&str, (usize, usize)> = HashMap::new();

@@ -16,7 +16,7 @@ use stacksym::addr::AbsAddr;
 use stacksym::process::{
     parse_maps, Dev, MappingKind, Normalized, NormalizedAddr, Perms, Process, ProcessMaps,
 };
-use stacksym::symbolize::ProcessSymbol;
+use stacksym::NotFound;
 use stacksym::{Error, FileOffset, Symbolizer};
 use support::writeln_stderr;
 use support::{name_of, nm_addr, readelf_build_id, readelf_file_offset, readelf_loads};
@@ -284,10 +284,8 @@ fn debug_files_are_searched_inside_the_process_root_first() {
     let checksum = base + nm_addr(&debug, "checksum") + 4;
 
     let without = Symbolizer::builder().build();
-    let results = without
-        .symbolize_process(&process, &[AbsAddr(checksum)])
-        .unwrap();
-    let before = results[0].sym().expect("named by the binary's own .symtab");
+    let results = support::in_process(&without, &process, None, &[AbsAddr(checksum)]).unwrap();
+    let before = results.get(0).expect("named by the binary's own .symtab");
     assert_eq!(before.name, "checksum");
     assert!(
         before.frames.is_empty(),
@@ -297,11 +295,9 @@ fn debug_files_are_searched_inside_the_process_root_first() {
 
     std::fs::copy(&debug, root.join(&rel)).unwrap();
     let with = Symbolizer::builder().build();
-    let results = with
-        .symbolize_process(&process, &[AbsAddr(checksum)])
-        .unwrap();
-    let sym = results[0]
-        .sym()
+    let results = support::in_process(&with, &process, None, &[AbsAddr(checksum)]).unwrap();
+    let sym = results
+        .get(0)
         .expect("found through the container's debug file");
     assert_eq!(sym.name, "checksum");
     let outer = sym.frames.last().expect("DWARF lines from the debug file");
@@ -346,7 +342,11 @@ fn normalized_addresses_are_symbolized_by_build_id() {
         .expect("the debug file is found by build-id");
     let sym = symbols.get(0).expect("named");
     assert_eq!((sym.name, sym.offset), ("checksum", 4));
-    assert!(symbols.module().to_string_lossy().ends_with(".debug"));
+    assert!(symbols
+        .module(0)
+        .unwrap()
+        .to_string_lossy()
+        .ends_with(".debug"));
     assert!(!sym.frames.is_empty(), "the debug file's DWARF");
     let err = symbolizer
         .symbolize(&source, Input::FileOffsets(&[n.file_offset.0]))
@@ -398,28 +398,29 @@ fn files_are_opened_under_the_configured_procfs_root() {
     let app_dir = process.root_dir().join("opt/app");
     let target = base + nm_addr(&wait, "wait_target");
     let symbolizer = Symbolizer::builder().build();
-    let results = symbolizer
-        .symbolize_process(
-            &process,
-            &[AbsAddr(target + 2), AbsAddr(0x7ffd00000010), AbsAddr(0x10)],
-        )
-        .unwrap();
-    let sym = results[0].sym().expect("wait_target found");
+    let results = support::in_process(
+        &symbolizer,
+        &process,
+        None,
+        &[AbsAddr(target + 2), AbsAddr(0x7ffd00000010), AbsAddr(0x10)],
+    )
+    .unwrap();
+    let sym = results.get(0).expect("wait_target found");
     assert_eq!(sym.name, "wait_target");
     assert_eq!(sym.offset, 2);
-    assert_eq!(sym.path, Path::new("/opt/app/my app"));
+    assert_eq!(sym.module, Path::new("/opt/app/my app"));
     assert_eq!(
         sym.file_offset,
-        FileOffset(readelf_file_offset(
+        Some(FileOffset(readelf_file_offset(
             &wait,
             nm_addr(&wait, "wait_target") + 2
-        ))
+        )))
     );
     assert!(matches!(
-        results[1],
-        ProcessSymbol::NotInFile(MappingKind::Stack)
+        results.not_found(1),
+        Some(NotFound::NotInFile(MappingKind::Stack))
     ));
-    assert!(matches!(results[2], ProcessSymbol::Unmapped));
+    assert!(matches!(results.not_found(2), Some(NotFound::Unmapped)));
 
     let norm = process.normalize(&[AbsAddr(target)]).unwrap();
     let Normalized::File(n) = &norm[0] else {
@@ -442,16 +443,20 @@ fn files_are_opened_under_the_configured_procfs_root() {
          7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0     [stack]\n",
     )
     .unwrap();
-    let results = symbolizer
-        .symbolize_process(&process, &[AbsAddr(0x1000), AbsAddr(0x7ffd00000000)])
-        .unwrap();
-    let ProcessSymbol::FileError(e) = &results[0] else {
+    let results = support::in_process(
+        &symbolizer,
+        &process,
+        None,
+        &[AbsAddr(0x1000), AbsAddr(0x7ffd00000000)],
+    )
+    .unwrap();
+    let Some(NotFound::FileError(e)) = results.not_found(0) else {
         panic!("{results:?}")
     };
     assert!(e.to_string().contains("not an ELF file"), "{e}");
     assert!(matches!(
-        results[1],
-        ProcessSymbol::NotInFile(MappingKind::Stack)
+        results.not_found(1),
+        Some(NotFound::NotInFile(MappingKind::Stack))
     ));
 }
 
@@ -548,58 +553,56 @@ fn live_process_symbols_in_exe_shared_lib_and_libc() {
     ];
     addrs.extend(vdso);
     let symbolizer = Symbolizer::builder().build();
-    let results = symbolizer
-        .symbolize_process_with(&process, &maps, &addrs)
-        .unwrap();
+    let results = support::in_process(&symbolizer, &process, Some(&maps), &addrs).unwrap();
     assert_eq!(results.len(), addrs.len());
-    assert_eq!(name_of(&results[0]), "wait_target");
-    assert_eq!(results[0].sym().unwrap().offset, 0);
-    assert_eq!(name_of(&results[1]), "wait_target");
-    assert_eq!(results[1].sym().unwrap().offset, 1);
+    assert_eq!(name_of(&results, 0), "wait_target");
+    assert_eq!(results.get(0).unwrap().offset, 0);
+    assert_eq!(name_of(&results, 1), "wait_target");
+    assert_eq!(results.get(1).unwrap().offset, 1);
     assert!(
-        name_of(&results[2]).starts_with("wait_local"),
+        name_of(&results, 2).starts_with("wait_local"),
         "{:?}",
-        results[2]
+        results.result(2)
     );
-    assert_eq!(name_of(&results[3]), "vhelper");
-    assert_eq!(results[3].sym().unwrap().offset, 3);
+    assert_eq!(name_of(&results, 3), "vhelper");
+    assert_eq!(results.get(3).unwrap().offset, 3);
     assert!(
-        results[3]
-            .sym()
+        results
+            .get(3)
             .unwrap()
-            .path
+            .module
             .ends_with("testdata/bin/libversioned.so"),
         "{:?}",
-        results[3]
+        results.result(3)
     );
     // puts and _IO_puts are aliases in glibc; either name is right.
     assert!(
-        ["puts", "_IO_puts"].contains(&name_of(&results[4])),
+        ["puts", "_IO_puts"].contains(&name_of(&results, 4)),
         "{:?}",
-        results[4]
+        results.result(4)
     );
-    assert_eq!(results[4].sym().unwrap().offset, 0);
+    assert_eq!(results.get(4).unwrap().offset, 0);
     assert!(
-        results[4]
-            .sym()
+        results
+            .get(4)
             .unwrap()
-            .path
+            .module
             .to_string_lossy()
             .contains("libc"),
         "{:?}",
-        results[4]
+        results.result(4)
     );
-    assert!(matches!(results[5], ProcessSymbol::Unmapped));
+    assert!(matches!(results.not_found(5), Some(NotFound::Unmapped)));
     if vdso.is_some() {
         assert!(matches!(
-            results[6],
-            ProcessSymbol::NotInFile(MappingKind::Vdso)
+            results.not_found(6),
+            Some(NotFound::NotInFile(MappingKind::Vdso))
         ));
     }
 
     // The whole-call form reads the maps itself and agrees.
-    let again = symbolizer.symbolize_process(&process, &addrs[..2]).unwrap();
-    assert_eq!(again[0].sym(), results[0].sym());
+    let again = support::in_process(&symbolizer, &process, None, &addrs[..2]).unwrap();
+    assert_eq!(again.get(0), results.get(0));
 }
 
 #[test]
@@ -679,12 +682,16 @@ fn live_process_whose_binary_was_deleted_is_read_through_map_files() {
         return;
     }
     let symbolizer = Symbolizer::builder().build();
-    let results = symbolizer
-        .symbolize_process_with(&process, &maps, &[target, AbsAddr(target.0 + 4)])
-        .unwrap();
-    assert_eq!(name_of(&results[0]), "wait_target");
-    assert_eq!(results[1].sym().unwrap().offset, 4);
-    assert_eq!(results[0].sym().unwrap().path, exe);
+    let results = support::in_process(
+        &symbolizer,
+        &process,
+        Some(&maps),
+        &[target, AbsAddr(target.0 + 4)],
+    )
+    .unwrap();
+    assert_eq!(name_of(&results, 0), "wait_target");
+    assert_eq!(results.get(1).unwrap().offset, 4);
+    assert_eq!(results.get(0).unwrap().module, exe);
 
     let norm = process.normalize_with(&maps, &[target]);
     let Normalized::File(n) = &norm[0] else {
@@ -737,12 +744,10 @@ fn live_process_whose_binary_was_replaced_keeps_its_old_symbols() {
         )
         .unwrap();
     assert_eq!(new_file.get(0).map(|s| s.name), Some("main"));
-    let results = symbolizer
-        .symbolize_process_with(&process, &maps, &[target])
-        .unwrap();
-    assert_eq!(name_of(&results[0]), "wait_target");
-    let sym = results[0].sym().unwrap();
-    assert_eq!(sym.path, exe);
+    let results = support::in_process(&symbolizer, &process, Some(&maps), &[target]).unwrap();
+    assert_eq!(name_of(&results, 0), "wait_target");
+    let sym = results.get(0).unwrap();
+    assert_eq!(sym.module, exe);
     assert!(
         sym.frames
             .last()
@@ -771,7 +776,7 @@ fn exited_process_is_an_error_naming_the_pid() {
     waiter.kill(true);
     assert_names_pid(&process.read_maps().unwrap_err(), waiter.pid);
     assert_names_pid(
-        &symbolizer.symbolize_process(&process, &[addr]).unwrap_err(),
+        &support::in_process(&symbolizer, &process, None, &[addr]).unwrap_err(),
         waiter.pid,
     );
     assert_names_pid(&process.normalize(&[addr]).unwrap_err(), waiter.pid);
@@ -781,7 +786,7 @@ fn exited_process_is_an_error_naming_the_pid() {
     let process = Process::new(waiter.pid);
     waiter.kill(false);
     assert_names_pid(
-        &symbolizer.symbolize_process(&process, &[addr]).unwrap_err(),
+        &support::in_process(&symbolizer, &process, None, &[addr]).unwrap_err(),
         waiter.pid,
     );
 
@@ -792,9 +797,7 @@ fn exited_process_is_an_error_naming_the_pid() {
     let maps = process.read_maps().unwrap();
     waiter.kill(true);
     assert_names_pid(
-        &symbolizer
-            .symbolize_process_with(&process, &maps, &[addr])
-            .unwrap_err(),
+        &support::in_process(&symbolizer, &process, Some(&maps), &[addr]).unwrap_err(),
         waiter.pid,
     );
 }
@@ -802,14 +805,13 @@ fn exited_process_is_an_error_naming_the_pid() {
 /// A mixed stack through one call: kernel addresses (top bit set) go to a kallsyms — here
 /// testdata/kallsyms/synthetic.txt, where 0xffffffff81000104 is in `do_work` and
 /// 0xffffffffc0001010 in `ext4_fill_super` of module `ext4` — and user addresses to the live
-/// c-wait, in input order; a kernel address with no kallsyms is `Kernel(None)`.
+/// c-wait, in input order; a kernel address with no kernel source is `NoKernelSource`.
 #[test]
 fn mixed_kernel_and_user_stack_in_one_call() {
-    use stacksym::kernel::Kallsyms;
-    use stacksym::symbolize::{KernelFrame, StackFrame};
+    use stacksym::{Input, KernelSource, NameOrigin, Source};
     let waiter = Waiter::spawn(&bin("c-wait"));
     let process = Process::new(waiter.pid);
-    let kallsyms = Kallsyms::open(manifest().join("testdata/kallsyms/synthetic.txt")).unwrap();
+    let kallsyms = manifest().join("testdata/kallsyms/synthetic.txt");
     let stack = [
         0xffff_ffff_8100_0104,
         0xffff_ffff_c000_1010,
@@ -818,59 +820,71 @@ fn mixed_kernel_and_user_stack_in_one_call() {
         0x10,
     ];
     let symbolizer = Symbolizer::builder().build();
+    let kernel = KernelSource {
+        kallsyms: Some(&kallsyms),
+        ..KernelSource::default()
+    };
+    let source = Source::Stack {
+        process: &process,
+        kernel: Some(kernel),
+    };
     let frames = symbolizer
-        .symbolize_stack(&process, Some(&kallsyms), &stack)
+        .symbolize(&source, Input::AbsAddrs(&stack))
         .unwrap();
     assert_eq!(frames.len(), stack.len());
-    let kernel = |f: &StackFrame| match f {
-        StackFrame::Kernel(k) => k.clone(),
-        other => panic!("not a kernel frame: {other:?}"),
-    };
-    let user = |f: &StackFrame| match f {
-        StackFrame::User(u) => name_of(u).to_string(),
-        other => panic!("not a user frame: {other:?}"),
-    };
-    assert_eq!(
-        kernel(&frames[0]),
-        Some(KernelFrame {
-            name: "do_work".into(),
-            offset: 4,
-            size: kernel(&frames[0]).map_or(0, |f| f.size),
-            module: None,
-            frames: Vec::new(),
-        })
-    );
-    assert_eq!(kernel(&frames[1]).unwrap().module.as_deref(), Some("ext4"));
-    assert_eq!(user(&frames[2]), "wait_target");
-    assert_eq!(user(&frames[3]), "vhelper");
-    assert!(matches!(
-        frames[4],
-        StackFrame::User(ProcessSymbol::Unmapped)
-    ));
+    let do_work = frames.get(0).expect("kallsyms names it");
+    assert_eq!((do_work.name, do_work.offset), ("do_work", 4));
+    assert_eq!(do_work.origin, NameOrigin::Kallsyms);
+    assert_eq!(do_work.kernel_module, None);
+    assert_eq!(do_work.module, Path::new("[kernel.kallsyms]"));
+    assert!(do_work.frames.is_empty());
+    let ext4 = frames.get(1).unwrap();
+    assert_eq!(ext4.kernel_module, Some("ext4"));
+    assert_eq!(ext4.module, Path::new("[ext4]"));
+    assert_eq!(name_of(&frames, 2), "wait_target");
+    assert_eq!(name_of(&frames, 3), "vhelper");
+    assert!(matches!(frames.not_found(4), Some(NotFound::Unmapped)));
 
-    let without_kernel = symbolizer.symbolize_stack(&process, None, &stack).unwrap();
-    assert!(matches!(without_kernel[0], StackFrame::Kernel(None)));
-    assert_eq!(user(&without_kernel[2]), "wait_target");
+    let source = Source::Stack {
+        process: &process,
+        kernel: None,
+    };
+    let without_kernel = symbolizer
+        .symbolize(&source, Input::AbsAddrs(&stack))
+        .unwrap();
+    assert!(matches!(
+        without_kernel.not_found(0),
+        Some(NotFound::NoKernelSource)
+    ));
+    assert_eq!(name_of(&without_kernel, 2), "wait_target");
 
     // With modules' files: a kmod_demo address (testdata/kallsyms/kmod-demo.kallsyms, its
     // .ko loaded where testdata/kmod/sys/module says) gets its source line, beside a user
     // frame of the same stack.
     use stacksym::kernel::KernelModules;
-    use stacksym::symbolize::KernelSources;
     let testdata = manifest().join("testdata");
-    let kallsyms = Kallsyms::open(testdata.join("kallsyms/kmod-demo.kallsyms")).unwrap();
+    let kallsyms = testdata.join("kallsyms/kmod-demo.kallsyms");
     let modules = KernelModules::new(vec![testdata.join("bin")], testdata.join("kmod/sys/module"));
-    let sources = KernelSources {
-        modules: Some(&modules),
-        ..KernelSources::new(&kallsyms)
+    let source = Source::Stack {
+        process: &process,
+        kernel: Some(KernelSource {
+            kallsyms: Some(&kallsyms),
+            modules: Some(&modules),
+            ..KernelSource::default()
+        }),
     };
     let stack = [0xffff_ffff_c0a0_1083, waiter.addr("wait_target") + 1];
     let frames = symbolizer
-        .symbolize_stack_with(&process, Some(&sources), &stack)
+        .symbolize(&source, Input::AbsAddrs(&stack))
         .unwrap();
-    let module_frame = kernel(&frames[0]).expect("kallsyms names it");
+    let module_frame = frames.get(0).expect("kallsyms names it");
     assert_eq!(module_frame.name, "kd_run");
-    assert_eq!(module_frame.module.as_deref(), Some("kmod_demo"));
+    assert_eq!(module_frame.kernel_module, Some("kmod_demo"));
+    assert_eq!(module_frame.module, Path::new("[kmod_demo]"));
+    assert_eq!(
+        module_frame.opened_as,
+        Some(testdata.join("bin/kmod-demo.ko").as_path())
+    );
     let line = &module_frame
         .frames
         .last()
@@ -880,7 +894,7 @@ fn mixed_kernel_and_user_stack_in_one_call() {
         .as_deref()
         .unwrap_or_default()
         .ends_with("demo_main.c"));
-    assert_eq!(user(&frames[1]), "wait_target");
+    assert_eq!(name_of(&frames, 1), "wait_target");
 }
 
 /// The symbolizer caches a process's maps: a second stack of the same process reads no maps
@@ -894,24 +908,24 @@ fn process_maps_are_cached_per_process_and_refreshed_on_unknown_addresses() {
     let symbolizer = Symbolizer::builder().build();
     let target = AbsAddr(waiter.addr("wait_target"));
     for _ in 0..3 {
-        let results = symbolizer.symbolize_process(&process, &[target]).unwrap();
-        assert_eq!(name_of(&results[0]), "wait_target");
+        let results = support::in_process(&symbolizer, &process, None, &[target]).unwrap();
+        assert_eq!(name_of(&results, 0), "wait_target");
     }
     let stats = symbolizer.stats().process_maps;
     assert_eq!((stats.misses, stats.hits), (1, 2), "{stats:?}");
     // 0x10 is in no mapping: the cached maps are read again, and the answer is still right.
-    let results = symbolizer
-        .symbolize_process(&process, &[AbsAddr(0x10), target])
-        .unwrap();
-    assert!(matches!(results[0], ProcessSymbol::Unmapped));
-    assert_eq!(name_of(&results[1]), "wait_target");
+    let results =
+        support::in_process(&symbolizer, &process, None, &[AbsAddr(0x10), target]).unwrap();
+    assert!(matches!(results.not_found(0), Some(NotFound::Unmapped)));
+    assert_eq!(name_of(&results, 1), "wait_target");
     let other = Waiter::spawn(&bin("c-wait"));
-    symbolizer
-        .symbolize_process(
-            &Process::new(other.pid),
-            &[AbsAddr(other.addr("wait_target"))],
-        )
-        .unwrap();
+    support::in_process(
+        &symbolizer,
+        &Process::new(other.pid),
+        None,
+        &[AbsAddr(other.addr("wait_target"))],
+    )
+    .unwrap();
     let stats = symbolizer.stats().process_maps;
     assert_eq!(
         stats.misses, 2,

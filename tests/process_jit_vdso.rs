@@ -15,7 +15,7 @@ use std::process::{Child, Command, Stdio};
 
 use stacksym::addr::AbsAddr;
 use stacksym::process::{parse_perf_map, MappingKind, PerfMap, PerfMapSym, Process, ProcessMaps};
-use stacksym::symbolize::ProcessSymbol;
+use stacksym::NotFound;
 use stacksym::{Error, Symbolizer};
 use support::writeln_stderr;
 
@@ -323,38 +323,40 @@ fn routing_jit_and_vdso_addresses_on_a_fake_procfs() {
         0x1,
     ]
     .map(AbsAddr);
-    let results = symbolizer
-        .symbolize_process_with(&fake.process(), &maps, &addrs)
-        .unwrap();
+    let results = support::in_process(&symbolizer, &fake.process(), Some(&maps), &addrs).unwrap();
 
-    let found = results[0].sym().expect("a perf-map symbol");
+    let found = results.get(0).expect("a perf-map symbol");
     assert_eq!(found.name, "LazyCompile:~handler /app/server.js:3");
     assert_eq!(found.offset, 0x10);
-    assert_eq!(found.sym_addr.0, 0x7f0000001000);
+    assert_eq!(found.addr.0, 0x7f0000001000);
     assert_eq!(found.size, 0x100);
-    assert_eq!(found.path, fake.container_map());
-    assert_eq!(found.file_offset.0, 0x1010, "offset in the mapping");
+    assert_eq!(found.module, fake.container_map());
+    assert_eq!(
+        found.file_offset.unwrap().0,
+        0x1010,
+        "offset in the mapping"
+    );
 
     assert!(
         matches!(
-            &results[1],
-            ProcessSymbol::NotInFile(MappingKind::Anonymous)
+            results.not_found(1),
+            Some(NotFound::NotInFile(MappingKind::Anonymous))
         ),
         "exec memory the map does not cover: {:?}",
-        results[1]
+        results.result(1)
     );
     assert!(
         matches!(
-            &results[2],
-            ProcessSymbol::NotInFile(MappingKind::Anonymous)
+            results.not_found(2),
+            Some(NotFound::NotInFile(MappingKind::Anonymous))
         ),
         "not executable: the perf map is not asked: {:?}",
-        results[2]
+        results.result(2)
     );
-    assert_eq!(results[3].sym().unwrap().name, "v8 builtin");
+    assert_eq!(results.get(3).unwrap().name, "v8 builtin");
     // The fake process has no mem file: its vDSO cannot be read; the error names the pid.
-    match &results[4] {
-        ProcessSymbol::FileError(e) => {
+    match results.not_found(4) {
+        Some(NotFound::FileError(e)) => {
             assert!(
                 e.to_string().contains(&format!("process {FAKE_PID}")),
                 "{e}"
@@ -362,7 +364,7 @@ fn routing_jit_and_vdso_addresses_on_a_fake_procfs() {
         }
         other => panic!("{other:?}"),
     }
-    assert!(matches!(results[5], ProcessSymbol::Unmapped));
+    assert!(matches!(results.not_found(5), Some(NotFound::Unmapped)));
 }
 
 // ------------------------------------------------------------------------------------------
@@ -477,23 +479,34 @@ fn live_vdso_of_a_child_is_read_from_its_memory() {
 
     // Through the process path: start + 1 of the function, in the [vdso] mapping.
     let symbolizer = Symbolizer::builder().build();
-    let results = symbolizer
-        .symbolize_process_with(&process, &maps, &[AbsAddr(abs), AbsAddr(start)])
-        .unwrap();
+    let results = support::in_process(
+        &symbolizer,
+        &process,
+        Some(&maps),
+        &[AbsAddr(abs), AbsAddr(start)],
+    )
+    .unwrap();
     // The ELF header at the start of the image: in the vDSO, in no symbol.
     assert!(
-        matches!(&results[1], ProcessSymbol::NotInFile(MappingKind::Vdso)),
+        matches!(
+            results.not_found(1),
+            Some(NotFound::NotInFile(MappingKind::Vdso))
+        ),
         "{:?}",
-        results[1]
+        results.result(1)
     );
-    let found = results[0]
-        .sym()
-        .unwrap_or_else(|| panic!("{:?}", results[0]));
-    assert!(names.contains(&found.name), "{} vs {names:?}", found.name);
+    let found = results
+        .get(0)
+        .unwrap_or_else(|| panic!("{:?}", results.result(0)));
+    assert!(
+        names.iter().any(|n| n == found.name),
+        "{} vs {names:?}",
+        found.name
+    );
     assert_eq!(found.offset, 1);
-    assert_eq!(found.sym_addr.0, target);
-    assert_eq!(found.path, Path::new("[vdso]"));
-    assert_eq!(found.file_offset.0, abs - start);
+    assert_eq!(found.addr.0, target);
+    assert_eq!(found.module, Path::new("[vdso]"));
+    assert_eq!(found.file_offset.unwrap().0, abs - start);
 }
 
 #[test]
@@ -532,10 +545,8 @@ fn live_perf_map_of_a_child_routes_its_anonymous_memory() {
     // in for a JIT's code cache. Unmarked, the perf map is not asked.
     let symbolizer = Symbolizer::builder().build();
     let addrs = [AbsAddr(start + 3), AbsAddr(start + 0x2f)];
-    let plain = symbolizer
-        .symbolize_process_with(&process, &maps, &addrs)
-        .unwrap();
-    assert!(plain.iter().all(|r| r.sym().is_none()), "{plain:?}");
+    let plain = support::in_process(&symbolizer, &process, Some(&maps), &addrs).unwrap();
+    assert!(plain.iter().all(|r| r.is_none()), "{plain:?}");
 
     let mut exec = anon.clone();
     exec.perms.exec = true;
@@ -547,19 +558,14 @@ fn live_perf_map_of_a_child_routes_its_anonymous_memory() {
         .collect();
     mappings.push(exec);
     let jit_maps = ProcessMaps::from_mappings(mappings);
-    let results = symbolizer
-        .symbolize_process_with(&process, &jit_maps, &addrs)
-        .unwrap();
-    let one = results[0].sym().unwrap();
-    assert_eq!((one.name.as_str(), one.offset), ("jit one", 3));
+    let results = support::in_process(&symbolizer, &process, Some(&jit_maps), &addrs).unwrap();
+    let one = results.get(0).unwrap();
+    assert_eq!((one.name, one.offset), ("jit one", 3));
     // Found through the child's root, which is ours.
     let through_root = format!("/proc/{0}/root/tmp/perf-{0}.map", waiter.pid);
-    assert_eq!(one.path, Path::new(&through_root));
-    let two = results[1].sym().unwrap();
-    assert_eq!(
-        (two.name.as_str(), two.offset),
-        ("jit two with spaces", 0x1f)
-    );
+    assert_eq!(one.module, Path::new(&through_root));
+    let two = results.get(1).unwrap();
+    assert_eq!((two.name, two.offset), ("jit two with spaces", 0x1f));
     assert!(end > start + 0x30);
 }
 
@@ -583,9 +589,8 @@ fn exited_child_vdso_and_perf_map_are_errors_naming_the_pid() {
             .iter()
             .find(|m| m.kind == MappingKind::Vdso)
             .unwrap();
-        let err = Symbolizer::builder()
-            .build()
-            .symbolize_process_with(&process, &maps, &[vdso.range.start])
+        let symbolizer = Symbolizer::builder().build();
+        let err = support::in_process(&symbolizer, &process, Some(&maps), &[vdso.range.start])
             .unwrap_err();
         assert!(err.to_string().contains(&format!("process {pid}")), "{err}");
     }
@@ -618,10 +623,8 @@ fn perf_map_is_cached_and_read_again_when_it_grows() {
     let process = fake.process();
     let symbolizer = Symbolizer::builder().build();
     let name = |addr: u64| {
-        let results = symbolizer
-            .symbolize_process(&process, &[AbsAddr(addr)])
-            .unwrap();
-        results[0].sym().map(|s| s.name.clone())
+        let results = support::in_process(&symbolizer, &process, None, &[AbsAddr(addr)]).unwrap();
+        results.get(0).map(|s| s.name.to_string())
     };
     assert_eq!(name(0x7f00_0000_1010).as_deref(), Some("jit_alpha"));
 

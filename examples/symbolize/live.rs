@@ -1,11 +1,11 @@
 //! `--pid` and `--kernel`: absolute addresses of a live process and kernel addresses, looked
 //! up through the library's process and kallsyms sources instead of an ELF file.
 
-use stacksym::addr::AbsAddr;
-use stacksym::kernel::{Kallsyms, KernelModules, Vmlinux};
+use std::path::PathBuf;
+
+use stacksym::kernel::KernelModules;
 use stacksym::process::Process;
-use stacksym::symbolize::{KernelSources, ProcessSymbol};
-use stacksym::Symbolizer;
+use stacksym::{Input, KernelSource, NotFound, Source, Symbolizer, Symbols};
 
 use crate::output::{Answer, Origin};
 
@@ -42,9 +42,10 @@ pub enum Resolved {
 #[derive(Default)]
 pub struct Live {
     pub process: Option<Process>,
-    pub kallsyms: Option<Kallsyms>,
+    /// The kallsyms file (`--kernel`: /proc/kallsyms; `--kallsyms FILE`).
+    pub kallsyms: Option<PathBuf>,
     /// `--vmlinux`: names and source lines of the kernel image.
-    pub vmlinux: Option<Vmlinux>,
+    pub vmlinux: Option<PathBuf>,
     /// Modules' `.ko` files (`--modules-dir`, `--sys-module`): names, sizes and source lines
     /// of module addresses.
     pub modules: Option<KernelModules>,
@@ -73,8 +74,18 @@ impl Live {
     pub fn kallsyms_name(&self) -> String {
         self.kallsyms
             .as_ref()
-            .map(|k| k.path().to_string_lossy().into_owned())
+            .map(|k| k.to_string_lossy().into_owned())
             .unwrap_or_default()
+    }
+
+    /// The kernel source of `--kernel`, `--vmlinux` and the module flags.
+    pub fn kernel_source(&self) -> Option<KernelSource<'_>> {
+        Some(KernelSource {
+            kallsyms: Some(self.kallsyms.as_deref()?),
+            vmlinux: self.vmlinux.as_deref(),
+            kaslr_offset: None,
+            modules: self.modules.as_ref(),
+        })
     }
 
     /// Looks `addr` up in kallsyms (text symbols only, as a stack holds code addresses),
@@ -82,31 +93,26 @@ impl Live {
     /// module's `.ko` when it is found and its load addresses are readable.
     pub fn kernel(&self, symbolizer: &Symbolizer, addr: u64, demangle: bool) -> Resolved {
         let module = self.kallsyms_name();
-        let Some(kallsyms) = &self.kallsyms else {
+        let Some(kernel) = self.kernel_source() else {
             return Resolved::NotFound(module);
         };
-        let sources = KernelSources {
-            kallsyms,
-            vmlinux: self.vmlinux.as_ref(),
-            modules: self.modules.as_ref(),
-        };
-        match symbolizer.symbolize_kernel_with(&sources, &[addr]) {
-            Ok(mut frames) => match frames.pop().flatten() {
+        match symbolizer.symbolize(&Source::Kernel(kernel), Input::AbsAddrs(&[addr])) {
+            Ok(symbols) => match symbols.get(0) {
                 Some(sym) => Resolved::Found(
                     Answer {
                         start: addr.wrapping_sub(sym.offset),
                         size: sym.size,
                         offset: sym.offset,
                         version: None,
-                        origin: match sym.module {
-                            Some(m) => Origin::KernelModule(m),
+                        origin: match sym.kernel_module {
+                            Some(m) => Origin::KernelModule(m.to_string()),
                             None => Origin::KernelImage,
                         },
                         has_symbol: true,
                         // Lines where vmlinux or a .ko had DWARF; ??:0 with --vmlinux.
                         frames: (self.vmlinux.is_some() || !sym.frames.is_empty())
-                            .then(|| crate::lines_of(&sym.frames, demangle)),
-                        name: sym.name,
+                            .then(|| crate::lines_of(sym.frames, demangle)),
+                        name: sym.name.to_string(),
                     },
                     module,
                 ),
@@ -127,34 +133,39 @@ impl Live {
         let Some(process) = &self.process else {
             return Ok(vec![Resolved::NotFound(String::new()); addrs.len()]);
         };
-        let abs: Vec<AbsAddr> = addrs.iter().map(|&a| AbsAddr(a)).collect();
-        let results = symbolizer.symbolize_process(process, &abs)?;
-        Ok(results
-            .into_iter()
-            .zip(addrs)
-            .map(|(result, &addr)| match result {
-                ProcessSymbol::Found(sym) => Resolved::Found(
-                    Answer {
-                        name: sym.name,
-                        // The absolute start, so that it compares with the address asked.
-                        start: addr.wrapping_sub(sym.offset),
-                        size: sym.size,
-                        offset: sym.offset,
-                        version: None,
-                        origin: Origin::Elf,
-                        has_symbol: true,
-                        frames: Some(crate::lines_of(&sym.frames, demangle)),
-                    },
-                    sym.path.to_string_lossy().into_owned(),
-                ),
-                ProcessSymbol::NoSymbol { path, .. } => {
-                    Resolved::NotFound(path.to_string_lossy().into_owned())
-                }
-                ProcessSymbol::FileError(e) => {
-                    Resolved::Error(e.path().to_string_lossy().into_owned(), e.to_string())
-                }
-                _ => Resolved::NotFound(String::new()),
-            })
+        let results = symbolizer.symbolize(&Source::process(process), Input::AbsAddrs(addrs))?;
+        Ok((0..addrs.len())
+            .map(|i| resolved(&results, i, addrs[i], demangle))
             .collect())
+    }
+}
+
+/// The `i`-th answer of a process batch for `addr`.
+fn resolved(results: &Symbols, i: usize, addr: u64, demangle: bool) -> Resolved {
+    let module = || {
+        results
+            .module(i)
+            .map(|m| m.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    match results.result(i) {
+        Ok(sym) => Resolved::Found(
+            Answer {
+                name: sym.name.to_string(),
+                // The absolute start, so that it compares with the address asked.
+                start: addr.wrapping_sub(sym.offset),
+                size: sym.size,
+                offset: sym.offset,
+                version: None,
+                origin: Origin::Elf,
+                has_symbol: true,
+                frames: Some(crate::lines_of(sym.frames, demangle)),
+            },
+            module(),
+        ),
+        Err(NotFound::FileError(e)) => {
+            Resolved::Error(e.path().to_string_lossy().into_owned(), e.to_string())
+        }
+        Err(_) => Resolved::NotFound(module()),
     }
 }

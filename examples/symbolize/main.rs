@@ -34,7 +34,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{ArgAction, Parser};
-use stacksym::kernel::Kallsyms;
 use stacksym::process::Process;
 use stacksym::{Input, Source, Symbolizer};
 
@@ -640,34 +639,37 @@ fn run(args: Args, no_arguments: bool) -> io::Result<bool> {
             .kallsyms
             .clone()
             .unwrap_or_else(|| PathBuf::from(stacksym::kernel::PROC_KALLSYMS));
-        match Kallsyms::open(&path) {
-            Ok(kallsyms) => {
-                live.kallsyms = Some(kallsyms);
-                live.modules = Some(kernel_modules(&args));
-            }
-            Err(err) => {
-                // The library's message names the file and, for zeroed addresses, explains
-                // kptr_restrict and how to lift it.
-                eprintln!("symbolize: {err}");
-                return Ok(false);
-            }
-        }
+        live.kallsyms = Some(path);
+        live.modules = Some(kernel_modules(&args));
     }
     if (!args.modules_dir.is_empty() || args.sys_module.is_some()) && live.kallsyms.is_none() {
         eprintln!("symbolize: --modules-dir and --sys-module need --kernel (or --kallsyms FILE)");
         return Ok(false);
     }
-    if let Some(path) = &args.vmlinux {
-        let Some(kallsyms) = &live.kallsyms else {
-            eprintln!("symbolize: --vmlinux needs --kernel (or --kallsyms FILE)");
-            return Ok(false);
+    if args.vmlinux.is_some() && live.kallsyms.is_none() {
+        eprintln!("symbolize: --vmlinux needs --kernel (or --kallsyms FILE)");
+        return Ok(false);
+    }
+    live.vmlinux = args.vmlinux.clone();
+    if let Some(kernel) = live.kernel_source() {
+        // Read (and cached) now: a kallsyms file that cannot be used or a vmlinux that does
+        // not match fails here, once, not per address.
+        let checked = symbolizer.symbolize(
+            &stacksym::Source::Kernel(kernel),
+            stacksym::Input::AbsAddrs(&[u64::MAX]),
+        );
+        let err = match &checked {
+            Err(err) => Some(err),
+            Ok(symbols) => match symbols.not_found(0) {
+                Some(stacksym::NotFound::KernelAddrsHidden(err)) => Some(err),
+                _ => None,
+            },
         };
-        match stacksym::kernel::Vmlinux::new(path, kallsyms) {
-            Ok(vmlinux) => live.vmlinux = Some(vmlinux),
-            Err(err) => {
-                eprintln!("symbolize: {err}");
-                return Ok(false);
-            }
+        if let Some(err) = err {
+            // The library's message names the file and, for zeroed addresses, explains
+            // kptr_restrict and how to lift it.
+            eprintln!("symbolize: {err}");
+            return Ok(false);
         }
     }
     if let Some(pid) = args.pid {

@@ -153,7 +153,8 @@ impl KernelSym<'_> {
 /// the first such line are logged with `log::debug!`. Blank lines are ignored. When no line
 /// at all is a symbol line (an empty file, binary garbage), opening fails with
 /// [`Error::Kallsyms`]. When every address is 0 the kernel is hiding them (`kptr_restrict`,
-/// no `CAP_SYSLOG`), and opening fails with an error that says so and how to fix it.
+/// no `CAP_SYSLOG`), and opening fails with [`Error::KernelAddrsHidden`], which says so and
+/// how to fix it.
 ///
 /// # One symbol per address
 /// When several lines share an address, one is kept, chosen by these rules in order (the
@@ -615,7 +616,7 @@ fn build(path: PathBuf, bytes: Vec<u8>) -> Result<Kallsyms> {
         return Err(Error::Kallsyms { path, what });
     }
     if all_zero {
-        return Err(Error::Kallsyms {
+        return Err(Error::KernelAddrsHidden {
             path,
             what: format!(
                 "all {} symbol addresses are 0: the kernel hides them from this reader \

@@ -8,8 +8,8 @@
 //! to (`None` for the kernel image itself).
 //!
 //! [`Vmlinux`] matches a kernel image with symbols and DWARF to kallsyms (the KASLR offset);
-//! `Symbolizer::symbolize_kernel` then gives the image's addresses names and source lines
-//! from it. Module addresses get kallsyms' names, or, with [`KernelModules`], names, source
+//! `Symbolizer::symbolize` with `Source::Kernel` then gives the image's addresses names and
+//! source lines from it. Module addresses get kallsyms' names, or, with [`KernelModules`], names, source
 //! lines and inlined frames from the module's `.ko` file, matched to where the kernel loaded
 //! each of its sections (`/sys/module/NAME/sections/`).
 //!

@@ -13,7 +13,7 @@
 //! [`perfmap`]), and the in-container pid (`NSpid`, [`Process::ns_pid`]).
 //!
 //! This layer does no caching: every call reads procfs anew. The façade caches maps per
-//! process ([`Symbolizer::symbolize_process`](crate::Symbolizer::symbolize_process)), and
+//! process ([`Source::Process`](crate::Source::Process)), and
 //! symbolizing is its job too; this layer reads ELF files only for their build-ids
 //! (normalization). Not done yet: debug files inside the container root.
 

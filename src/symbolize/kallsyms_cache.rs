@@ -7,12 +7,12 @@
 //! always has size 0 and the same mtime, so a module loaded since the last read shows only as
 //! addresses the cached copy does not know (as with the maps cache's refresh).
 
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::error::Result;
-use crate::kernel::Kallsyms;
+use crate::kernel::{Kallsyms, Vmlinux};
 use crate::symbolize::{FileId, Symbolizer};
 
 /// How old a cached kallsyms must be before an unknown address makes it read again: a stack
@@ -20,13 +20,19 @@ use crate::symbolize::{FileId, Symbolizer};
 /// then costs at most one read per second, not one per stack.
 pub const KALLSYMS_MIN_AGE: Duration = Duration::from_secs(1);
 
-/// One cached kallsyms file.
+/// One cached kallsyms file, with the vmlinux files matched to it.
 pub(crate) struct CachedKallsyms {
     kallsyms: Arc<Kallsyms>,
     /// The file's identity when it was read (`None` if it could not be stat'ed).
     file: Option<FileId>,
     read_at: Instant,
+    /// Vmlinux files matched to this kallsyms (their KASLR offset), by path and identity;
+    /// a few at most (one per kernel image a caller names).
+    vmlinux: Mutex<Vec<MatchedVmlinux>>,
 }
+
+/// A vmlinux matched to a kallsyms: its path, identity, the offset given (if one was).
+type MatchedVmlinux = (PathBuf, Option<FileId>, Option<u64>, Arc<Vmlinux>);
 
 impl CachedKallsyms {
     fn read(path: &Path) -> Result<CachedKallsyms> {
@@ -35,9 +41,41 @@ impl CachedKallsyms {
             kallsyms: Arc::new(Kallsyms::open(path)?),
             file,
             read_at: Instant::now(),
+            vmlinux: Mutex::new(Vec::new()),
         })
     }
+
+    /// The parsed file.
+    pub(crate) fn kallsyms(&self) -> &Arc<Kallsyms> {
+        &self.kallsyms
+    }
+
+    /// The vmlinux at `path` matched to this kallsyms ([`Vmlinux::new`]), or placed at
+    /// `kaslr_offset` when given; matched once per (path, file identity, offset).
+    pub(crate) fn vmlinux(&self, path: &Path, kaslr_offset: Option<u64>) -> Result<Arc<Vmlinux>> {
+        let id = FileId::of_path(path).ok();
+        let mut matched = self.vmlinux.lock().unwrap_or_else(PoisonError::into_inner);
+        let known = matched
+            .iter()
+            .find(|(p, i, o, _)| p == path && *i == id && *o == kaslr_offset);
+        if let Some((_, _, _, vmlinux)) = known {
+            return Ok(Arc::clone(vmlinux));
+        }
+        let vmlinux = Arc::new(match kaslr_offset {
+            Some(offset) => Vmlinux::with_kaslr_offset(path, offset),
+            None => Vmlinux::new(path, &self.kallsyms)?,
+        });
+        // Bounded: a caller cycling through many vmlinux paths re-matches instead of growing.
+        if matched.len() >= MAX_VMLINUX_PER_KALLSYMS {
+            matched.remove(0);
+        }
+        matched.push((path.to_path_buf(), id, kaslr_offset, Arc::clone(&vmlinux)));
+        Ok(vmlinux)
+    }
 }
+
+/// How many vmlinux matches one cached kallsyms keeps.
+const MAX_VMLINUX_PER_KALLSYMS: usize = 4;
 
 impl Symbolizer {
     /// The kallsyms file at `path` ([`crate::kernel::PROC_KALLSYMS`] for the running kernel),
@@ -47,7 +85,11 @@ impl Symbolizer {
     /// replaced, it is read again (a module may have been loaded since). Errors are those of
     /// [`Kallsyms::open`] (they name the file and, for hidden addresses, explain
     /// `kptr_restrict`).
-    pub fn kallsyms(&self, path: &Path, addrs: &[u64]) -> Result<Arc<Kallsyms>> {
+    pub(crate) fn cached_kallsyms(
+        &self,
+        path: &Path,
+        addrs: &[u64],
+    ) -> Result<Arc<CachedKallsyms>> {
         let key = path.to_path_buf();
         let cached = self
             .kallsyms
@@ -60,11 +102,10 @@ impl Symbolizer {
                     .any(|&addr| !matches!(cached.kallsyms.find_symbol(addr), Ok(Some(_))))
         };
         if !replaced && !stale() {
-            return Ok(Arc::clone(&cached.kallsyms));
+            return Ok(cached);
         }
         let fresh = Arc::new(CachedKallsyms::read(path)?);
-        let kallsyms = Arc::clone(&fresh.kallsyms);
-        self.kallsyms.insert(key, fresh);
-        Ok(kallsyms)
+        self.kallsyms.insert(key, Arc::clone(&fresh));
+        Ok(fresh)
     }
 }

@@ -36,11 +36,7 @@ impl ProcessKey {
 impl Symbolizer {
     /// The maps of `process`, from the cache when they cover every address of `addrs`, else
     /// read (again) and cached.
-    pub(crate) fn cached_maps(
-        &self,
-        process: &Process,
-        addrs: &[AbsAddr],
-    ) -> Result<Arc<ProcessMaps>> {
+    pub(crate) fn cached_maps(&self, process: &Process, addrs: &[u64]) -> Result<Arc<ProcessMaps>> {
         let Some(key) = ProcessKey::of(process) else {
             // Gone, or an unusual procfs: read without caching; read_maps says what is wrong.
             return Ok(Arc::new(process.read_maps()?));
@@ -48,7 +44,7 @@ impl Symbolizer {
         let maps = self
             .process_maps
             .get_or_load(&key, || process.read_maps())?;
-        if addrs.iter().all(|&addr| maps.find(addr).is_some()) {
+        if addrs.iter().all(|&addr| maps.find(AbsAddr(addr)).is_some()) {
             return Ok(maps);
         }
         let fresh = Arc::new(process.read_maps()?);

@@ -6,6 +6,7 @@
 
 mod cache;
 mod kallsyms_cache;
+mod kernel;
 mod loaded;
 mod maps_cache;
 mod output;
@@ -14,25 +15,33 @@ mod specials_cache;
 mod stack;
 
 use std::num::NonZeroUsize;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError};
 
 pub use cache::{CacheStats, FileId};
 pub use kallsyms_cache::KALLSYMS_MIN_AGE;
-pub use output::{NameOrigin, Sym, Symbols};
-pub use process::{ProcessSym, ProcessSymbol};
-pub use stack::{is_kernel_addr, KernelFrame, KernelSources, StackFrame};
+pub use kernel::KernelSource;
+pub use output::{NameOrigin, NotFound, OwnedSym, Sym, Symbols};
+pub use stack::is_kernel_addr;
 
 use crate::addr::{FileOffset, VirtAddr};
 use crate::debuginfo::{DebugFinder, DEFAULT_DEBUG_DIR};
 use crate::dwarf::Frame;
-use crate::elf::ElfFile;
+use crate::elf::{hex, ElfFile};
 use crate::error::{Error, Result};
+use crate::process::{Process, ProcessMaps};
 use cache::SharedLru;
 use loaded::{DebugOptions, LoadedElf};
-use output::Found;
+use output::{Answer, ElfPart, Entry, ModuleName, Part};
 
-/// Where addresses come from.
+/// Where addresses come from. Every source is symbolized by the one call,
+/// [`Symbolizer::symbolize`], and answers with one type, [`Symbols`].
+///
+/// | source | addresses ([`Input`]) |
+/// |---|---|
+/// | [`Source::Elf`], [`Source::BuildId`] | [`Input::VirtAddrs`] or [`Input::FileOffsets`] |
+/// | [`Source::Process`], [`Source::Kernel`], [`Source::Stack`] | [`Input::AbsAddrs`] |
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
 pub enum Source<'a> {
@@ -44,17 +53,62 @@ pub enum Source<'a> {
     /// The file with this GNU build-id, found in the symbolizer's debug dirs: the binary
     /// (`<debug-dir>/.build-id/xx/rest`, as Fedora links it), else its debug file
     /// (`<debug-dir>/.build-id/xx/rest.debug`); see
-    /// [`DebugFinder::find_by_build_id`]. For addresses normalized earlier, perhaps on
-    /// another machine ([`crate::process::NormalizedAddr`]). A debug file has no file
-    /// contents for its segments, so give it virtual addresses
-    /// ([`crate::process::NormalizedAddr::virt_addr`]): file offsets need the binary.
+    /// [`DebugFinder::find_by_build_id`]. This is the second half of remote symbolization:
+    /// addresses normalized on the host where they were captured
+    /// ([`Symbolizer::normalize`]: build-id and file offset per address) are symbolized here,
+    /// perhaps on another machine. A debug file has no file contents for its segments, so
+    /// give it virtual addresses ([`crate::process::NormalizedAddr::virt_addr`]): file
+    /// offsets need the binary.
     BuildId {
         /// The build-id's bytes.
         build_id: &'a [u8],
     },
+    /// A live process, by its host pid ([`Process::new`]); its files are opened through its
+    /// root directory (`/proc/PID/root`), so a process in a container gets its own files and
+    /// debug files. Its maps are read and cached per process life (pid and start time), read
+    /// again when an address falls outside every known mapping; or given in `maps`.
+    Process {
+        /// The process.
+        process: &'a Process,
+        /// Maps read before, used instead of the cached ones.
+        maps: Option<&'a ProcessMaps>,
+    },
+    /// The kernel: its text symbols from kallsyms, and where given, a vmlinux's and modules'
+    /// files for names, sizes and source lines.
+    Kernel(KernelSource<'a>),
+    /// A stack that mixes kernel and user addresses of a process, as perf samples and
+    /// bpftrace's `kstack`/`ustack` give them: addresses with the top bit set
+    /// ([`is_kernel_addr`]) go to the kernel (`kernel`; without it they are
+    /// [`NotFound::NoKernelSource`]), the others to the process.
+    Stack {
+        /// The process of the user addresses.
+        process: &'a Process,
+        /// Where kernel addresses are looked up.
+        kernel: Option<KernelSource<'a>>,
+    },
 }
 
-/// A batch of addresses of one file, with their kind explicit.
+impl<'a> Source<'a> {
+    /// A live process, with its maps read (and cached) by the symbolizer.
+    pub fn process(process: &'a Process) -> Source<'a> {
+        Source::Process {
+            process,
+            maps: None,
+        }
+    }
+
+    /// What the source is, for messages: the path, the build-id, the pid, the kallsyms file.
+    fn describe(&self) -> PathBuf {
+        match self {
+            Source::Elf { path } => path.to_path_buf(),
+            Source::BuildId { build_id } => PathBuf::from(format!("build-id {}", hex(build_id))),
+            Source::Process { process, .. } | Source::Stack { process, .. } => process.proc_dir(),
+            Source::Kernel(kernel) => kernel.kallsyms_path().to_path_buf(),
+        }
+    }
+}
+
+/// A batch of addresses, with their kind explicit (which kinds a source takes: [`Source`]).
 #[derive(Debug, Clone, Copy)]
 pub enum Input<'a> {
     /// Virtual addresses as the ELF file states them (`st_value`, `p_vaddr`); for a PIE or a
@@ -63,6 +117,26 @@ pub enum Input<'a> {
     /// Offsets into the file, as `/proc/PID/maps` and perf compute them
     /// (`addr - map_start + map_offset`).
     FileOffsets(&'a [u64]),
+    /// Absolute addresses as a process or the kernel runs them: instruction pointers and
+    /// return addresses from a sample, `ustack`/`kstack` frames.
+    AbsAddrs(&'a [u64]),
+}
+
+impl Input<'_> {
+    /// The addresses, whatever their kind.
+    pub fn addrs(&self) -> &[u64] {
+        match self {
+            Input::VirtAddrs(a) | Input::FileOffsets(a) | Input::AbsAddrs(a) => a,
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            Input::VirtAddrs(_) => "virtual addresses (Input::VirtAddrs)",
+            Input::FileOffsets(_) => "file offsets (Input::FileOffsets)",
+            Input::AbsAddrs(_) => "absolute addresses (Input::AbsAddrs)",
+        }
+    }
 }
 
 /// Counters of a [`Symbolizer`], to export as metrics.
@@ -70,9 +144,9 @@ pub enum Input<'a> {
 pub struct SymbolizerStats {
     /// The cache of opened files.
     pub files: CacheStats,
-    /// The cache of process maps (see [`Symbolizer::symbolize_process`]).
+    /// The cache of process maps (see [`Source::Process`]).
     pub process_maps: CacheStats,
-    /// The cache of kallsyms files (see [`Symbolizer::kallsyms`]).
+    /// The cache of kallsyms files (see [`KernelSource`]).
     pub kallsyms: CacheStats,
     /// Files open now.
     pub open_files: usize,
@@ -145,14 +219,14 @@ impl SymbolizerBuilder {
     }
 
     /// How many processes' maps stay cached at most (default: 256); see
-    /// [`Symbolizer::symbolize_process`].
+    /// [`Source::Process`].
     pub fn max_cached_processes(mut self, count: NonZeroUsize) -> Self {
         self.max_cached_processes = count;
         self
     }
 
     /// How many kallsyms files stay parsed at most (default: 4; one for the running kernel
-    /// is the usual need); see [`Symbolizer::kallsyms`].
+    /// is the usual need); see [`KernelSource`].
     pub fn max_cached_kallsyms(mut self, count: NonZeroUsize) -> Self {
         self.max_cached_kallsyms = count;
         self
@@ -226,16 +300,21 @@ impl Symbolizer {
         SymbolizerBuilder::default()
     }
 
-    /// Symbolizes a batch of addresses of one source. The result has one entry per address,
-    /// in input order; `None` where no symbol covers the address. An error means the source
-    /// itself could not be read (it names the file and the problem).
+    /// Symbolizes a batch of addresses of one source: the one call for every kind of
+    /// [`Source`]. The result has one answer per address, in input order: a [`Sym`], or why
+    /// there is none ([`NotFound`]). An error means the source itself could not be used (an
+    /// ELF file or a kallsyms file unreadable, a process's maps unreadable or the process
+    /// gone; it names the file or the pid), or the input's kind does not fit the source (the
+    /// error names both). Within a process or the kernel, a file that cannot be read only
+    /// costs its own addresses ([`NotFound::FileError`]).
     pub fn symbolize(&self, source: &Source<'_>, input: Input<'_>) -> Result<Symbols> {
-        match source {
-            Source::Elf { path } => self.symbolize_elf(path, input, None),
-            Source::BuildId { build_id } => {
-                let hex: String = build_id.iter().map(|b| format!("{b:02x}")).collect();
+        match (source, input) {
+            (Source::Elf { path }, Input::VirtAddrs(_) | Input::FileOffsets(_)) => {
+                self.symbolize_elf(path, input, None)
+            }
+            (Source::BuildId { build_id }, Input::VirtAddrs(_) | Input::FileOffsets(_)) => {
                 let not_found = || Error::Unsupported {
-                    path: PathBuf::from(format!("build-id {hex}")),
+                    path: source.describe(),
                     what: format!(
                         "no file with this build-id in {:?} (.build-id/xx/rest or \
                          .build-id/xx/rest.debug)",
@@ -258,6 +337,32 @@ impl Symbolizer {
                 }
                 self.symbolize_elf(&found.path, input, None)
             }
+            (Source::Process { process, maps }, Input::AbsAddrs(addrs)) => match maps {
+                Some(maps) => self.symbolize_process_with(process, maps, addrs),
+                None => {
+                    let maps = self.cached_maps(process, addrs)?;
+                    self.symbolize_process_with(process, &maps, addrs)
+                }
+            },
+            (Source::Kernel(kernel), Input::AbsAddrs(addrs)) => {
+                self.symbolize_kernel(kernel, addrs)
+            }
+            (Source::Stack { process, kernel }, Input::AbsAddrs(addrs)) => {
+                self.symbolize_stack(process, kernel.as_ref(), addrs)
+            }
+            (source, input) => Err(Error::Unsupported {
+                path: source.describe(),
+                what: format!(
+                    "{} do not fit this source: {}",
+                    input.kind(),
+                    match source {
+                        Source::Elf { .. } | Source::BuildId { .. } => {
+                            "an ELF file or build-id takes virtual addresses or file offsets"
+                        }
+                        _ => "a process, the kernel or a stack takes absolute addresses",
+                    }
+                ),
+            }),
         }
     }
 
@@ -281,106 +386,123 @@ impl Symbolizer {
             Ok(Some(dwarf)) => Some(dwarf.lock().unwrap_or_else(PoisonError::into_inner)),
             _ => None,
         };
-        let addrs: Vec<Option<VirtAddr>> = match input {
-            Input::VirtAddrs(addrs) => addrs.iter().map(|&a| Some(VirtAddr(a))).collect(),
-            Input::FileOffsets(offsets) => {
-                let segments = file.elf.segments();
-                offsets
-                    .iter()
-                    .map(|&offset| segments.file_offset_to_virt(FileOffset(offset)))
-                    .collect()
-            }
+        let segments = file.elf.segments();
+        // Each address as a virtual address and a file offset (either may be unknown).
+        let addrs: Vec<(Option<VirtAddr>, Option<FileOffset>)> = match input {
+            Input::FileOffsets(offsets) => offsets
+                .iter()
+                .map(|&offset| {
+                    let offset = FileOffset(offset);
+                    (segments.file_offset_to_virt(offset), Some(offset))
+                })
+                .collect(),
+            Input::VirtAddrs(addrs) | Input::AbsAddrs(addrs) => addrs
+                .iter()
+                .map(|&addr| {
+                    let addr = VirtAddr(addr);
+                    (Some(addr), segments.virt_to_file_offset(addr))
+                })
+                .collect(),
         };
         let mini = debug.mini.as_ref();
-        let mut symbols = Vec::with_capacity(addrs.len());
-        for addr in &addrs {
-            let Some(addr) = *addr else {
-                symbols.push(None);
-                continue;
+        let mut symbols = Symbols::with_capacity(addrs.len(), self.demangle);
+        let module = symbols.add_module(ModuleName {
+            shown: path.to_path_buf(),
+            opened_as: None,
+            kernel_module: None,
+        });
+        let part = symbols.add_part(Part::Elf(ElfPart {
+            file: Arc::clone(symbol_file),
+            mini: mini.cloned(),
+            build_id: file.elf.build_id().map(Box::from),
+            debug_file: debug.companion.as_ref().map(|c| c.elf.path().to_path_buf()),
+            debug_error: None,
+        }));
+        for &(addr, file_offset) in &addrs {
+            let mut entry = Entry {
+                answer: Answer::NoSymbol,
+                module,
+                file_offset,
+                frames: 0..0,
             };
-            let own = symbol_file.elf.find_symbol_id(addr)?;
-            // MiniDebugInfo names what `.dynsym` does not: the nearer symbol wins.
-            let from_mini = match mini {
-                Some(mini) => mini.elf.find_symbol_id(addr)?,
-                None => None,
-            };
-            let (file, hit, in_mini) = match (own, from_mini) {
-                (Some(own), Some(theirs)) if theirs.1 > own.1 => (mini, Some(theirs), true),
-                (None, Some(theirs)) => (mini, Some(theirs), true),
-                (own, _) => (Some(symbol_file), own, false),
-            };
-            symbols.push(match (file, hit) {
-                (Some(file), Some((id, start))) => {
+            if let Some(addr) = addr {
+                let own = symbol_file.elf.find_symbol_id(addr)?;
+                // MiniDebugInfo names what `.dynsym` does not: the nearer symbol wins.
+                let from_mini = match mini {
+                    Some(mini) => mini.elf.find_symbol_id(addr)?,
+                    None => None,
+                };
+                let (file, hit, in_mini) = match (own, from_mini) {
+                    (Some(own), Some(theirs)) if theirs.1 > own.1 => (mini, Some(theirs), true),
+                    (None, Some(theirs)) => (mini, Some(theirs), true),
+                    (own, _) => (Some(symbol_file), own, false),
+                };
+                if let (Some(file), Some((id, _))) = (file, hit) {
                     if self.demangle {
                         // Computes the shown name on the symbol's first hit; later hits find it.
                         file.compute_shown_name(id)?;
                     }
-                    Some((id, addr.0 - start.0, in_mini))
+                    entry.answer = Answer::Elf {
+                        part,
+                        id,
+                        in_mini,
+                        addr,
+                    };
                 }
-                _ => None,
-            });
+            }
+            symbols.entries.push(entry);
         }
         // Frames in address order, each distinct address once: neighbouring addresses share
         // line-table rows and function ranges, so walking them in order keeps those in the
         // CPU caches (and a profile's repeated addresses cost one lookup).
-        let mut frames: Vec<Frame> = Vec::new();
-        let mut ranges: Vec<std::ops::Range<usize>> = vec![0..0; addrs.len()];
         if let Some(dwarf) = &dwarf {
+            let frames = &mut symbols.frames;
             frames.reserve(addrs.len() + addrs.len() / 4);
             let mut order: Vec<(VirtAddr, usize)> = addrs
                 .iter()
                 .enumerate()
-                .filter_map(|(i, addr)| Some(((*addr)?, i)))
+                .filter_map(|(i, (addr, _))| Some(((*addr)?, i)))
                 .collect();
             order.sort_unstable();
-            let mut previous: Option<(VirtAddr, std::ops::Range<usize>)> = None;
+            let mut previous: Option<(VirtAddr, Range<u32>)> = None;
             for (addr, i) in order {
-                if let Some((seen, range)) = &previous {
-                    if *seen == addr {
-                        ranges[i] = range.clone();
-                        continue;
+                let range = match &previous {
+                    Some((seen, range)) if *seen == addr => range.clone(),
+                    _ => {
+                        let first = frames.len();
+                        if let Err(e) = dwarf.append_frames(addr, frames) {
+                            // Malformed DWARF at this address: answer from symbols alone, and
+                            // say so once per batch.
+                            log::debug!("{e}");
+                            debug_error.get_or_insert(e);
+                        }
+                        // A batch's frames number fewer than u32::MAX (each is over 40
+                        // bytes: more would not fit in memory); saturating keeps it checked.
+                        let to_u32 = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+                        let range = to_u32(first)..to_u32(frames.len());
+                        previous = Some((addr, range.clone()));
+                        range
                     }
-                }
-                let first = frames.len();
-                if let Err(e) = dwarf.append_frames(addr, &mut frames) {
-                    // Malformed DWARF at this address: answer from symbols alone, and say
-                    // so once per batch.
-                    log::debug!("{e}");
-                    debug_error.get_or_insert(e);
-                }
-                ranges[i] = first..frames.len();
-                previous = Some((addr, first..frames.len()));
-            }
-        }
-        let found: Vec<Option<Found>> = addrs
-            .iter()
-            .zip(symbols)
-            .zip(&ranges)
-            .map(|((addr, symbol), range)| {
-                let addr = (*addr)?;
+                };
+                let Some(entry) = symbols.entries.get_mut(i) else {
+                    continue;
+                };
+                // A DWARF function names an address no symbol covers.
                 let has_function = frames
-                    .get(range.clone())
+                    .get(range.start as usize..range.end as usize)
                     .and_then(<[Frame]>::last)
                     .is_some_and(|frame| frame.function.is_some());
-                (symbol.is_some() || has_function).then_some(Found {
-                    symbol: symbol.map(|(id, offset, _)| (id, offset)),
-                    in_mini: symbol.is_some_and(|(_, _, in_mini)| in_mini),
-                    addr,
-                })
-            })
-            .collect();
+                if has_function && matches!(entry.answer, Answer::NoSymbol) {
+                    entry.answer = Answer::DwarfOnly { part, addr };
+                }
+                entry.frames = range;
+            }
+        }
         drop(dwarf);
-        Ok(Symbols {
-            file: Arc::clone(symbol_file),
-            mini: mini.cloned(),
-            module: path.to_path_buf(),
-            found,
-            frames,
-            ranges,
-            demangle: self.demangle,
-            debug_file: debug.companion.as_ref().map(|c| c.elf.path().to_path_buf()),
-            debug_error,
-        })
+        if let Some(Part::Elf(elf)) = symbols.parts.get_mut(part as usize) {
+            elf.debug_error = debug_error;
+        }
+        Ok(symbols)
     }
 
     fn open_elf(&self, path: &Path) -> Result<Arc<LoadedElf>> {

@@ -1,28 +1,46 @@
-//! What a symbolization returns: [`Symbols`], one optional [`Sym`] per input address.
+//! What a symbolization returns, for every [`crate::Source`]: [`Symbols`], one answer per
+//! input address, in input order — a [`Sym`] borrowed from the batch, or the reason there is
+//! none ([`NotFound`]).
+//!
+//! One lifetime story: a batch holds the files that answered (`Arc`s of the symbolizer's cached
+//! files, kallsyms, perf maps, vDSO images), and a [`Sym`] borrows its names and frames from
+//! the batch, so the hot path copies no string. [`Sym::to_owned`] copies one answer out when it
+//! must outlive the batch. (Measured: the symtab bench reads every name of 100,000 answers;
+//! an owned `String` per answer would add an allocation to each.)
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::addr::VirtAddr;
+use crate::addr::{AbsAddr, FileOffset, VirtAddr};
 use crate::dwarf::Frame;
-use crate::elf::{SymbolId, SymbolKind, SymbolOrigin};
+use crate::elf::{ElfFile, SymbolId, SymbolKind, SymbolOrigin};
 use crate::error::Error;
+use crate::kernel::Kallsyms;
+use crate::process::{MappingKind, PerfMap};
 use crate::symbolize::loaded::LoadedElf;
 
 /// Where a [`Sym`]'s name comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum NameOrigin {
-    /// A symbol table (of the file, or of its debug companion: see [`Sym::symbol_file`]).
+    /// A symbol table (of the file, of its debug companion or of its MiniDebugInfo: see
+    /// [`Sym::symbol_file`]).
     Table(SymbolOrigin),
     /// DWARF alone: no symbol covers the address, but a DWARF function does (its name is
     /// the outermost frame's). The function's start is not known then: [`Sym::addr`] is the
     /// address itself and [`Sym::offset`] is 0.
     Dwarf,
+    /// A kallsyms file (`/proc/kallsyms` or a copy): the kernel's own list, without sizes
+    /// (see [`Kallsyms`] for where such a symbol is taken to end).
+    Kallsyms,
+    /// A perf JIT map (`/tmp/perf-PID.map`) of the process.
+    PerfMap,
 }
 
-/// One symbol an address resolved to. Names are borrowed from the [`Symbols`] it came from.
+/// One symbol an address resolved to, borrowed from the [`Symbols`] batch it came from (see
+/// [`Sym::to_owned`] for a copy that outlives it). The same type answers for every source:
+/// an ELF file, a process, the kernel, a mixed stack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sym<'a> {
     /// The name to show: demangled when demangling is on (the default), else as in the file.
@@ -37,22 +55,39 @@ pub struct Sym<'a> {
     pub version: Option<&'a str>,
     /// Whether the version is hidden (`name@VER`) rather than the default (`name@@VER`).
     pub version_hidden: bool,
-    /// Where the name comes from: a symbol table (`.symtab`, `.dynsym`, a PLT entry) or DWARF.
+    /// Where the name comes from: a symbol table, DWARF, kallsyms, a perf map.
     pub origin: NameOrigin,
-    /// The start of the symbol, as an ELF virtual address.
+    /// The start of the symbol as its source states it: an ELF virtual address of the file
+    /// (`st_value`; also for vmlinux and a `.ko`, at its layout address), or, for kallsyms
+    /// and perf maps, the absolute address they list.
     pub addr: VirtAddr,
-    /// The size the file states; 0 for a symbol without a size (which is then taken to reach
-    /// the next symbol or its section's end).
+    /// The size the source states; 0 for an ELF symbol without a size (which is then taken
+    /// to reach the next symbol or its section's end); kallsyms' bound for kernel symbols.
     pub size: u64,
     /// How far into the symbol the address is.
     pub offset: u64,
     /// Function or data object.
     pub kind: SymbolKind,
-    /// The file the address is in, as the caller named it.
+    /// The file the address is in, as the caller, the process or the kernel names it: the
+    /// path given for an ELF source; the path in the process's maps (inside its root; a memfd
+    /// is `/memfd:NAME`), `[vdso]` for the vDSO, the perf map's path for JIT code; for the
+    /// kernel `[kernel.kallsyms]` for the image and `[NAME]` for a module, as perf names them.
     pub module: &'a Path,
-    /// The file whose symbol table named the symbol: `module`'s real file, or its separate
-    /// debug file when `module` is stripped to `.dynsym` and the debug file has a `.symtab`.
+    /// The path the file was opened through, where it differs from `module` (a process's
+    /// file is opened through `/proc/PID/root/...` or `/proc/PID/map_files/...`; a kernel
+    /// address through vmlinux or the module's `.ko`).
+    pub opened_as: Option<&'a Path>,
+    /// The file whose symbol table named the symbol: the real file, its separate debug file
+    /// (when the file is stripped to `.dynsym` and the debug file has a `.symtab`), the
+    /// kallsyms file, or the perf map.
     pub symbol_file: &'a Path,
+    /// The address's offset in `module`, where the address is in a file (`None` for the
+    /// kernel, and for a virtual address no segment of the file holds).
+    pub file_offset: Option<FileOffset>,
+    /// The GNU build-id of `module`'s file, where it has one.
+    pub build_id: Option<&'a [u8]>,
+    /// For a kernel address in a module, the module's name (`ext4`, without brackets).
+    pub kernel_module: Option<&'a str>,
     /// Source lines from DWARF, innermost first: the inlined functions at the address, then
     /// the function that contains them (whose machine code this is). An outer frame's
     /// location is the call site of the frame inside it, as in llvm-symbolizer. Empty when
@@ -61,68 +96,295 @@ pub struct Sym<'a> {
     pub frames: &'a [Frame],
 }
 
-#[derive(Debug, Clone)]
-pub(crate) struct Found {
-    /// The symbol and the address's offset into it; `None` when only DWARF covers it.
-    pub(crate) symbol: Option<(SymbolId, u64)>,
-    /// Whether the symbol is from [`Symbols::mini`] rather than [`Symbols::file`].
-    pub(crate) in_mini: bool,
-    /// The address (for answers from DWARF alone).
-    pub(crate) addr: VirtAddr,
+impl Sym<'_> {
+    /// A copy that owns its strings and frames, to keep past the batch.
+    #[allow(clippy::wrong_self_convention, clippy::should_implement_trait)]
+    pub fn to_owned(&self) -> OwnedSym {
+        OwnedSym {
+            name: self.name.to_string(),
+            raw_name: self.raw_name.to_vec(),
+            version: self.version.map(str::to_string),
+            version_hidden: self.version_hidden,
+            origin: self.origin,
+            addr: self.addr,
+            size: self.size,
+            offset: self.offset,
+            kind: self.kind,
+            module: self.module.to_path_buf(),
+            opened_as: self.opened_as.map(Path::to_path_buf),
+            symbol_file: self.symbol_file.to_path_buf(),
+            file_offset: self.file_offset,
+            build_id: self.build_id.map(<[u8]>::to_vec),
+            kernel_module: self.kernel_module.map(str::to_string),
+            frames: self.frames.to_vec(),
+        }
+    }
 }
 
-/// The results of one batch: one entry per input address, in input order. Holds the file it
-/// came from open, so names are borrowed without copies.
-pub struct Symbols {
+/// A [`Sym`] that owns its data (from [`Sym::to_owned`]); the fields mean the same.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub struct OwnedSym {
+    pub name: String,
+    pub raw_name: Vec<u8>,
+    pub version: Option<String>,
+    pub version_hidden: bool,
+    pub origin: NameOrigin,
+    pub addr: VirtAddr,
+    pub size: u64,
+    pub offset: u64,
+    pub kind: SymbolKind,
+    pub module: PathBuf,
+    pub opened_as: Option<PathBuf>,
+    pub symbol_file: PathBuf,
+    pub file_offset: Option<FileOffset>,
+    pub build_id: Option<Vec<u8>>,
+    pub kernel_module: Option<String>,
+    pub frames: Vec<Frame>,
+}
+
+/// Why an address has no [`Sym`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum NotFound {
+    /// The address is in a file (or the kernel), but no symbol and no DWARF function of it
+    /// covers the address (or a file offset lies in no segment of the file).
+    NoSymbol,
+    /// No mapping of the process contains the address.
+    Unmapped,
+    /// The address is mapped, but not from a file: heap, stack, anonymous memory (JIT code
+    /// that no perf map names), the vDSO where its image has no symbol there, ...
+    NotInFile(MappingKind),
+    /// The file mapped at the address (or the kernel's kallsyms, vmlinux, a perf map) could
+    /// not be read: the error names the path and the problem. The batch's other addresses
+    /// are unaffected.
+    FileError(Error),
+    /// A kernel address, and the kernel hides its addresses (`kernel.kptr_restrict`, or no
+    /// `CAP_SYSLOG`): kallsyms lists them all as 0. The error says how to fix it.
+    KernelAddrsHidden(Error),
+    /// A kernel address in a [`crate::Source::Stack`] given no kernel source.
+    NoKernelSource,
+}
+
+/// What the batch answered at one index, without borrowing.
+#[derive(Debug)]
+pub(crate) enum Answer {
+    /// A symbol of an ELF part: its id in the part's file (or its MiniDebugInfo) and the
+    /// address looked up.
+    Elf {
+        part: u32,
+        id: SymbolId,
+        in_mini: bool,
+        addr: VirtAddr,
+    },
+    /// No symbol, but a DWARF function of the ELF part's file covers `addr`.
+    DwarfOnly { part: u32, addr: VirtAddr },
+    /// A kallsyms part's text symbol covers `addr` (looked up again by [`Symbols::get`]: the
+    /// lookup is deterministic on the immutable index, and keeping the borrowed answer would
+    /// make the batch self-referential).
+    Kallsyms { part: u32, addr: u64 },
+    /// A perf map part's line covers `addr` (looked up again, as for kallsyms).
+    PerfMap { part: u32, addr: AbsAddr },
+    /// A vDSO part's symbol covers the image offset (looked up again, as for kallsyms).
+    Vdso { part: u32, offset: FileOffset },
+    /// Nothing covers it: [`NotFound::NoSymbol`], the common case, kept without a box.
+    NoSymbol,
+    /// Nothing covers it, for another reason.
+    NotFound(Box<NotFound>),
+}
+
+/// A source that answered some of the batch's addresses, held open by the batch.
+pub(crate) enum Part {
+    Elf(ElfPart),
+    Kallsyms(Arc<Kallsyms>),
+    PerfMap(Arc<PerfMap>),
+    Vdso(Arc<ElfFile>),
+}
+
+/// An ELF file's answers: the file whose table answered, its MiniDebugInfo, its debug state.
+pub(crate) struct ElfPart {
     /// The file whose symbol table answered (the file itself or its debug companion).
     pub(crate) file: Arc<LoadedElf>,
     /// The file's MiniDebugInfo, searched beside `file`'s `.dynsym`.
     pub(crate) mini: Option<Arc<LoadedElf>>,
-    /// The path the caller gave (the file may have been opened through another link).
-    pub(crate) module: PathBuf,
-    pub(crate) found: Vec<Option<Found>>,
-    /// The frames of every address, back to back.
-    pub(crate) frames: Vec<Frame>,
-    /// Each input address's range of `frames` (also where no symbol or function names it).
-    pub(crate) ranges: Vec<Range<usize>>,
-    pub(crate) demangle: bool,
+    /// The build-id of the file itself (not of its companion).
+    pub(crate) build_id: Option<Box<[u8]>>,
     pub(crate) debug_file: Option<PathBuf>,
     pub(crate) debug_error: Option<Error>,
 }
 
-impl std::fmt::Debug for Symbols {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.iter()).finish()
+/// How one module is named (see [`Sym::module`]).
+#[derive(Debug, Clone)]
+pub(crate) struct ModuleName {
+    pub(crate) shown: PathBuf,
+    pub(crate) opened_as: Option<PathBuf>,
+    pub(crate) kernel_module: Option<String>,
+}
+
+/// One input address's answer, with where it is and its frames.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    pub(crate) answer: Answer,
+    /// Index into [`Symbols::modules`]; [`NO_MODULE`] where the address is in none.
+    pub(crate) module: u32,
+    pub(crate) file_offset: Option<FileOffset>,
+    /// The address's range of [`Symbols::frames`] (also where nothing names it).
+    pub(crate) frames: Range<u32>,
+}
+
+/// [`Entry::module`] of an address in no module.
+pub(crate) const NO_MODULE: u32 = u32::MAX;
+
+impl Entry {
+    pub(crate) fn not_found(reason: NotFound) -> Entry {
+        Entry {
+            answer: match reason {
+                NotFound::NoSymbol => Answer::NoSymbol,
+                reason => Answer::NotFound(Box::new(reason)),
+            },
+            module: NO_MODULE,
+            file_offset: None,
+            frames: 0..0,
+        }
     }
 }
 
+/// The results of one batch: one answer per input address, in input order, for every kind
+/// of [`crate::Source`]. Holds the files that answered open, so names are borrowed without
+/// copies.
+///
+/// - [`Symbols::get`]: the [`Sym`] at an index, or `None`; [`Symbols::not_found`] says why.
+/// - [`Symbols::result`] / [`Symbols::results`]: both at once.
+/// - [`Symbols::lines`]: source lines, also where no symbol names the address.
+/// - [`Symbols::module`] / [`Symbols::file_offset`]: where the address is, found or not.
+pub struct Symbols {
+    pub(crate) entries: Vec<Entry>,
+    pub(crate) parts: Vec<Part>,
+    pub(crate) modules: Vec<ModuleName>,
+    /// The frames of every address, back to back.
+    pub(crate) frames: Vec<Frame>,
+    pub(crate) demangle: bool,
+}
+
+impl std::fmt::Debug for Symbols {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.results()).finish()
+    }
+}
+
+/// The reason behind [`Answer::NoSymbol`], borrowable for as long as any batch.
+static NO_SYMBOL: NotFound = NotFound::NoSymbol;
+
 impl Symbols {
+    /// An empty batch that will hold `len` answers.
+    pub(crate) fn with_capacity(len: usize, demangle: bool) -> Symbols {
+        Symbols {
+            entries: Vec::with_capacity(len),
+            parts: Vec::new(),
+            modules: Vec::new(),
+            frames: Vec::new(),
+            demangle,
+        }
+    }
+
+    /// Adds a module name and returns its index.
+    pub(crate) fn add_module(&mut self, module: ModuleName) -> u32 {
+        self.modules.push(module);
+        // A batch has at most one module per input address, and inputs are slices: more than
+        // u32::MAX would be 64 GiB of answers. Saturating keeps the invariant checkable.
+        u32::try_from(self.modules.len() - 1).unwrap_or(NO_MODULE)
+    }
+
+    /// Adds a part and returns its index.
+    pub(crate) fn add_part(&mut self, part: Part) -> u32 {
+        self.parts.push(part);
+        u32::try_from(self.parts.len() - 1).unwrap_or(u32::MAX)
+    }
+
+    /// Moves answers of `other` (a batch of some of this batch's addresses, e.g. one file's)
+    /// into this batch: `other`'s `k`-th answer replaces this batch's answer at
+    /// `target(k)`, and is dropped where that is `None`. Parts, modules and frames are
+    /// appended and re-indexed.
+    pub(crate) fn merge_into(&mut self, other: Symbols, target: impl Fn(usize) -> Option<usize>) {
+        let part_base = u32::try_from(self.parts.len()).unwrap_or(u32::MAX);
+        let module_base = u32::try_from(self.modules.len()).unwrap_or(u32::MAX);
+        let frame_base = u32::try_from(self.frames.len()).unwrap_or(u32::MAX);
+        self.parts.extend(other.parts);
+        self.modules.extend(other.modules);
+        self.frames.extend(other.frames);
+        for (k, mut entry) in other.entries.into_iter().enumerate() {
+            let Some(slot) = target(k).and_then(|index| self.entries.get_mut(index)) else {
+                continue;
+            };
+            match &mut entry.answer {
+                Answer::Elf { part, .. }
+                | Answer::DwarfOnly { part, .. }
+                | Answer::Kallsyms { part, .. }
+                | Answer::PerfMap { part, .. }
+                | Answer::Vdso { part, .. } => *part = part.saturating_add(part_base),
+                Answer::NoSymbol | Answer::NotFound(_) => {}
+            }
+            if entry.module != NO_MODULE {
+                entry.module = entry.module.saturating_add(module_base);
+            }
+            entry.frames = entry.frames.start.saturating_add(frame_base)
+                ..entry.frames.end.saturating_add(frame_base);
+            *slot = entry;
+        }
+    }
+
+    /// Names every answer's module `module` (a file symbolized for the process or the kernel
+    /// is shown as they name it, not by the path it was opened through).
+    pub(crate) fn rename_modules(&mut self, module: ModuleName) {
+        self.modules.clear();
+        let index = self.add_module(module);
+        for entry in &mut self.entries {
+            entry.module = index;
+        }
+    }
+
     /// How many addresses were given (found or not).
     pub fn len(&self) -> usize {
-        self.found.len()
+        self.entries.len()
     }
 
     /// Whether the batch was empty.
     pub fn is_empty(&self) -> bool {
-        self.found.is_empty()
+        self.entries.is_empty()
     }
 
-    /// The file these symbols are from.
-    pub fn module(&self) -> &Path {
-        &self.module
-    }
-
-    /// The separate debug file that was read for this file (its DWARF or its `.symtab`), if
-    /// one was found.
+    /// The separate debug file that was read for the batch's (first) ELF file (its DWARF or
+    /// its `.symtab`), if one was found. See [`Symbols::debug_files`] for every file's.
     pub fn debug_file(&self) -> Option<&Path> {
-        self.debug_file.as_deref()
+        self.debug_files().next()
     }
 
-    /// Why debug information could not be used, if it could not: DWARF or MiniDebugInfo
-    /// was malformed or unreadable, for the whole file or for some addresses (the first
-    /// such error). Those addresses were answered from the symbol tables that could be read.
+    /// The separate debug files read for the batch's ELF files, in the order the files were
+    /// first met.
+    pub fn debug_files(&self) -> impl Iterator<Item = &Path> + '_ {
+        self.elf_parts()
+            .filter_map(|part| part.debug_file.as_deref())
+    }
+
+    /// Why debug information could not be used, if it could not, for the batch's first file
+    /// that had a problem: DWARF or MiniDebugInfo was malformed or unreadable, for the whole
+    /// file or for some addresses. Those addresses were answered from the symbol tables that
+    /// could be read. See [`Symbols::debug_errors`] for every file's.
     pub fn debug_error(&self) -> Option<&Error> {
-        self.debug_error.as_ref()
+        self.debug_errors().next()
+    }
+
+    /// Every file's debug-information problem (see [`Symbols::debug_error`]).
+    pub fn debug_errors(&self) -> impl Iterator<Item = &Error> + '_ {
+        self.elf_parts()
+            .filter_map(|part| part.debug_error.as_ref())
+    }
+
+    fn elf_parts(&self) -> impl Iterator<Item = &ElfPart> + '_ {
+        self.parts.iter().filter_map(|part| match part {
+            Part::Elf(elf) => Some(elf),
+            _ => None,
+        })
     }
 
     /// The source lines of the `index`-th input address, as [`Sym::frames`], and also where
@@ -130,74 +392,225 @@ impl Symbols {
     /// covers (the padding after a function, code the compiler made) still has a file and
     /// line, as llvm-symbolizer prints them under `??`. Empty without DWARF.
     pub fn lines(&self, index: usize) -> &[Frame] {
-        self.ranges
+        self.entries
             .get(index)
-            .and_then(|range| self.frames.get(range.clone()))
+            .and_then(|entry| {
+                let range = entry.frames.start as usize..entry.frames.end as usize;
+                self.frames.get(range)
+            })
             .unwrap_or_default()
     }
 
-    /// The symbol of the `index`-th input address; `None` if neither a symbol nor DWARF
-    /// covers it (or `index` is out of range).
-    pub fn get(&self, index: usize) -> Option<Sym<'_>> {
-        let found = self.found.get(index)?.as_ref()?;
-        let frames = self.lines(index);
-        let file = match (&self.mini, found.in_mini) {
-            (Some(mini), true) => mini,
-            _ => &self.file,
-        };
-        let symbol_file = file.elf.path();
-        let Some((id, offset)) = found.symbol else {
-            // Only DWARF covers the address; `found` is pushed only with frames.
-            let function = frames.last()?.function.as_ref()?;
-            return Some(Sym {
-                name: if self.demangle {
-                    &function.demangled
-                } else {
-                    &function.raw
-                },
-                raw_name: function.raw.as_bytes(),
-                version: None,
-                version_hidden: false,
-                origin: NameOrigin::Dwarf,
-                addr: found.addr,
-                size: 0,
-                offset: 0,
-                kind: SymbolKind::Function,
-                module: &self.module,
-                symbol_file,
-                frames,
-            });
-        };
-        // The id came from this file's own index, so the lookup succeeds; an error or `None`
-        // here would mean the index changed under us, which it cannot (it is built once).
-        let symbol = file.elf.symbol_by_id(id).ok()??;
-        let computed = if self.demangle {
-            file.computed_name(id)
-        } else {
-            None
-        };
-        let name = computed
-            .or(symbol.name_str)
-            .unwrap_or_else(|| valid_prefix(symbol.name));
-        Some(Sym {
-            name,
-            raw_name: symbol.name,
-            version: symbol.version.and_then(|v| std::str::from_utf8(v).ok()),
-            version_hidden: symbol.version_hidden,
-            origin: NameOrigin::Table(symbol.origin),
-            addr: symbol.addr,
-            size: symbol.size,
-            offset,
-            kind: symbol.kind,
-            module: &self.module,
-            symbol_file,
-            frames,
-        })
+    /// The file the `index`-th address is in, as [`Sym::module`] names it, found or not;
+    /// `None` where it is in no file (unmapped, anonymous memory, ...).
+    pub fn module(&self, index: usize) -> Option<&Path> {
+        let entry = self.entries.get(index)?;
+        Some(&self.modules.get(entry.module as usize)?.shown)
     }
 
-    /// The results in input order.
+    /// The `index`-th address's offset in its file ([`Sym::file_offset`]), found or not.
+    pub fn file_offset(&self, index: usize) -> Option<FileOffset> {
+        self.entries.get(index)?.file_offset
+    }
+
+    /// Why the `index`-th address has no symbol; `None` where it has one (or `index` is out
+    /// of range).
+    pub fn not_found(&self, index: usize) -> Option<&NotFound> {
+        self.result(index).err()
+    }
+
+    /// The `index`-th answer: its symbol, or why there is none. An `index` out of range is
+    /// [`NotFound::NoSymbol`].
+    pub fn result(&self, index: usize) -> Result<Sym<'_>, &NotFound> {
+        let Some(entry) = self.entries.get(index) else {
+            return Err(&NO_SYMBOL);
+        };
+        match &entry.answer {
+            Answer::NotFound(reason) => Err(reason),
+            Answer::NoSymbol => Err(&NO_SYMBOL),
+            _ => self.get_entry(entry, index).ok_or(&NO_SYMBOL),
+        }
+    }
+
+    /// Every answer in input order, as [`Symbols::result`].
+    pub fn results(&self) -> impl ExactSizeIterator<Item = Result<Sym<'_>, &NotFound>> + '_ {
+        (0..self.entries.len()).map(|i| self.result(i))
+    }
+
+    /// The symbol of the `index`-th input address; `None` if nothing covers it (see
+    /// [`Symbols::not_found`] for why) or `index` is out of range.
+    pub fn get(&self, index: usize) -> Option<Sym<'_>> {
+        self.get_entry(self.entries.get(index)?, index)
+    }
+
+    /// The symbols in input order, `None` where nothing covers an address.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Option<Sym<'_>>> + '_ {
-        (0..self.found.len()).map(|i| self.get(i))
+        (0..self.entries.len()).map(|i| self.get(i))
+    }
+
+    fn get_entry(&self, entry: &Entry, index: usize) -> Option<Sym<'_>> {
+        let frames = self.lines(index);
+        let module = self.modules.get(entry.module as usize);
+        let (module_path, opened_as, kernel_module) = match module {
+            Some(m) => (
+                m.shown.as_path(),
+                m.opened_as.as_deref(),
+                m.kernel_module.as_deref(),
+            ),
+            None => (Path::new(""), None, None),
+        };
+        let part = |part: &u32| self.parts.get(*part as usize);
+        match &entry.answer {
+            Answer::Elf {
+                part: p,
+                id,
+                in_mini,
+                addr,
+            } => {
+                let Some(Part::Elf(elf)) = part(p) else {
+                    return None;
+                };
+                let file = match (&elf.mini, in_mini) {
+                    (Some(mini), true) => mini,
+                    _ => &elf.file,
+                };
+                // The id came from this file's own index, so the lookup succeeds; an error
+                // or `None` here would mean the index changed, which it cannot (built once).
+                let symbol = file.elf.symbol_by_id(*id).ok()??;
+                let computed = if self.demangle {
+                    file.computed_name(*id)
+                } else {
+                    None
+                };
+                let name = computed
+                    .or(symbol.name_str)
+                    .unwrap_or_else(|| valid_prefix(symbol.name));
+                Some(Sym {
+                    name,
+                    raw_name: symbol.name,
+                    version: symbol.version.and_then(|v| std::str::from_utf8(v).ok()),
+                    version_hidden: symbol.version_hidden,
+                    origin: NameOrigin::Table(symbol.origin),
+                    addr: symbol.addr,
+                    size: symbol.size,
+                    offset: addr.0.wrapping_sub(symbol.addr.0),
+                    kind: symbol.kind,
+                    module: module_path,
+                    opened_as,
+                    symbol_file: file.elf.path(),
+                    file_offset: entry.file_offset,
+                    build_id: elf.build_id.as_deref(),
+                    kernel_module,
+                    frames,
+                })
+            }
+            Answer::DwarfOnly { part: p, addr } => {
+                let Some(Part::Elf(elf)) = part(p) else {
+                    return None;
+                };
+                // Pushed only with frames whose outermost has a function.
+                let function = frames.last()?.function.as_ref()?;
+                Some(Sym {
+                    name: if self.demangle {
+                        &function.demangled
+                    } else {
+                        &function.raw
+                    },
+                    raw_name: function.raw.as_bytes(),
+                    version: None,
+                    version_hidden: false,
+                    origin: NameOrigin::Dwarf,
+                    addr: *addr,
+                    size: 0,
+                    offset: 0,
+                    kind: SymbolKind::Function,
+                    module: module_path,
+                    opened_as,
+                    symbol_file: elf.file.elf.path(),
+                    file_offset: entry.file_offset,
+                    build_id: elf.build_id.as_deref(),
+                    kernel_module,
+                    frames,
+                })
+            }
+            Answer::Kallsyms { part: p, addr } => {
+                let Some(Part::Kallsyms(kallsyms)) = part(p) else {
+                    return None;
+                };
+                let sym = kallsyms.find_symbol(*addr).ok()??;
+                Some(Sym {
+                    name: sym.name,
+                    raw_name: sym.name.as_bytes(),
+                    version: None,
+                    version_hidden: false,
+                    origin: NameOrigin::Kallsyms,
+                    addr: VirtAddr(sym.addr),
+                    size: sym.size,
+                    offset: sym.offset,
+                    kind: SymbolKind::Function,
+                    module: module_path,
+                    opened_as,
+                    symbol_file: kallsyms.path(),
+                    file_offset: None,
+                    build_id: None,
+                    kernel_module: sym.module,
+                    frames,
+                })
+            }
+            Answer::PerfMap { part: p, addr } => {
+                let Some(Part::PerfMap(map)) = part(p) else {
+                    return None;
+                };
+                let sym = map.find(*addr)?;
+                Some(Sym {
+                    name: sym.name,
+                    raw_name: sym.name.as_bytes(),
+                    version: None,
+                    version_hidden: false,
+                    origin: NameOrigin::PerfMap,
+                    addr: VirtAddr(sym.start.0),
+                    size: sym.size,
+                    offset: sym.offset,
+                    kind: SymbolKind::Function,
+                    module: module_path,
+                    opened_as,
+                    symbol_file: map.path(),
+                    file_offset: entry.file_offset,
+                    build_id: None,
+                    kernel_module,
+                    frames,
+                })
+            }
+            Answer::Vdso { part: p, offset } => {
+                let Some(Part::Vdso(elf)) = part(p) else {
+                    return None;
+                };
+                let sym = elf.find_symbol_at_file_offset(*offset).ok()??;
+                let virt = elf
+                    .segments()
+                    .file_offset_to_virt(*offset)
+                    .unwrap_or(sym.addr);
+                Some(Sym {
+                    name: sym.name_str.unwrap_or_else(|| valid_prefix(sym.name)),
+                    raw_name: sym.name,
+                    version: sym.version.and_then(|v| std::str::from_utf8(v).ok()),
+                    version_hidden: sym.version_hidden,
+                    origin: NameOrigin::Table(sym.origin),
+                    addr: sym.addr,
+                    size: sym.size,
+                    offset: virt.0.wrapping_sub(sym.addr.0),
+                    kind: sym.kind,
+                    module: module_path,
+                    opened_as,
+                    symbol_file: module_path,
+                    file_offset: entry.file_offset,
+                    build_id: elf.build_id(),
+                    kernel_module,
+                    frames,
+                })
+            }
+            Answer::NoSymbol | Answer::NotFound(_) => None,
+        }
     }
 }
 

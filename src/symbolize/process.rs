@@ -1,119 +1,66 @@
-//! Symbolizing absolute addresses of a live process: the façade's composition of the
-//! `process` layer (maps, the paths that open a process's files) with its own ELF symbolizing.
-//! Addresses are grouped by the file mapped at them, each file is symbolized once with its file
-//! offsets, and the results come back in input order, owning their names.
-//!
-//! A first pass: results own their strings (one `String` per found address). A zero-copy
-//! version would keep each file's [`crate::Symbols`] and a (file, index) slot per address.
+//! Symbolizing absolute addresses of a live process ([`crate::Source::Process`]): the
+//! façade's composition of the `process` layer (maps, the paths that open a process's files)
+//! with its own ELF symbolizing. Addresses are grouped by the file mapped at them, each file is
+//! symbolized once with its file offsets, and each file's batch is merged into the process's
+//! (zero-copy: the result borrows names from the files it holds).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::addr::{AbsAddr, FileOffset, VirtAddr};
-use crate::dwarf::Frame;
+use crate::addr::{AbsAddr, FileOffset};
 use crate::elf::ElfFile;
 use crate::error::{Error, Result};
-use crate::process::{FileKey, Mapping, MappingKind, PerfMap, Process, ProcessMaps};
+use crate::process::{FileKey, Mapping, MappingKind, Normalized, PerfMap, Process, ProcessMaps};
 use crate::symbolize::maps_cache::ProcessKey;
+use crate::symbolize::output::{Answer, Entry, ModuleName, NotFound, Part, NO_MODULE};
 use crate::symbolize::specials_cache::ProcessSpecials;
-use crate::symbolize::{Input, Symbolizer};
-
-/// A symbol an absolute address resolved to. Owns its strings, so it outlives the batch.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProcessSym {
-    /// The name to show (demangled if the symbolizer demangles), as in [`crate::Sym::name`].
-    pub name: String,
-    /// How far into the symbol the address is.
-    pub offset: u64,
-    /// The start of the symbol, as an ELF virtual address of its file.
-    pub sym_addr: VirtAddr,
-    /// The size the file states (0 if unsized).
-    pub size: u64,
-    /// The file, as the process's maps name it (`/memfd:NAME` for a memfd); `[vdso]` for the
-    /// vDSO; the perf map's path for JIT code (then `sym_addr` is the absolute start the map
-    /// states).
-    pub path: PathBuf,
-    /// The address's offset in that file (in the vDSO image; for JIT code, in its mapping).
-    pub file_offset: FileOffset,
-    /// Source lines and inlined frames, innermost first, as in [`crate::Sym::frames`]
-    /// (shared, cheap clones); empty without DWARF, and for the vDSO and JIT code.
-    pub frames: Vec<Frame>,
-}
-
-/// What one absolute address of a process resolved to.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum ProcessSymbol {
-    /// A symbol covers the address.
-    Found(ProcessSym),
-    /// The address is in a file, but no symbol of the file covers it.
-    NoSymbol {
-        /// The file, as the process's maps name it.
-        path: PathBuf,
-        /// The address's offset in it.
-        file_offset: FileOffset,
-    },
-    /// The address is mapped, but not from a file (vDSO, heap, stack, anonymous memory, ...).
-    NotInFile(MappingKind),
-    /// No mapping contains the address.
-    Unmapped,
-    /// The file mapped at the address could not be read (not ELF, malformed, no permission):
-    /// the error names the path it was opened through. The other addresses are unaffected.
-    FileError(Error),
-}
-
-impl ProcessSymbol {
-    /// The symbol, if one was found.
-    pub fn sym(&self) -> Option<&ProcessSym> {
-        match self {
-            ProcessSymbol::Found(sym) => Some(sym),
-            _ => None,
-        }
-    }
-}
+use crate::symbolize::{Input, Symbolizer, Symbols};
 
 impl Symbolizer {
-    /// Symbolizes absolute addresses of a process; one result per address, in input order.
-    /// The process's maps are cached (per pid and start time, so a reused pid is not
-    /// confused) and read again when an address falls outside every mapping known. See
-    /// [`Symbolizer::symbolize_process_with`] to pass maps of your own.
+    /// Normalizes absolute addresses of a process: per address its file's build-id, the
+    /// offset in the file, the ELF virtual address there and the path as the process names
+    /// it ([`Normalized`]), with the process's maps cached as for [`crate::Source::Process`].
+    /// Cheap (no symbol table is read), so a host can capture (build-id, file offset) pairs
+    /// and send them to where the binaries or their debug files are, to be symbolized there
+    /// with [`crate::Source::BuildId`]:
     ///
     /// ```no_run
-    /// use stacksym::process::Process;
-    /// use stacksym::{addr::AbsAddr, Symbolizer};
+    /// use stacksym::process::{Normalized, Process};
+    /// use stacksym::{Input, Source, Symbolizer};
     /// # fn main() -> stacksym::Result<()> {
+    /// // On the host: capture.
     /// let symbolizer = Symbolizer::builder().build();
-    /// let process = Process::new(1234);
-    /// let results = symbolizer.symbolize_process(&process, &[AbsAddr(0x7f00_1234_5678)])?;
-    /// if let Some(sym) = results[0].sym() {
-    ///     println!("{}+{:#x} in {}", sym.name, sym.offset, sym.path.display());
+    /// let normalized = symbolizer.normalize(&Process::new(1234), &[0x5566_7788_99aa])?;
+    /// // Later, elsewhere (debug files by build-id in the debug dirs): symbolize.
+    /// if let Normalized::File(addr) = &normalized[0] {
+    ///     if let (Some(build_id), Some(virt)) = (&addr.build_id, addr.virt_addr) {
+    ///         let source = Source::BuildId { build_id };
+    ///         let symbols = symbolizer.symbolize(&source, Input::VirtAddrs(&[virt.0]))?;
+    ///         println!("{:?}", symbols.get(0).map(|sym| sym.name));
+    ///     }
     /// }
     /// # Ok(())
     /// # }
     /// ```
-    pub fn symbolize_process(
-        &self,
-        process: &Process,
-        addrs: &[AbsAddr],
-    ) -> Result<Vec<ProcessSymbol>> {
-        // Cached per process life; read again when an address is outside every known mapping.
+    pub fn normalize(&self, process: &Process, addrs: &[u64]) -> Result<Vec<Normalized>> {
         let maps = self.cached_maps(process, addrs)?;
-        self.symbolize_process_with(process, &maps, addrs)
+        let addrs: Vec<AbsAddr> = addrs.iter().map(|&a| AbsAddr(a)).collect();
+        Ok(process.normalize_with(&maps, &addrs))
     }
 
-    /// Symbolizes absolute addresses of `process` with maps read before. Each mapped file is
-    /// symbolized with one [`Symbolizer::symbolize`] call for all its addresses, opened through
-    /// [`Process::open_path`]. A file that cannot be read gives [`ProcessSymbol::FileError`]
-    /// for its addresses; if that is because the process has exited, the whole call fails
-    /// with [`Error::Process`] naming the pid.
-    pub fn symbolize_process_with(
+    /// Symbolizes absolute addresses of `process` with `maps`. Each mapped file is
+    /// symbolized with one ELF batch for all its addresses, opened through
+    /// [`Process::open_path`]. A file that cannot be read gives [`NotFound::FileError`] for
+    /// its addresses; if that is because the process has exited, the whole call fails with
+    /// [`Error::Process`] naming the pid.
+    pub(crate) fn symbolize_process_with(
         &self,
         process: &Process,
         maps: &ProcessMaps,
-        addrs: &[AbsAddr],
-    ) -> Result<Vec<ProcessSymbol>> {
-        let mut results: Vec<ProcessSymbol> = Vec::with_capacity(addrs.len());
+        addrs: &[u64],
+    ) -> Result<Symbols> {
+        let mut results = Symbols::with_capacity(addrs.len(), self.demangle);
         // Per file opened: its addresses' indices in `addrs`, their file offsets, the mapping.
         let mut groups: Vec<Group> = Vec::new();
         let mut group_of_file: HashMap<FileKey, usize> = HashMap::new();
@@ -129,8 +76,9 @@ impl Symbolizer {
             ..Special::default()
         };
         for (index, &addr) in addrs.iter().enumerate() {
+            let addr = AbsAddr(addr);
             let Some(mapping_index) = maps.find_index(addr) else {
-                results.push(ProcessSymbol::Unmapped);
+                results.entries.push(Entry::not_found(NotFound::Unmapped));
                 continue;
             };
             let mapping = &maps.mappings[mapping_index];
@@ -155,11 +103,12 @@ impl Symbolizer {
             });
             let (Route::File(group), Some(file_offset)) = (route, mapping.file_offset(addr)) else {
                 // The vDSO (from the process's memory) and JIT code (from its perf map).
-                results.push(special.symbolize(process, maps, mapping, addr)?);
+                let entry = special.symbolize(process, maps, mapping, addr, &mut results)?;
+                results.entries.push(entry);
                 continue;
             };
             // A placeholder, replaced below.
-            results.push(ProcessSymbol::Unmapped);
+            results.entries.push(Entry::not_found(NotFound::Unmapped));
             let group = &mut groups[group];
             group.indices.push(index);
             group.offsets.push(file_offset.0);
@@ -168,7 +117,7 @@ impl Symbolizer {
 
         let root = process.root_dir();
         for group in groups {
-            let symbols = match self.symbolize_elf(
+            let mut symbols = match self.symbolize_elf(
                 &group.open_path,
                 Input::FileOffsets(&group.offsets),
                 Some(&root),
@@ -180,29 +129,33 @@ impl Symbolizer {
                     }
                     log::debug!("process {}: {e}", process.pid());
                     for &index in &group.indices {
-                        results[index] = ProcessSymbol::FileError(e.clone_for_cache());
+                        if let Some(entry) = results.entries.get_mut(index) {
+                            *entry = Entry::not_found(NotFound::FileError(e.clone_for_cache()));
+                        }
                     }
                     continue;
                 }
             };
-            for (j, &index) in group.indices.iter().enumerate() {
-                let path = maps.mappings[group.mappings[j]]
-                    .file_path()
-                    .unwrap_or_default();
-                let file_offset = FileOffset(group.offsets[j]);
-                results[index] = match symbols.get(j) {
-                    Some(sym) => ProcessSymbol::Found(ProcessSym {
-                        name: sym.name.to_string(),
-                        offset: sym.offset,
-                        sym_addr: sym.addr,
-                        size: sym.size,
-                        path,
-                        file_offset,
-                        frames: sym.frames.to_vec(),
-                    }),
-                    None => ProcessSymbol::NoSymbol { path, file_offset },
+            // The file as the process names it, per mapping (the hard links of one file
+            // mapped under two names keep their own names); one module entry per name.
+            symbols.modules.clear();
+            let mut module_of_mapping: HashMap<usize, u32> = HashMap::new();
+            for (j, entry) in symbols.entries.iter_mut().enumerate() {
+                let Some(&mapping) = group.mappings.get(j) else {
+                    continue;
                 };
+                entry.module = *module_of_mapping.entry(mapping).or_insert_with(|| {
+                    let shown = maps.mappings[mapping].file_path().unwrap_or_default();
+                    let opened_as = (shown != group.open_path).then(|| group.open_path.clone());
+                    symbols.modules.push(ModuleName {
+                        shown,
+                        opened_as,
+                        kernel_module: None,
+                    });
+                    u32::try_from(symbols.modules.len() - 1).unwrap_or(NO_MODULE)
+                });
             }
+            results.merge_into(symbols, |k| group.indices.get(k).copied());
         }
         Ok(results)
     }
@@ -228,21 +181,23 @@ struct Group {
 
 /// The vDSO and the perf map of the process in one batch, each taken on first need from the
 /// symbolizer's cache of them (`specials_cache.rs`; not cached when the process's start time
-/// cannot be read).
+/// cannot be read), and their parts in the batch.
 #[derive(Default)]
 struct Special {
     cached: Option<Arc<ProcessSpecials>>,
     vdso: Option<Result<Option<Arc<ElfFile>>>>,
     perf_map: Option<Result<Option<Arc<PerfMap>>>>,
+    /// The parts and module names added to the batch for the vDSO and the perf map.
+    vdso_part: Option<(u32, u32)>,
+    perf_map_part: Option<(u32, u32)>,
 }
 
 impl Special {
     /// An address in a mapping that is not a file: in `[vdso]`, symbolized from the vDSO read
-    /// from the process's memory (`path` "[vdso]", `file_offset` the offset in its image,
-    /// `sym_addr` the vDSO's virtual address); in anonymous executable memory, from the perf
-    /// map if the process has one (`path` the map's, `file_offset` the offset in the mapping,
-    /// `sym_addr` the absolute start the map states). Otherwise, and where neither covers the
-    /// address (no vDSO symbol, no perf-map line), `NotInFile`. A vDSO or perf map that
+    /// from the process's memory (module `[vdso]`, file offset the offset in its image); in
+    /// anonymous executable memory, from the perf map if the process has one (module the
+    /// map's path, file offset the offset in the mapping). Otherwise, and where neither covers
+    /// the address (no vDSO symbol, no perf-map line), `NotInFile`. A vDSO or perf map that
     /// cannot be read is a `FileError` for its addresses; only a process that is gone fails
     /// the call.
     fn symbolize(
@@ -251,15 +206,24 @@ impl Special {
         maps: &ProcessMaps,
         mapping: &Mapping,
         addr: AbsAddr,
-    ) -> Result<ProcessSymbol> {
-        let not_in_file = || Ok(ProcessSymbol::NotInFile(mapping.kind.clone()));
+        batch: &mut Symbols,
+    ) -> Result<Entry> {
+        let not_in_file = || Ok(Entry::not_found(NotFound::NotInFile(mapping.kind.clone())));
         let offset = FileOffset(addr.0 - mapping.range.start.0);
         let failed = |e: &Error| {
             if process.is_gone() {
                 return Err(process.gone(&format!("({e})")));
             }
             log::debug!("process {}: {e}", process.pid());
-            Ok(ProcessSymbol::FileError(e.clone_for_cache()))
+            Ok(Entry::not_found(NotFound::FileError(e.clone_for_cache())))
+        };
+        let found = |answer: Answer, module: u32| {
+            Ok(Entry {
+                answer,
+                module,
+                file_offset: Some(offset),
+                frames: 0..0,
+            })
         };
         match &mapping.kind {
             MappingKind::Vdso => match self.vdso.get_or_insert_with(|| match &self.cached {
@@ -271,20 +235,17 @@ impl Special {
                 Ok(Some(elf)) => match elf.find_symbol_at_file_offset(offset) {
                     Err(e) => failed(&e),
                     Ok(None) => not_in_file(),
-                    Ok(Some(sym)) => {
-                        let virt = elf
-                            .segments()
-                            .file_offset_to_virt(offset)
-                            .unwrap_or(sym.addr);
-                        Ok(ProcessSymbol::Found(ProcessSym {
-                            name: String::from_utf8_lossy(sym.name).into_owned(),
-                            offset: virt.0.wrapping_sub(sym.addr.0),
-                            sym_addr: sym.addr,
-                            size: sym.size,
-                            path: "[vdso]".into(),
-                            file_offset: offset,
-                            frames: Vec::new(),
-                        }))
+                    Ok(Some(_)) => {
+                        let (part, module) = *self.vdso_part.get_or_insert_with(|| {
+                            let part = batch.add_part(Part::Vdso(Arc::clone(elf)));
+                            let module = batch.add_module(ModuleName {
+                                shown: PathBuf::from("[vdso]"),
+                                opened_as: None,
+                                kernel_module: None,
+                            });
+                            (part, module)
+                        });
+                        found(Answer::Vdso { part, offset }, module)
                     }
                 },
             },
@@ -298,15 +259,18 @@ impl Special {
                     Ok(None) => not_in_file(),
                     Ok(Some(map)) => match map.find(addr) {
                         None => not_in_file(),
-                        Some(sym) => Ok(ProcessSymbol::Found(ProcessSym {
-                            name: sym.name.to_string(),
-                            offset: sym.offset,
-                            sym_addr: VirtAddr(sym.start.0),
-                            size: sym.size,
-                            path: map.path().to_path_buf(),
-                            file_offset: offset,
-                            frames: Vec::new(),
-                        })),
+                        Some(_) => {
+                            let (part, module) = *self.perf_map_part.get_or_insert_with(|| {
+                                let part = batch.add_part(Part::PerfMap(Arc::clone(map)));
+                                let module = batch.add_module(ModuleName {
+                                    shown: map.path().to_path_buf(),
+                                    opened_as: None,
+                                    kernel_module: None,
+                                });
+                                (part, module)
+                            });
+                            found(Answer::PerfMap { part, addr }, module)
+                        }
                     },
                 }
             }

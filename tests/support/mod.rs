@@ -535,12 +535,25 @@ pub fn readelf_build_id(path: &Path) -> Vec<u8> {
         .collect()
 }
 
-/// The name of a found symbol; panics with the result otherwise.
-pub fn name_of(result: &stacksym::symbolize::ProcessSymbol) -> &str {
-    result
-        .sym()
-        .map(|s| s.name.as_str())
-        .unwrap_or_else(|| panic!("no symbol: {result:?}"))
+/// The name of the `index`-th answer; panics with the reason when there is none.
+pub fn name_of(results: &stacksym::Symbols, index: usize) -> &str {
+    match results.result(index) {
+        Ok(sym) => sym.name,
+        Err(reason) => panic!("no symbol at {index}: {reason:?}"),
+    }
+}
+
+/// Symbolizes absolute addresses of `process` through the one call (`Source::Process`, maps
+/// read and cached by the symbolizer, or `maps` when given).
+pub fn in_process(
+    symbolizer: &stacksym::Symbolizer,
+    process: &stacksym::process::Process,
+    maps: Option<&stacksym::process::ProcessMaps>,
+    addrs: &[stacksym::addr::AbsAddr],
+) -> stacksym::Result<stacksym::Symbols> {
+    let addrs: Vec<u64> = addrs.iter().map(|a| a.0).collect();
+    let source = stacksym::Source::Process { process, maps };
+    symbolizer.symbolize(&source, stacksym::Input::AbsAddrs(&addrs))
 }
 
 /// A stand-in for a kernel image with DWARF, as no kernel build is committed: `c-pie-g`
