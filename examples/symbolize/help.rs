@@ -179,6 +179,21 @@ STACK DUMPS (--stacks, --folded; not in llvm-symbolizer)
       sudo bpftrace -e 'profile:hz:99 { @[kstack(raw), ustack(raw)] = count(); }' > dump.txt
       symbolize --kernel --folded --input dump.txt | inferno-flamegraph > flame.svg
 
+NAMES (--find PATTERN; not in llvm-symbolizer)
+  Names -> addresses, for probes. --find lists the functions of --obj FILE (or, with --kernel
+  or --kallsyms FILE, of kallsyms) whose name matches PATTERN, one line each:
+      FILE_OFFSET SIZE NAME
+  FILE_OFFSET is what a uprobe takes (perf probe -x FILE -a OFFSET writes FILE:OFFSET to
+  /sys/kernel/tracing/uprobe_events); for the kernel it is the address. NAME is demangled
+  (as --no-demangle says), with @VERSION / @@VERSION where the symbol has one, [MODULE] for
+  a kernel module. PATTERN is a name as the source writes it (ns::Class::method, with or
+  without its parameter list; crate::module::function), as the file spells it (mangled), or
+  a glob with * and ? ('*readline*'). A stripped file's debug file and MiniDebugInfo are
+  searched too. --probe-spec adds, per match, perf probe's and bpftrace's targets:
+      perf probe -x 'FILE' -a 0xOFFSET
+      uprobe:FILE:MANGLED_NAME      (or uprobe:FILE:0xADDRESS where versions share the name)
+  Exit status 1 when nothing matches.
+
 ERRORS
   A module that cannot be read (missing, not ELF, a directory...) is reported once on
   stderr, with its path and the reason, and its addresses are answered with ??; the run

@@ -19,6 +19,7 @@
 //! deliberately differs from llvm-symbolizer 14 and from GNU addr2line.
 
 mod discriminators;
+mod find;
 mod help;
 mod input;
 mod live;
@@ -164,6 +165,15 @@ struct Args {
     /// With stack-dump input, print folded stacks `outer;...;inner COUNT` (implies --stacks)
     #[arg(long)]
     folded: bool,
+
+    /// Names -> addresses: list the functions of --obj (or, with --kernel, of kallsyms) whose
+    /// name matches PATTERN, one `FILE_OFFSET SIZE NAME` line each; see NAMES in --help
+    #[arg(long, value_name = "PATTERN", conflicts_with_all = ["addresses", "input", "pid", "stacks", "folded"])]
+    find: Option<String>,
+
+    /// With --find: also print each match as perf probe's and bpftrace's probe targets
+    #[arg(long, requires = "find")]
+    probe_spec: bool,
 
     /// Print the version
     #[arg(long, short = 'v', action = ArgAction::Version)]
@@ -609,6 +619,24 @@ fn run(args: Args, no_arguments: bool) -> io::Result<bool> {
         builder = builder.debug_dirs(args.debug_file_directory.clone());
     }
     let symbolizer = builder.build();
+    if let Some(pattern) = &args.find {
+        if args.obj.is_none() && !args.kernel && args.kallsyms.is_none() {
+            eprintln!("symbolize: --find needs --obj FILE, or --kernel (or --kallsyms FILE)");
+            return Ok(false);
+        }
+        let find = find::Find {
+            pattern,
+            obj: args.obj.as_deref(),
+            kallsyms: args.kallsyms.as_deref(),
+            probe_spec: args.probe_spec,
+            demangle,
+        };
+        let stdout = io::stdout();
+        let mut out = io::BufWriter::new(stdout.lock());
+        let ok = find::run(&find, &symbolizer, &mut out)?;
+        out.flush()?;
+        return Ok(ok);
+    }
     let lone_dash = args.addresses.len() == 1 && args.addresses[0] == "-";
     let positional = !args.addresses.is_empty() && !lone_dash;
     let printer = Printer::new(PrinterOptions {

@@ -8,12 +8,14 @@ mod bytes;
 pub(crate) mod compressed;
 mod file;
 mod index_builder;
+mod names;
 pub mod relocatable;
 mod segments;
 mod symbols;
 
 pub(crate) use bytes::hex;
 pub use file::{ElfFile, ElfHeaderInfo, SectionContents};
+pub use names::{Binding, NamedSymbol};
 pub use relocatable::RelocatableSection;
 pub use segments::{LoadSegment, Segments};
 pub use symbols::{ElfSymbol, SymbolId, SymbolKind, SymbolOrigin};

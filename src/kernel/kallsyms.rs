@@ -342,6 +342,34 @@ impl Kallsyms {
         Ok(Some(sym))
     }
 
+    /// Every symbol line of the file, in file order, aliases included (the index keeps one
+    /// symbol per address; a name lookup must see them all). `offset` is 0; `size` is the
+    /// indexed symbol's bound where the line is the one indexed at its address, else 0.
+    /// Lines that do not parse are skipped, as when indexing.
+    pub fn lines(&self) -> impl Iterator<Item = KernelSym<'_>> + '_ {
+        self.text.split('\n').filter_map(move |line| {
+            let parsed = parse_line(line.as_bytes()).ok()??;
+            let field = |(start, end): (usize, usize)| line.get(start..end);
+            let name = field(parsed.name)?;
+            let module = match parsed.module {
+                Some(range) => Some(field(range)?),
+                None => None,
+            };
+            let size = match self.find_any_symbol(parsed.addr) {
+                Ok(Some(sym)) if sym.addr == parsed.addr && sym.name == name => sym.size,
+                _ => 0,
+            };
+            Some(KernelSym {
+                name,
+                addr: parsed.addr,
+                offset: 0,
+                size,
+                module,
+                type_char: char::from(parsed.type_byte),
+            })
+        })
+    }
+
     /// Every indexed symbol, by address (`offset` is 0).
     pub fn symbols(&self) -> impl Iterator<Item = KernelSym<'_>> + '_ {
         self.summary

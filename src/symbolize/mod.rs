@@ -5,6 +5,7 @@
 //! new variants and new loaders behind the same call, not as a new API.
 
 mod cache;
+pub mod finder;
 mod kallsyms_cache;
 mod kernel;
 mod loaded;
@@ -20,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError};
 
 pub use cache::{CacheStats, FileId};
+pub use finder::{FoundIn, NamePattern, SymbolMatch};
 pub use kallsyms_cache::KALLSYMS_MIN_AGE;
 pub use kernel::KernelSource;
 pub use output::{NameOrigin, NotFound, OwnedSym, Sym, Symbols};

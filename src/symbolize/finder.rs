@@ -1,0 +1,409 @@
+//! Names → addresses, for probes: [`Symbolizer::find_addresses`] turns a function name as the
+//! source writes it (`ns::Class::method`, `crate::module::function`, `readline`), its mangled
+//! spelling, or a glob (`*readline*`), into every matching symbol with its start, size and
+//! the file offset a uprobe takes (`perf probe -x BIN`, bpftrace's `uprobe:BIN:`); and, over
+//! kallsyms, into kernel addresses for kprobes.
+//!
+//! Where it looks: for an ELF file, its `.symtab` and `.dynsym`, its debug companion's
+//! `.symtab` when the file is stripped (found as for symbolization: build-id, debuglink), and
+//! its MiniDebugInfo; for the kernel, the kallsyms file.
+//!
+//! # Which names match
+//! A symbol matches when the pattern matches one of its spellings:
+//! 1. the name as the table spells it (mangled; without a `@VERSION`);
+//! 2. the demangled name, in full (`curve::Demo::hello(std::__cxx11::basic_string<…>)`; Rust
+//!    names without their hash);
+//! 3. the demangled name without its parameter list (`curve::Demo::hello`), as perf probe and
+//!    bpftrace's C++ probes accept it — not for a compiler's clone (`f(int) [clone .cold]`,
+//!    a fragment of `f`), which matches by its full spellings only.
+//!
+//! A symbol listed in both `.symtab` and `.dynsym` (same name, same address) is one match;
+//! other names at the same address are its [`SymbolMatch::aliases`].
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+
+use crate::addr::{FileOffset, VirtAddr};
+use crate::demangle::demangle;
+use crate::elf::{Binding, ElfFile, NamedSymbol, SymbolKind, SymbolOrigin};
+use crate::error::{Error, Result};
+use crate::symbolize::{Source, Symbolizer};
+
+/// What [`Symbolizer::find_addresses`] looks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NamePattern<'a> {
+    /// Exactly this name, in one of the spellings the module docs list.
+    Exact(&'a str),
+    /// A glob over those spellings: `*` is any run of characters, `?` one character; the
+    /// whole spelling must match (`*read*`, not `read`, finds `readline`).
+    Glob(&'a str),
+}
+
+impl<'a> NamePattern<'a> {
+    /// A glob if `pattern` has `*` or `?`, else an exact name.
+    pub fn parse(pattern: &'a str) -> NamePattern<'a> {
+        if pattern.contains(['*', '?']) {
+            NamePattern::Glob(pattern)
+        } else {
+            NamePattern::Exact(pattern)
+        }
+    }
+
+    fn text(&self) -> &'a str {
+        match self {
+            NamePattern::Exact(text) | NamePattern::Glob(text) => text,
+        }
+    }
+
+    fn matches(&self, spelling: &str) -> bool {
+        match self {
+            NamePattern::Exact(name) => *name == spelling,
+            NamePattern::Glob(glob) => glob_matches(glob.as_bytes(), spelling.as_bytes()),
+        }
+    }
+
+    /// An identifier every matching symbol's raw name contains (identifiers appear verbatim
+    /// in Itanium and Rust manglings): the function's own name, the last identifier before
+    /// any parameter list, when the pattern has one free of glob characters. Lets the finder
+    /// skip demangling the names that cannot match.
+    fn required_identifier(&self) -> Option<&'a str> {
+        let text = self.text();
+        let head = &text[..text.find('(').unwrap_or(text.len())];
+        let last = head
+            .rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '*' || c == '?'))
+            .next()?;
+        let usable = !last.is_empty() && !last.contains(['*', '?']) && last != "operator";
+        usable.then_some(last)
+    }
+}
+
+/// Where a [`SymbolMatch`] was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FoundIn {
+    /// The file's own `.symtab`.
+    Symtab,
+    /// The file's `.dynsym`.
+    Dynsym,
+    /// The `.symtab` of the file's separate debug file (the file is stripped).
+    DebugFile,
+    /// The file's MiniDebugInfo (`.gnu_debugdata`).
+    MiniDebugInfo,
+    /// A kallsyms file.
+    Kallsyms,
+}
+
+/// One symbol whose name matched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SymbolMatch {
+    /// The name as the table spells it (mangled; without a `@VERSION`): what `nm` prints and
+    /// what a probe by name takes.
+    pub name: String,
+    /// The demangled name (the same as `name` for C names).
+    pub demangled: String,
+    /// The symbol's start: its ELF virtual address (`st_value`); for the kernel, the address
+    /// kallsyms lists.
+    pub addr: VirtAddr,
+    /// `st_size`; for the kernel, kallsyms' bound (the distance to the next symbol).
+    pub size: u64,
+    /// The start's offset in the file (from its `PT_LOAD` segments): what a uprobe takes
+    /// (`/sys/kernel/tracing/uprobe_events`' `PATH:OFFSET`), for executables and shared
+    /// libraries, PIE or not. `None` for the kernel, and where no segment holds the address.
+    pub file_offset: Option<FileOffset>,
+    /// Function or data object.
+    pub kind: SymbolKind,
+    /// Global, weak or local (a static function).
+    pub binding: Binding,
+    /// The symbol version (`GLIBC_2.2.5`), if any.
+    pub version: Option<String>,
+    /// Whether the version is hidden (`name@VER`) rather than the default (`name@@VER`).
+    pub version_hidden: bool,
+    /// Which table it came from.
+    pub found_in: FoundIn,
+    /// The other names defined at the same address (as the tables spell them), sorted.
+    pub aliases: Vec<String>,
+    /// For a kernel symbol of a module, the module's name.
+    pub kernel_module: Option<String>,
+    /// The file whose table listed it (the file, its debug file, or the kallsyms file).
+    pub file: PathBuf,
+}
+
+impl Symbolizer {
+    /// Every symbol of `source` whose name matches `pattern` (see the [module
+    /// docs](crate::symbolize::finder) for the spellings a pattern is matched against), in
+    /// table order. For [`Source::Elf`] and [`Source::BuildId`]: functions and data objects
+    /// of the file (see [`SymbolMatch::kind`]); for [`Source::Kernel`]: every kallsyms line,
+    /// aliases included.
+    /// A process is not a source for this (probes attach to files: give the mapped file's
+    /// path as [`Source::Elf`]): that is an error, as is a file that cannot be read.
+    ///
+    /// ```
+    /// use stacksym::symbolize::NamePattern;
+    /// use stacksym::{Source, Symbolizer};
+    /// # fn main() -> stacksym::Result<()> {
+    /// let symbolizer = Symbolizer::builder().build();
+    /// let path = std::path::Path::new("testdata/bin/c-nopie");
+    /// let found = symbolizer.find_addresses(&Source::Elf { path }, &NamePattern::parse("demo_impl"))?;
+    /// let demo = &found[0];
+    /// // What `perf probe -x testdata/bin/c-nopie -a demo_impl` writes to uprobe_events.
+    /// assert_eq!(demo.file_offset.map(|o| o.0), Some(0x1300));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn find_addresses(
+        &self,
+        source: &Source<'_>,
+        pattern: &NamePattern<'_>,
+    ) -> Result<Vec<SymbolMatch>> {
+        match source {
+            Source::Elf { path } => self.find_in_elf(path, pattern),
+            Source::BuildId { build_id } => {
+                let found = self.build_ids.find_by_build_id(build_id)?.ok_or_else(|| {
+                    Error::Unsupported {
+                        path: source.describe(),
+                        what: format!(
+                            "no file with this build-id in {:?}",
+                            self.build_ids.debug_dirs()
+                        ),
+                    }
+                })?;
+                self.find_in_elf(&found.path, pattern)
+            }
+            Source::Kernel(kernel) => {
+                let cached = self.cached_kallsyms(kernel.kallsyms_path(), &[])?;
+                let kallsyms = cached.kallsyms();
+                let required = pattern.required_identifier();
+                Ok(kallsyms
+                    .lines()
+                    .filter(|sym| required.is_none_or(|id| sym.name.contains(id)))
+                    .filter(|sym| spellings(sym.name.as_bytes()).any(|s| pattern.matches(&s)))
+                    .map(|sym| SymbolMatch {
+                        name: sym.name.to_string(),
+                        demangled: demangle(sym.name).into_owned(),
+                        addr: VirtAddr(sym.addr),
+                        size: sym.size,
+                        file_offset: None,
+                        kind: if sym.is_text() {
+                            SymbolKind::Function
+                        } else {
+                            SymbolKind::Data
+                        },
+                        binding: match sym.type_char {
+                            'w' | 'W' | 'v' | 'V' => Binding::Weak,
+                            c if c.is_ascii_uppercase() => Binding::Global,
+                            _ => Binding::Local,
+                        },
+                        version: None,
+                        version_hidden: false,
+                        found_in: FoundIn::Kallsyms,
+                        aliases: Vec::new(),
+                        kernel_module: sym.module.map(str::to_string),
+                        file: kallsyms.path().to_path_buf(),
+                    })
+                    .collect())
+            }
+            Source::Process { process, .. } | Source::Stack { process, .. } => {
+                Err(Error::Unsupported {
+                    path: process.proc_dir(),
+                    what: "names are looked up in a file, not a process (uprobes attach to \
+                           files): give the mapped file as Source::Elf"
+                        .to_string(),
+                })
+            }
+        }
+    }
+
+    fn find_in_elf(
+        &self,
+        path: &std::path::Path,
+        pattern: &NamePattern<'_>,
+    ) -> Result<Vec<SymbolMatch>> {
+        let file = self.open_elf(path)?;
+        let debug = file.debug_state(|| self.debug.clone());
+        let symbol_file = file.symbol_file(debug);
+        // The tables searched, in order: the file's own, its debug file's (when it names the
+        // file's symbols), its MiniDebugInfo's.
+        let mut tables: Vec<(&ElfFile, Option<FoundIn>)> = vec![(&file.elf, None)];
+        if !std::sync::Arc::ptr_eq(symbol_file, &file) {
+            tables.push((&symbol_file.elf, Some(FoundIn::DebugFile)));
+        }
+        if let Some(mini) = &debug.mini {
+            tables.push((&mini.elf, Some(FoundIn::MiniDebugInfo)));
+        }
+        let mut all: Vec<(NamedSymbol<'_>, FoundIn, &ElfFile)> = Vec::new();
+        for (elf, found_in) in tables {
+            for sym in elf.named_symbols()? {
+                let found_in = found_in.unwrap_or(match sym.table {
+                    SymbolOrigin::Dynsym => FoundIn::Dynsym,
+                    _ => FoundIn::Symtab,
+                });
+                all.push((sym, found_in, elf));
+            }
+        }
+        let required = pattern.required_identifier();
+        let mut seen: HashSet<(&[u8], u64)> = HashSet::new();
+        let mut matched = Vec::new();
+        for (i, (sym, _, _)) in all.iter().enumerate() {
+            if !seen.insert((sym.name, sym.addr.0)) {
+                continue; // the same symbol in a second table
+            }
+            let may_match = required.is_none_or(|id| contains(sym.name, id.as_bytes()));
+            if may_match && spellings(sym.name).any(|s| pattern.matches(&s)) {
+                matched.push(i);
+            }
+        }
+        // Aliases: every distinct name at a matched address.
+        let wanted: HashSet<u64> = matched.iter().map(|&i| all[i].0.addr.0).collect();
+        let mut names_at: HashMap<u64, Vec<&[u8]>> = HashMap::new();
+        for (sym, _, _) in &all {
+            if wanted.contains(&sym.addr.0) {
+                let names = names_at.entry(sym.addr.0).or_default();
+                if !names.contains(&sym.name) {
+                    names.push(sym.name);
+                }
+            }
+        }
+        let segments = file.elf.segments();
+        Ok(matched
+            .into_iter()
+            .map(|i| {
+                let (sym, found_in, elf) = &all[i];
+                let name = String::from_utf8_lossy(sym.name).into_owned();
+                let mut aliases: Vec<String> = names_at
+                    .get(&sym.addr.0)
+                    .into_iter()
+                    .flatten()
+                    .filter(|&&alias| alias != sym.name)
+                    .map(|alias| String::from_utf8_lossy(alias).into_owned())
+                    .collect();
+                aliases.sort();
+                SymbolMatch {
+                    demangled: demangle(&name).into_owned(),
+                    name,
+                    addr: sym.addr,
+                    size: sym.size,
+                    file_offset: segments.virt_to_file_offset(sym.addr),
+                    kind: sym.kind,
+                    binding: sym.binding,
+                    version: sym.version.map(|v| String::from_utf8_lossy(v).into_owned()),
+                    version_hidden: sym.version_hidden,
+                    found_in: *found_in,
+                    aliases,
+                    kernel_module: None,
+                    file: elf.path().to_path_buf(),
+                }
+            })
+            .collect())
+    }
+}
+
+/// The spellings a name is matched under: raw, demangled, demangled without parameters.
+fn spellings(raw: &[u8]) -> impl Iterator<Item = Cow<'_, str>> {
+    let raw = String::from_utf8_lossy(raw);
+    let demangled = demangle(&raw).into_owned();
+    // A compiler's clone (`f(int) [clone .cold]`) is a fragment, not the function: the
+    // short spelling names the function only.
+    let without_params = strip_parameters(&demangled)
+        .filter(|_| !demangled.contains(" [clone "))
+        .map(str::to_string);
+    let demangled = (demangled != raw).then_some(demangled);
+    std::iter::once(raw)
+        .chain(demangled.map(Cow::Owned))
+        .chain(without_params.map(Cow::Owned))
+}
+
+/// A demangled C++ name without its parameter list (and any qualifiers after it):
+/// `ns::f<int>(char) const` → `ns::f<int>`; `None` when it has none. The list is the first
+/// `(` outside template arguments that does not belong to an `operator()`.
+fn strip_parameters(name: &str) -> Option<&str> {
+    let mut depth = 0usize;
+    for (i, c) in name.char_indices() {
+        match c {
+            '<' => depth += 1,
+            '>' => depth = depth.saturating_sub(1),
+            '(' if depth == 0 => {
+                let head = &name[..i];
+                if head.ends_with("operator") && name[i..].starts_with("()") {
+                    continue;
+                }
+                return (!head.is_empty()).then_some(head);
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Whether `haystack` contains `needle`.
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Glob matching with `*` (any run) and `?` (one byte), in time linear in
+/// `text.len() * pattern.len()` at worst (the classic backtrack to the last `*`).
+fn glob_matches(pattern: &[u8], text: &[u8]) -> bool {
+    let (mut p, mut t) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        match pattern.get(p) {
+            Some(b'*') => {
+                star = Some((p, t));
+                p += 1;
+            }
+            Some(&c) if c == b'?' || c == text[t] => {
+                p += 1;
+                t += 1;
+            }
+            _ => match star {
+                Some((sp, st)) => {
+                    p = sp + 1;
+                    t = st + 1;
+                    star = Some((sp, st + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    pattern[p..].iter().all(|&c| c == b'*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(glob_matches(b"*readline*", b"rl_readline_name"));
+        assert!(glob_matches(b"read?ine", b"readline"));
+        assert!(!glob_matches(b"read", b"readline"));
+        assert!(glob_matches(b"*", b""));
+        assert!(!glob_matches(b"a*b", b"acbc"));
+        assert!(glob_matches(b"a*b*c", b"axxbyyc"));
+    }
+
+    #[test]
+    fn parameters_are_stripped_outside_templates() {
+        assert_eq!(strip_parameters("ns::f(int)"), Some("ns::f"));
+        assert_eq!(
+            strip_parameters("ns::g<void (*)(int)>(char) const"),
+            Some("ns::g<void (*)(int)>")
+        );
+        assert_eq!(
+            strip_parameters("S::operator()(int)"),
+            Some("S::operator()")
+        );
+        assert_eq!(strip_parameters("main"), None);
+    }
+
+    #[test]
+    fn required_identifier_is_the_function_name() {
+        fn id(p: &str) -> Option<&str> {
+            NamePattern::parse(p).required_identifier()
+        }
+        assert_eq!(id("curve::Demo::hello(std::string)"), Some("hello"));
+        assert_eq!(id("*readline*"), None);
+        assert_eq!(id("ns::*::get"), Some("get"));
+        assert_eq!(id("S::operator()"), None);
+    }
+}
