@@ -31,6 +31,16 @@ fuzz_target!(|data: &[u8]| {
     let _ = elf.header();
     let _ = elf.build_id().map(<[u8]>::len);
     let _ = elf.symbol_count();
+    // Names -> addresses (the probe finder's walk): every name is a slice of the input.
+    match elf.named_symbols() {
+        Ok(named) => {
+            for sym in named.iter().take(MAX_PROBES) {
+                let _ = demangle(&String::from_utf8_lossy(sym.name));
+                let _ = elf.segments().virt_to_file_offset(sym.addr);
+            }
+        }
+        Err(e) => assert!(e.to_string().starts_with("fuzz-input: "), "{e}"),
+    }
 
     let mut addrs: Vec<u64> = Vec::new();
     // Addresses chosen by the input itself: its last 32 bytes as four u64s.
