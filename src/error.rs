@@ -96,6 +96,17 @@ pub enum Error {
         /// What was wrong, and what to do about it.
         what: String,
     },
+    /// A debuginfod lookup failed: every server refused or failed (the message says what each
+    /// answered), a recent failure is remembered, or the cache could not be used. `path`
+    /// names the build-id and the kind of file (`build-id <hex> (debuginfo)`), or the
+    /// downloaded file that was refused.
+    #[error("{path}: debuginfod: {what}")]
+    Debuginfod {
+        /// The build-id and kind looked up, or the refused file.
+        path: PathBuf,
+        /// What went wrong, per server.
+        what: String,
+    },
 }
 
 impl Error {
@@ -110,7 +121,8 @@ impl Error {
             | Error::Process { path, .. }
             | Error::Kallsyms { path, .. }
             | Error::KernelAddrsHidden { path, .. }
-            | Error::KernelModule { path, .. } => path,
+            | Error::KernelModule { path, .. }
+            | Error::Debuginfod { path, .. } => path,
         }
     }
 }
@@ -153,6 +165,10 @@ impl Error {
                 what: what.clone(),
             },
             Error::KernelModule { path, what } => Error::KernelModule {
+                path: path.clone(),
+                what: what.clone(),
+            },
+            Error::Debuginfod { path, what } => Error::Debuginfod {
                 path: path.clone(),
                 what: what.clone(),
             },

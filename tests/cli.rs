@@ -1120,7 +1120,7 @@ fn check_demo_output(out: &Output) {
         // Name and location per frame, inlined ones first: the function whose code it is
         // (named by the symbol table) is the last pair. Binaries built with -g give lines.
         let lines: Vec<&str> = block.lines().collect();
-        assert!(lines.len() >= 2 && lines.len() % 2 == 0, "{block}");
+        assert!(lines.len() >= 2 && lines.len().is_multiple_of(2), "{block}");
         let (name, location) = (lines[lines.len() - 2], lines[lines.len() - 1]);
         let with_lines = ["cpp-O2-g", "c-pie-g"].iter().any(|b| binary.ends_with(b));
         if with_lines && !name.ends_with("@plt") && !name.starts_with("demo_global") {

@@ -6,8 +6,10 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
+#[cfg(feature = "debuginfod")]
+use super::Debuginfod;
 use crate::elf::{hex, ElfFile};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// The debug dir used when none is configured, as on Debian, Ubuntu and Fedora.
 pub const DEFAULT_DEBUG_DIR: &str = "/usr/lib/debug";
@@ -47,6 +49,14 @@ pub enum FoundBy {
         /// The configured debug dir.
         debug_dir: PathBuf,
     },
+    /// From a debuginfod server, or its cache (feature `debuginfod`), build-id checked.
+    #[cfg(feature = "debuginfod")]
+    Debuginfod {
+        /// Which file of the build-id it is.
+        kind: super::FileKind,
+        /// The URL it was downloaded from now; `None` when it was in the cache already.
+        downloaded_from: Option<String>,
+    },
 }
 
 /// A debug companion that passed its checks, opened.
@@ -59,6 +69,19 @@ pub struct DebugFile {
     pub found_by: FoundBy,
     /// The opened file.
     pub elf: Arc<ElfFile>,
+}
+
+impl DebugFile {
+    /// Whether this is a separate debug file (found as `….debug`, or fetched as debuginfod's
+    /// `debuginfo`) rather than the binary itself: its code sections are empty, so only
+    /// virtual addresses can be looked up in it.
+    pub fn is_debug_file(&self) -> bool {
+        #[cfg(feature = "debuginfod")]
+        if let FoundBy::Debuginfod { kind, .. } = &self.found_by {
+            return *kind == super::FileKind::Debuginfo;
+        }
+        self.path.extension().is_some_and(|e| e == "debug")
+    }
 }
 
 /// Finds debug companions in a list of debug dirs (see the [module docs](super) for the
@@ -79,6 +102,9 @@ pub struct DebugFile {
 #[derive(Debug, Clone)]
 pub struct DebugFinder {
     debug_dirs: Vec<PathBuf>,
+    /// Asked after the local places, when configured.
+    #[cfg(feature = "debuginfod")]
+    debuginfod: Option<Arc<Debuginfod>>,
 }
 
 impl Default for DebugFinder {
@@ -86,6 +112,14 @@ impl Default for DebugFinder {
     fn default() -> Self {
         DebugFinder::new(vec![PathBuf::from(DEFAULT_DEBUG_DIR)])
     }
+}
+
+/// Which file of a build-id [`DebugFinder`] asks debuginfod for (the feature's `FileKind`,
+/// which does not exist without it).
+#[derive(Clone, Copy)]
+enum RemoteKind {
+    Debuginfo,
+    Executable,
 }
 
 /// What a candidate must satisfy.
@@ -132,7 +166,61 @@ impl DebugFinder {
     /// llvm-symbolizer's `--debug-file-directory`). An empty list still finds debuglink files
     /// next to the binary and in its `.debug/`.
     pub fn new(debug_dirs: Vec<PathBuf>) -> Self {
-        DebugFinder { debug_dirs }
+        DebugFinder {
+            debug_dirs,
+            #[cfg(feature = "debuginfod")]
+            debuginfod: None,
+        }
+    }
+
+    /// The same finder (its debuginfod client included) with other debug dirs.
+    pub fn with_debug_dirs(&self, debug_dirs: Vec<PathBuf>) -> Self {
+        let mut finder = self.clone();
+        finder.debug_dirs = debug_dirs;
+        finder
+    }
+
+    /// Also asks `client`'s servers (feature `debuginfod`) when the local places have
+    /// nothing: for a debug file, a dwz supplementary file, and a file by build-id.
+    #[cfg(feature = "debuginfod")]
+    pub fn with_debuginfod(mut self, client: Option<Arc<Debuginfod>>) -> Self {
+        self.debuginfod = client;
+        self
+    }
+
+    /// The debuginfod client, if one is configured.
+    #[cfg(feature = "debuginfod")]
+    pub fn debuginfod(&self) -> Option<&Arc<Debuginfod>> {
+        self.debuginfod.as_ref()
+    }
+
+    /// `kind` of `build_id` from the debuginfod servers: `Ok(None)` when none is configured
+    /// (or the feature is off), the error when the lookup failed.
+    fn fetch_remote(&self, build_id: &[u8], kind: RemoteKind) -> Result<Option<DebugFile>> {
+        #[cfg(feature = "debuginfod")]
+        if let Some(client) = &self.debuginfod {
+            let kind = match kind {
+                RemoteKind::Debuginfo => super::FileKind::Debuginfo,
+                RemoteKind::Executable => super::FileKind::Executable,
+            };
+            let fetched = client.fetch(build_id, kind)?;
+            log::debug!(
+                "build-id {}: {} {} (debuginfod)",
+                hex(build_id),
+                kind.name(),
+                fetched.elf.path().display()
+            );
+            return Ok(Some(DebugFile {
+                path: fetched.elf.path().to_path_buf(),
+                found_by: FoundBy::Debuginfod {
+                    kind,
+                    downloaded_from: fetched.downloaded_from,
+                },
+                elf: fetched.elf,
+            }));
+        }
+        let _ = (build_id, kind);
+        Ok(None)
     }
 
     /// The configured debug dirs, in search order.
@@ -142,10 +230,22 @@ impl DebugFinder {
 
     /// The debug companion of `elf`, or `Ok(None)` when no candidate passes its check.
     ///
-    /// A candidate that cannot be used is skipped with a `log::debug!` (gdb does the same),
-    /// so today this never returns `Err`; the `Result` leaves room for sources that can fail
-    /// as a whole (debuginfod).
+    /// A local candidate that cannot be used is skipped with a `log::debug!` (gdb does the
+    /// same). When none is found and a debuginfod client is configured, its servers are asked
+    /// for the `debuginfo` of `elf`'s build-id; `Err` says why that failed (every server's
+    /// answer, or a remembered failure).
     pub fn find(&self, elf: &ElfFile) -> Result<Option<DebugFile>> {
+        if let Some(found) = self.find_local(elf) {
+            return Ok(Some(found));
+        }
+        match elf.build_id() {
+            Some(build_id) => self.fetch_remote(build_id, RemoteKind::Debuginfo),
+            None => Ok(None),
+        }
+    }
+
+    /// [`DebugFinder::find`] in the debug dirs and the file's directory.
+    fn find_local(&self, elf: &ElfFile) -> Option<DebugFile> {
         let referrer = Referrer::of(elf);
         if let Some(build_id) = elf.build_id() {
             for debug_dir in &self.debug_dirs {
@@ -161,24 +261,20 @@ impl DebugFinder {
                         debug_dir: debug_dir.clone(),
                     },
                 ) {
-                    return Ok(Some(found));
+                    return Some(found);
                 }
             }
         }
-        let Some((name, crc)) = elf.debuglink() else {
-            return Ok(None);
-        };
+        let (name, crc) = elf.debuglink()?;
         let Some(name) = plain_file_name(name) else {
             log::debug!(
                 "{}: ignoring .gnu_debuglink {:?}: not a plain file name",
                 elf.path().display(),
                 String::from_utf8_lossy(name)
             );
-            return Ok(None);
+            return None;
         };
-        let Some(dir) = referrer.dir.clone() else {
-            return Ok(None);
-        };
+        let dir = referrer.dir.clone()?;
         let check = Check::Crc {
             crc,
             build_id: elf.build_id(),
@@ -198,10 +294,10 @@ impl DebugFinder {
         for (path, how) in candidates {
             let found_by = FoundBy::DebugLink { dir: how };
             if let Some(found) = self.try_candidate(elf, &referrer, path, check, found_by) {
-                return Ok(Some(found));
+                return Some(found);
             }
         }
-        Ok(None)
+        None
     }
 
     /// The dwz supplementary file named by `debug`'s `.gnu_debugaltlink` (`debug` is usually
@@ -209,8 +305,31 @@ impl DebugFinder {
     /// no candidate has the recorded build-id. Candidates: the recorded path (relative to
     /// `debug`'s directory; skipped if it lies outside the debug dirs and that directory),
     /// then `<debug-dir>/.build-id/xx/rest.debug`, then `<debug-dir>/.dwz/<path after
-    /// ".dwz/", or the file name>` for each debug dir.
+    /// ".dwz/", or the file name>` for each debug dir, then the debuginfod servers'
+    /// `debuginfo` of the recorded build-id. A debuginfod failure is logged (`log::debug!`)
+    /// and reads as `Ok(None)`: without the supplementary file only the names and lines that
+    /// live there are missing.
     pub fn find_supplementary(&self, debug: &ElfFile) -> Result<Option<DebugFile>> {
+        let Some((_, build_id)) = debug.debugaltlink() else {
+            return Ok(None);
+        };
+        if let Some(found) = self.find_supplementary_local(debug)? {
+            return Ok(Some(found));
+        }
+        match self.fetch_remote(build_id, RemoteKind::Debuginfo) {
+            Ok(found) => Ok(found),
+            Err(e) => {
+                log::debug!(
+                    "{}: supplementary file (.gnu_debugaltlink): {e}",
+                    debug.path().display()
+                );
+                Ok(None)
+            }
+        }
+    }
+
+    /// [`DebugFinder::find_supplementary`] in the local places.
+    fn find_supplementary_local(&self, debug: &ElfFile) -> Result<Option<DebugFile>> {
         let Some((recorded, build_id)) = debug.debugaltlink() else {
             return Ok(None);
         };
@@ -309,18 +428,45 @@ impl DebugFinder {
     /// earlier (perhaps on another machine) without its path: for each debug dir in order,
     /// `<debug-dir>/.build-id/xx/rest` (the binary itself, as Fedora links it there), then
     /// `<debug-dir>/.build-id/xx/rest.debug` (its debug file); each candidate's build-id
-    /// must equal `build_id`. `Ok(None)` when none does (or `build_id` is shorter than 2
-    /// bytes).
+    /// must equal `build_id`. Then, when a debuginfod client is configured, its servers'
+    /// `executable`, else their `debuginfo` (`Err` when both fail: what each server said).
+    /// `Ok(None)` when nothing is found (or `build_id` is shorter than 2 bytes).
     pub fn find_by_build_id(&self, build_id: &[u8]) -> Result<Option<DebugFile>> {
+        if let Some(found) = self.find_by_build_id_locally(build_id) {
+            return Ok(Some(found));
+        }
+        match self.fetch_remote(build_id, RemoteKind::Executable) {
+            Ok(found) => Ok(found),
+            Err(executable_error) => match self.fetch_remote(build_id, RemoteKind::Debuginfo) {
+                Ok(found) => Ok(found),
+                Err(debuginfo_error) => {
+                    // Both failed for their own reasons: say both, once each.
+                    let reason = |e: &Error| match e {
+                        Error::Debuginfod { what, .. } => what.clone(),
+                        other => other.to_string(),
+                    };
+                    Err(Error::Debuginfod {
+                        path: PathBuf::from(format!("build-id {}", hex(build_id))),
+                        what: format!(
+                            "executable: {}; debuginfo: {}",
+                            reason(&executable_error),
+                            reason(&debuginfo_error)
+                        ),
+                    })
+                }
+            },
+        }
+    }
+
+    /// [`DebugFinder::find_by_build_id`] in the debug dirs.
+    fn find_by_build_id_locally(&self, build_id: &[u8]) -> Option<DebugFile> {
         let for_file = format!("build-id {}", hex(build_id));
         let nobody = Referrer {
             dir: None,
             id: None,
         };
         for debug_dir in &self.debug_dirs {
-            let Some(debug) = build_id_path(debug_dir, build_id) else {
-                return Ok(None);
-            };
+            let debug = build_id_path(debug_dir, build_id)?;
             let binary = debug.with_extension("");
             for path in [binary, debug] {
                 let found_by = FoundBy::BuildIdDir {
@@ -328,11 +474,11 @@ impl DebugFinder {
                 };
                 let check = Check::BuildId(build_id);
                 if let Some(found) = try_candidate(&for_file, &nobody, path, check, found_by) {
-                    return Ok(Some(found));
+                    return Some(found);
                 }
             }
         }
-        Ok(None)
+        None
     }
 }
 

@@ -36,12 +36,26 @@
 //! [`mini_debuginfo`] reads MiniDebugInfo, the xz-compressed symbol table some distributions
 //! embed in stripped binaries (`.gnu_debugdata`; feature `minidebuginfo`, on by default).
 //!
+//! [`Debuginfod`] (feature `debuginfod`, on by default) fetches what the local places lack
+//! from debuginfod servers, into the cache gdb and elfutils share: a [`DebugFinder`] given a
+//! client ([`DebugFinder::with_debuginfod`]) asks it last, for the `debuginfo` of a file's
+//! build-id, of a dwz supplementary file's, and for [`DebugFinder::find_by_build_id`] the
+//! `executable`, then the `debuginfo`. Nothing is fetched unless a server URL is configured.
+//!
 //! Split DWARF (`.dwo`/`.dwp`) is followed by `dwarf/`, since the DWARF names those files.
 //! Debug files inside a container's root are searched by the symbolizer, which puts the
-//! root's debug dirs first. Not here yet: debuginfod.
+//! root's debug dirs first.
 
+#[cfg(feature = "debuginfod")]
+mod debuginfod;
 mod finder;
 mod minidebuginfo;
+
+#[cfg(feature = "debuginfod")]
+pub use debuginfod::{
+    Debuginfod, DebuginfodConfig, DebuginfodStats, Fetched, FileKind, Progress, ProgressFn,
+    DEFAULT_MAX_REDIRECTS, DEFAULT_NEGATIVE_TTL, DEFAULT_TIMEOUT, MAX_UNCACHED_BYTES,
+};
 
 pub use finder::{DebugFile, DebugFinder, DebugLinkDir, FoundBy, DEFAULT_DEBUG_DIR};
 pub use minidebuginfo::{mini_debuginfo, MAX_MINIDEBUGINFO_BYTES};

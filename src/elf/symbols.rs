@@ -536,7 +536,7 @@ mod tests {
         for spread in [1u64, 1 << 30] {
             // Sizes above u32::MAX are clamped by the index (documented on `Entry::new`).
             let size = |i: usize| {
-                if i % 3 == 0 {
+                if i.is_multiple_of(3) {
                     0x10
                 } else {
                     (0x40 * spread).min(u64::from(u32::MAX))

@@ -1269,7 +1269,7 @@ mod tests {
             let bytes: Vec<u8> = (0..len)
                 .map(|k| {
                     let b = (rng >> (k % 8 * 8)) as u8;
-                    if (rng >> 60) % 3 == 0 {
+                    if (rng >> 60).is_multiple_of(3) {
                         b
                     } else {
                         b | 0x40

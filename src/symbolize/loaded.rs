@@ -35,7 +35,7 @@ impl DebugOptions {
                 .iter()
                 .map(|dir| root.join(dir.strip_prefix("/").unwrap_or(dir)));
             let dirs = inside.chain(finder.debug_dirs().iter().cloned()).collect();
-            DebugFinder::new(dirs)
+            finder.with_debug_dirs(dirs)
         });
         DebugOptions {
             finder,

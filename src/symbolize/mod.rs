@@ -154,6 +154,10 @@ pub struct SymbolizerStats {
     pub open_files: usize,
     /// Bytes of files mapped into memory now.
     pub bytes_mapped: u64,
+    /// debuginfod lookups, downloads and bytes (all zero when no server is configured); a
+    /// batch fetched something when `downloads` grew, `last_fetch` says how long it took.
+    #[cfg(feature = "debuginfod")]
+    pub debuginfod: crate::debuginfo::DebuginfodStats,
 }
 
 /// Builds a [`Symbolizer`].
@@ -163,6 +167,9 @@ pub struct SymbolizerBuilder {
     source_lines: bool,
     debug_files: bool,
     debug_dirs: Vec<PathBuf>,
+    /// `None`: elfutils' environment variables, read by `build`.
+    #[cfg(feature = "debuginfod")]
+    debuginfod: Option<crate::debuginfo::DebuginfodConfig>,
     max_open_files: NonZeroUsize,
     max_cached_processes: NonZeroUsize,
     max_cached_kallsyms: NonZeroUsize,
@@ -175,6 +182,8 @@ impl Default for SymbolizerBuilder {
             source_lines: true,
             debug_files: true,
             debug_dirs: vec![PathBuf::from(DEFAULT_DEBUG_DIR)],
+            #[cfg(feature = "debuginfod")]
+            debuginfod: None,
             max_open_files: NonZeroUsize::new(64).unwrap_or(NonZeroUsize::MIN),
             max_cached_processes: NonZeroUsize::new(256).unwrap_or(NonZeroUsize::MIN),
             max_cached_kallsyms: NonZeroUsize::new(4).unwrap_or(NonZeroUsize::MIN),
@@ -213,6 +222,18 @@ impl SymbolizerBuilder {
         self
     }
 
+    /// Where and how to fetch missing debug files from debuginfod servers (feature
+    /// `debuginfod`). Default: [`DebuginfodConfig::from_env`](crate::debuginfo::DebuginfodConfig::from_env),
+    /// so without `DEBUGINFOD_URLS` nothing is fetched; a config set here is used as it is,
+    /// the environment unread. `DebuginfodConfig::new()` (no URLs) turns fetching off.
+    /// Fetching is part of the debug-file search, so [`SymbolizerBuilder::debug_files`]
+    /// off turns it off too, except for [`Source::BuildId`].
+    #[cfg(feature = "debuginfod")]
+    pub fn debuginfod(mut self, config: crate::debuginfo::DebuginfodConfig) -> Self {
+        self.debuginfod = Some(config);
+        self
+    }
+
     /// How many files stay open (mapped, with their index) at most (default: 64). The least
     /// recently used file is closed to make room.
     pub fn max_open_files(mut self, count: NonZeroUsize) -> Self {
@@ -236,11 +257,20 @@ impl SymbolizerBuilder {
 
     /// The symbolizer.
     pub fn build(self) -> Symbolizer {
+        let finder = DebugFinder::new(self.debug_dirs);
+        #[cfg(feature = "debuginfod")]
+        let finder = {
+            let config = self
+                .debuginfod
+                .unwrap_or_else(crate::debuginfo::DebuginfodConfig::from_env);
+            let client = crate::debuginfo::Debuginfod::new(config).map(Arc::new);
+            finder.with_debuginfod(client)
+        };
         Symbolizer {
             demangle: self.demangle,
-            build_ids: DebugFinder::new(self.debug_dirs.clone()),
+            build_ids: finder.clone(),
             debug: DebugOptions {
-                finder: self.debug_files.then(|| DebugFinder::new(self.debug_dirs)),
+                finder: self.debug_files.then_some(finder),
                 source_lines: self.source_lines,
             },
             files: SharedLru::new(self.max_open_files),
@@ -327,8 +357,7 @@ impl Symbolizer {
                     .build_ids
                     .find_by_build_id(build_id)?
                     .ok_or_else(not_found)?;
-                let is_debug_file = found.path.extension().is_some_and(|e| e == "debug");
-                if is_debug_file && matches!(input, Input::FileOffsets(_)) {
+                if found.is_debug_file() && matches!(input, Input::FileOffsets(_)) {
                     return Err(Error::Unsupported {
                         path: found.path,
                         what: "file offsets need the binary, and only its debug file has \
@@ -527,6 +556,12 @@ impl Symbolizer {
             kallsyms: self.kallsyms.stats(),
             open_files: self.files.len(),
             bytes_mapped,
+            #[cfg(feature = "debuginfod")]
+            debuginfod: self
+                .build_ids
+                .debuginfod()
+                .map(|client| client.stats())
+                .unwrap_or_default(),
         }
     }
 
