@@ -787,7 +787,14 @@ impl Debuginfod {
                 Ok(0) => break,
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(format!("after {received} bytes: {e}")),
+                Err(e) => {
+                    return Err(match total {
+                        Some(total) => {
+                            format!("truncated: {received} of the announced {total} bytes ({e})")
+                        }
+                        None => format!("after {received} bytes: {e}"),
+                    })
+                }
             };
             received += n as u64;
             self.bytes.fetch_add(n as u64, Ordering::Relaxed);
