@@ -775,3 +775,288 @@ fn child_env(binary: &Path, addrs: &[u64], url: &str, cache: &Path) -> Vec<(Stri
         ("STACKSYM_TEST_CACHE".into(), cache.display().to_string()),
     ]
 }
+
+// ---------------------------------------------------------------------------------------
+// The real server: elfutils' debuginfod
+
+/// Skips loudly when a tool is missing; under CI, fails instead (`.ci/run` installs it).
+fn tool(test: &str, name: &str, package: &str) -> Option<PathBuf> {
+    let found = support::require_tool(test, name, package);
+    if found.is_none() && std::env::var_os("CI").is_some() {
+        panic!("{test}: {name} is missing; CI is expected to install {package}");
+    }
+    found
+}
+
+/// `GET path` on 127.0.0.1:`port`: the status code, if the server answered.
+fn http_status(port: u16, path: &str) -> Option<u16> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut status_line = String::new();
+    BufReader::new(stream).read_line(&mut status_line).ok()?;
+    status_line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The local addresses of the sockets listening on `port` (`/proc/net/tcp` and `tcp6`, as
+/// the kernel writes them: hex, in network order per 32-bit word).
+fn listening_addresses(port: u16) -> Vec<String> {
+    let mut found = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (Some(local), Some(&"0A")) = (fields.get(1), fields.get(3)) else {
+                continue;
+            };
+            if let Some((addr, p)) = local.rsplit_once(':') {
+                if u16::from_str_radix(p, 16).ok() == Some(port) {
+                    found.push(addr.to_string());
+                }
+            }
+        }
+    }
+    found
+}
+
+/// elfutils' `debuginfod -F` serving a temporary directory, bound to 127.0.0.1 (through
+/// `tests/support/loopback_bind.c`: Debian 12's server has no listen-address option).
+struct RealServer {
+    child: Child,
+    url: String,
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl RealServer {
+    /// Serves `files` (copied in under the given names) once every build-id of `ready` is
+    /// indexed; `None` (after saying why) when a tool is missing outside CI.
+    fn start(test: &str, files: &[(&Path, &str)], ready: &[&[u8]]) -> Option<RealServer> {
+        let debuginfod = tool(test, "debuginfod", "debuginfod")?;
+        let cc = tool(test, "cc", "gcc")?;
+        let dir = tempfile::tempdir().unwrap();
+        let served = dir.path().join("served");
+        std::fs::create_dir(&served).unwrap();
+        for (from, name) in files {
+            std::fs::copy(from, served.join(name)).unwrap();
+        }
+        let shim = dir.path().join("loopback_bind.so");
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/loopback_bind.c");
+        let status = Command::new(cc)
+            .args(["-shared", "-fPIC", "-O2", "-o"])
+            .arg(&shim)
+            .arg(&source)
+            .arg("-ldl")
+            .status()
+            .unwrap();
+        assert!(status.success(), "cc {}", source.display());
+        // A free port: bound, read, released (debuginfod takes a number, not a socket).
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let log = std::fs::File::create(dir.path().join("debuginfod.log")).unwrap();
+        let child = Command::new(debuginfod)
+            .arg("-p")
+            .arg(port.to_string())
+            .arg("-d")
+            .arg(dir.path().join("index.sqlite"))
+            .args(["-F", "-t", "0", "-g", "0", "-v"])
+            .arg(&served)
+            .env("LD_PRELOAD", &shim)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let mut server = RealServer {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+            port,
+            dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        for build_id in ready {
+            let path = format!("/buildid/{}/debuginfo", hex(build_id));
+            while http_status(port, &path) != Some(200) {
+                if let Ok(Some(status)) = server.child.try_wait() {
+                    panic!("debuginfod exited ({status}): {}", server.log());
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "{path} not served after 60 s: {}",
+                    server.log()
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        let addresses = listening_addresses(port);
+        assert!(!addresses.is_empty(), "nothing listens on {port}");
+        for address in &addresses {
+            assert!(
+                address == "0100007F" || address == "0000000000000000FFFF00000100007F",
+                "debuginfod listens on {address} (kernel hex), not 127.0.0.1 only"
+            );
+        }
+        Some(server)
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("debuginfod.log")).unwrap_or_default()
+    }
+
+    /// Stops the server (the child this test started, by its pid).
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for RealServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+#[test]
+fn real_debuginfod_server_serves_what_the_local_debug_files_would() {
+    let test = "real_debuginfod_server_serves_what_the_local_debug_files_would";
+    let program = testdata("bin/c-gcc-O2-g-dwarf4");
+    let stripped = testdata("bin/c-gcc-O2-g-dwarf4.stripped-buildid");
+    let debug = committed_debug_file(&stripped);
+    let dwz_a = testdata("bin/c-dwz-a");
+    let dwz_a_debug = committed_debug_file(&dwz_a);
+    let dwz_common = testdata("debug/.dwz/stacksym-c-dwz.debug");
+    let build_id = build_id_of(&stripped);
+    let dwz_common_id = ElfFile::open(&dwz_common)
+        .unwrap()
+        .build_id()
+        .unwrap()
+        .to_vec();
+    let Some(debuginfod_find) = tool(test, "debuginfod-find", "debuginfod") else {
+        return;
+    };
+    let Some(mut server) = RealServer::start(
+        test,
+        &[
+            (&stripped, "c-gcc-O2-g-dwarf4"),
+            (&debug, "c-gcc-O2-g-dwarf4.debug"),
+            (&dwz_a, "c-dwz-a"),
+            (&dwz_a_debug, "c-dwz-a.debug"),
+            (&dwz_common, "stacksym-c-dwz.debug"),
+        ],
+        &[&build_id, &build_id_of(&dwz_a), &dwz_common_id],
+    ) else {
+        return;
+    };
+
+    // The stripped program, its debug file only on the server, answers as its unstripped
+    // twin (same link, same build-id) does from its own DWARF: lines and inlined frames.
+    let addrs = function_addrs(&program);
+    let twin = answers(&symbolize(&local_only(Vec::new()), &program, &addrs));
+    let inlined = twin
+        .iter()
+        .filter(|(_, frames)| frames.iter().any(|f| f.4))
+        .count();
+    assert!(inlined > 0, "the twin has inlined frames to compare");
+    let cache = tempfile::tempdir().unwrap();
+    let symbolizer = remote_only(config(&[&server.url], cache.path()));
+    let symbols = symbolize(&symbolizer, &stripped, &addrs);
+    assert!(
+        symbols.debug_error().is_none(),
+        "{:?}",
+        symbols.debug_error()
+    );
+    assert_eq!(answers(&symbols), twin);
+    assert_eq!(symbolizer.stats().debuginfod.downloads, 1);
+
+    // The cached file is the one debuginfod-find fetches into its own cache.
+    let find_cache = tempfile::tempdir().unwrap();
+    let out = Command::new(&debuginfod_find)
+        .args(["debuginfo", &hex(&build_id)])
+        .env("DEBUGINFOD_URLS", &server.url)
+        .env("DEBUGINFOD_CACHE_PATH", find_cache.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "debuginfod-find: {out:?}");
+    let found = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+    let ours = cache.path().join(hex(&build_id)).join("debuginfo");
+    assert_eq!(
+        found,
+        find_cache.path().join(hex(&build_id)).join("debuginfo"),
+        "the same cache layout"
+    );
+    assert!(std::fs::read(&ours).unwrap() == std::fs::read(&found).unwrap());
+
+    // Source::BuildId, no local file at all: the executable, then its debug file.
+    let by_id_cache = tempfile::tempdir().unwrap();
+    let by_id = remote_only(config(&[&server.url], by_id_cache.path()));
+    let symbols = by_id
+        .symbolize(
+            &Source::BuildId {
+                build_id: &build_id,
+            },
+            Input::VirtAddrs(&addrs),
+        )
+        .unwrap();
+    assert_eq!(answers(&symbols), twin);
+    let offsets: Vec<u64> = addrs
+        .iter()
+        .map(|&a| support::readelf_file_offset(&program, a))
+        .collect();
+    let by_offset = by_id
+        .symbolize(
+            &Source::BuildId {
+                build_id: &build_id,
+            },
+            Input::FileOffsets(&offsets),
+        )
+        .unwrap();
+    assert_eq!(
+        answers(&by_offset),
+        twin,
+        "file offsets need the executable"
+    );
+    let stats = by_id.stats().debuginfod;
+    assert_eq!(stats.downloads, 2, "executable and debuginfo: {stats:?}");
+    assert_eq!(
+        std::fs::read(by_id_cache.path().join(hex(&build_id)).join("executable")).unwrap(),
+        std::fs::read(&stripped).unwrap()
+    );
+
+    // A dwz-compressed debug file: its supplementary file comes by its own build-id.
+    let dwz_addrs = function_addrs(&dwz_a_debug);
+    let local = answers(&symbolize(
+        &local_only(vec![testdata("debug")]),
+        &dwz_a,
+        &dwz_addrs,
+    ));
+    let remote = symbolize(&symbolizer, &dwz_a, &dwz_addrs);
+    assert!(remote.debug_error().is_none(), "{:?}", remote.debug_error());
+    assert_eq!(answers(&remote), local);
+    assert!(
+        cache
+            .path()
+            .join(hex(&dwz_common_id))
+            .join("debuginfo")
+            .is_file(),
+        "the supplementary file was fetched by its build-id"
+    );
+
+    // The server stopped: the cache answers.
+    server.stop();
+    assert_eq!(http_status(server.port, "/metrics"), None, "stopped");
+    let offline = remote_only(config(&[&server.url], cache.path()));
+    let symbols = symbolize(&offline, &stripped, &addrs);
+    assert!(
+        symbols.debug_error().is_none(),
+        "{:?}",
+        symbols.debug_error()
+    );
+    assert_eq!(answers(&symbols), twin);
+    let stats = offline.stats().debuginfod;
+    assert_eq!((stats.hits, stats.downloads), (1, 0));
+}
