@@ -630,10 +630,18 @@ fn epoch_ms() -> u128 {
         .as_millis()
 }
 
-/// Starts `child_process` of the test binary `exe` as `role` with `envs` (and nothing of
-/// debuginfod's from this process's environment).
-fn spawn_child(role: &str, envs: &[(String, String)], exe: &Path) -> Child {
+/// Starts `child_process` of the test binary `exe` as `role` with `envs`.
+fn spawn_child_with(role: &str, envs: &[(String, String)], exe: &Path) -> Child {
+    child_command(role, envs, exe)
+        .spawn()
+        .expect("the test binary runs")
+}
+
+/// The command that runs `child_process` of the test binary `exe` as `role` with `envs`
+/// (and nothing of debuginfod's from this process's environment).
+fn child_command(role: &str, envs: &[(String, String)], exe: &Path) -> Command {
     let mut command = Command::new(exe);
+    command.env_remove("CI"); // the child's skips are the parent's business
     for name in [
         "DEBUGINFOD_URLS",
         "DEBUGINFOD_CACHE_PATH",
@@ -657,9 +665,10 @@ fn spawn_child(role: &str, envs: &[(String, String)], exe: &Path) -> Child {
     for (name, value) in envs {
         command.env(name, value);
     }
-    command.spawn().expect("the test binary runs")
+    command
 }
 
+/// The child's stdout, once it exited successfully.
 fn finish(child: Child) -> String {
     let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
@@ -692,8 +701,8 @@ fn two_processes_asking_for_one_build_id_download_it_once() {
     let envs = child_env(&binary, &function_addrs(&binary), &server.url, cache.path());
     let exe = std::env::current_exe().unwrap();
     let children = [
-        spawn_child("fetch", &envs, &exe),
-        spawn_child("fetch", &envs, &exe),
+        spawn_child_with("fetch", &envs, &exe),
+        spawn_child_with("fetch", &envs, &exe),
     ];
     let outputs: Vec<String> = children.into_iter().map(finish).collect();
     assert_eq!(server.requests().len(), 1, "one download: {outputs:?}");
@@ -723,6 +732,7 @@ fn child_process() {
         .split(',')
         .map(|a| u64::from_str_radix(a, 16).unwrap())
         .collect();
+    capture_warnings();
     let symbolizer = match role.as_str() {
         // The default builder: elfutils' variables, as the parent set them.
         "environment" => Symbolizer::builder().debug_dirs(Vec::new()).build(),
@@ -731,7 +741,6 @@ fn child_process() {
             Path::new(&var("STACKSYM_TEST_CACHE")),
         )),
     };
-    capture_warnings();
     let start = epoch_ms();
     let symbols = symbolize(&symbolizer, &binary, &addrs);
     let end = epoch_ms();
@@ -754,8 +763,10 @@ fn child_process() {
         assert!(other.is_err());
         let cache = var("STACKSYM_TEST_CACHE");
         let warned = warnings_mentioning(&cache);
+        // The effective uid, as /proc/self shows it (owned by the process's euid).
+        let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap());
         println!(
-            "warnings={} cached={}",
+            "warnings={} cached={} uid={uid}",
             warned.len(),
             listing(Path::new(&cache)).len()
         );
@@ -1059,4 +1070,125 @@ fn real_debuginfod_server_serves_what_the_local_debug_files_would() {
     assert_eq!(answers(&symbols), twin);
     let stats = offline.stats().debuginfod;
     assert_eq!((stats.hits, stats.downloads), (1, 0));
+}
+
+// ---------------------------------------------------------------------------------------
+// Bad input
+
+#[test]
+fn hostile_urls_in_the_environment_are_dropped() {
+    let (binary, debug) = c_buildid();
+    let server = FakeServer::start(Reply::File(debug));
+    let cache = tempfile::tempdir().unwrap();
+    let addrs = function_addrs(&binary);
+    let exe = std::env::current_exe().unwrap();
+    let hostile = "127.0.0.1:1/noscheme file:///etc/passwd ftp://127.0.0.1:1/ \"http://127.0.0.1:1\" gopher://x";
+    for (urls, want_downloads) in [
+        (format!("{hostile}\t\n  {}/with path   ", server.url), 1),
+        (hostile.to_string(), 0),
+    ] {
+        let mut envs = child_env(&binary, &addrs, "unused", Path::new("unused"));
+        envs.push(("DEBUGINFOD_URLS".into(), urls.clone()));
+        envs.push((
+            "DEBUGINFOD_CACHE_PATH".into(),
+            cache.path().display().to_string(),
+        ));
+        envs.push(("DEBUGINFOD_TIMEOUT".into(), "soon".into()));
+        let out = finish(spawn_child_with("environment", &envs, &exe));
+        assert_eq!(
+            reported(&out, "downloads"),
+            want_downloads,
+            "{urls:?}: {out}"
+        );
+        assert!(out.contains("error=None"), "{urls:?}: {out}");
+    }
+    let id = hex(&build_id_of(&binary));
+    assert_eq!(
+        server.requests(),
+        [format!("/with/buildid/{id}/debuginfo")],
+        "only the http URL was asked, once, with its path kept"
+    );
+}
+
+#[test]
+fn a_cache_path_that_is_a_file_warns_once_and_fetches_uncached() {
+    capture_warnings();
+    let (binary, debug) = c_buildid();
+    let addrs = function_addrs(&binary);
+    let reference = c_buildid_reference(&addrs);
+    let server = FakeServer::start(Reply::File(debug));
+    let dir = tempfile::tempdir().unwrap();
+    let not_a_dir = dir.path().join("cache-is-a-file");
+    std::fs::write(&not_a_dir, b"keep me").unwrap();
+    let symbolizer = remote_only(config(&[&server.url], &not_a_dir));
+    let symbols = symbolize(&symbolizer, &binary, &addrs);
+    assert!(
+        symbols.debug_error().is_none(),
+        "{:?}",
+        symbols.debug_error()
+    );
+    assert_eq!(answers(&symbols), reference);
+    let id = hex(&build_id_of(&binary));
+    let url = format!("{}/buildid/{id}/debuginfo", server.url);
+    assert_eq!(
+        symbols.debug_file(),
+        Some(Path::new(&url)),
+        "named by its URL"
+    );
+    // Another lookup through the same unusable cache: no second warning.
+    let other = symbolizer.symbolize(
+        &Source::BuildId {
+            build_id: &[0x12; 20],
+        },
+        Input::VirtAddrs(&addrs),
+    );
+    assert!(other.is_err(), "the server's file has another build-id");
+    let warned = warnings_mentioning(&not_a_dir.display().to_string());
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert_eq!(std::fs::read(&not_a_dir).unwrap(), b"keep me");
+    assert_eq!(symbolizer.stats().debuginfod.downloads, 1);
+}
+
+#[test]
+fn a_read_only_cache_dir_warns_once_and_caches_nothing() {
+    use std::os::unix::fs::PermissionsExt;
+    let (binary, debug) = c_buildid();
+    let addrs = function_addrs(&binary);
+    let server = FakeServer::start(Reply::File(debug));
+    // World-readable, so that another user can run what is in it (see below).
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let cache = dir.path().join("cache");
+    std::fs::create_dir(&cache).unwrap();
+    std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let probe = cache.join("probe");
+    let privileged = std::fs::write(&probe, b"").is_ok();
+    let exe = std::env::current_exe().unwrap();
+    let child = if privileged {
+        // Root writes through the mode bits: run the lookup as `nobody`, from copies it
+        // can read and run (the test binary may sit in a directory only root can enter).
+        std::fs::remove_file(&probe).unwrap();
+        let own_exe = dir.path().join("debuginfod-test");
+        let own_binary = dir.path().join("c-buildid");
+        std::fs::copy(&exe, &own_exe).unwrap();
+        std::fs::copy(&binary, &own_binary).unwrap();
+        let envs = child_env(&own_binary, &addrs, &server.url, &cache);
+        let mut command = child_command("readonly", &envs, &own_exe);
+        std::os::unix::process::CommandExt::uid(&mut command, 65534);
+        std::os::unix::process::CommandExt::gid(&mut command, 65534);
+        command.spawn().expect("runs as nobody")
+    } else {
+        let envs = child_env(&binary, &addrs, &server.url, &cache);
+        spawn_child_with("readonly", &envs, &exe)
+    };
+    let out = finish(child);
+    assert!(reported(&out, "frames") > 0, "lookups work: {out}");
+    assert!(out.contains("error=None"), "{out}");
+    assert_eq!(reported(&out, "warnings"), 1, "{out}");
+    assert_eq!(reported(&out, "cached"), 0, "{out}");
+    assert_eq!(listing(&cache), [], "nothing cached");
+    assert_eq!(reported(&out, "downloads"), 1, "{out}");
+    if privileged {
+        assert_eq!(reported(&out, "uid"), 65534, "ran as nobody: {out}");
+    }
 }
