@@ -1192,3 +1192,50 @@ fn a_read_only_cache_dir_warns_once_and_caches_nothing() {
         assert_eq!(reported(&out, "uid"), 65534, "ran as nobody: {out}");
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// The example
+
+#[test]
+fn example_takes_debuginfod_urls_and_no_debuginfod() {
+    let (binary, debug) = c_buildid();
+    let server = FakeServer::start(Reply::File(debug));
+    let cache = tempfile::tempdir().unwrap();
+    let addr = format!("{:#x}", function_addrs(&binary)[0]);
+    let run = |args: &[&str], env_urls: Option<&str>| {
+        let mut command = Command::new(support::symbolize_exe());
+        command
+            .args(["--debug-file-directory", "/nonexistent", "-e"])
+            .arg(&binary)
+            .args(args)
+            .arg(&addr)
+            .env("DEBUGINFOD_CACHE_PATH", cache.path())
+            .env_remove("DEBUGINFOD_URLS");
+        if let Some(urls) = env_urls {
+            command.env("DEBUGINFOD_URLS", urls);
+        }
+        let out = command.output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let local = {
+        let out = Command::new(support::symbolize_exe())
+            .arg("--debug-file-directory")
+            .arg(testdata("debug"))
+            .arg("-e")
+            .arg(&binary)
+            .arg(&addr)
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert!(local.contains("demo.c"), "{local}");
+    assert!(!run(&["--no-debuginfod"], Some(&server.url)).contains("demo.c"));
+    assert_eq!(
+        server.requests().len(),
+        0,
+        "--no-debuginfod wins over the environment"
+    );
+    assert_eq!(run(&["--debuginfod", &server.url], None), local);
+    assert_eq!(server.requests().len(), 1);
+}

@@ -86,7 +86,7 @@ OUTPUT (--output-style)
   <DIR>/.build-id/xx/rest.debug (build-id checked), then .gnu_debuglink (CRC checked) in the
   file's directory, its .debug/ and <DIR>/<file's directory>; dwz supplementary files are
   followed. DIR is each --debug-file-directory (repeatable; default /usr/lib/debug when none
-  is given, as llvm-symbolizer). debuginfod is not asked.
+  is given, as llvm-symbolizer). Then debuginfod, see DEBUGINFOD.
 
   Differences from llvm-symbolizer 14 that remain:
   - JSON's \"StartFileName\" (the function's DW_AT_decl_file) is given; llvm-symbolizer 14
@@ -193,6 +193,22 @@ NAMES (--find PATTERN; not in llvm-symbolizer)
       perf probe -x 'FILE' -a 0xOFFSET
       uprobe:FILE:MANGLED_NAME      (or uprobe:FILE:0xADDRESS where versions share the name)
   Exit status 1 when nothing matches.
+
+DEBUGINFOD
+  When the local places have no debug file, the debuginfod servers are asked for it by
+  build-id (and for a dwz supplementary file by its own): each --debuginfod URL
+  (repeatable), then those of DEBUGINFOD_URLS (space-separated), in order. None given: no
+  request is made. --no-debuginfod: none, whatever the environment says. Downloads are
+  checked (ELF, the build-id asked for) and kept in DEBUGINFOD_CACHE_PATH (default
+  $XDG_CACHE_HOME/debuginfod_client, else ~/.cache/debuginfod_client), the cache gdb and
+  debuginfod-find share: <build-id>/debuginfo. A failed lookup is not retried for 600 s (an
+  empty file there). DEBUGINFOD_TIMEOUT (seconds without progress, default 90),
+  DEBUGINFOD_MAXSIZE (bytes) and DEBUGINFOD_MAXTIME (seconds for a whole download) bound a
+  download. A progress bar is drawn on stderr when it is a terminal. Example, serving
+  testdata with elfutils' server:
+    debuginfod -p 8002 -F testdata/debug &
+    symbolize --debug-file-directory /nonexistent --debuginfod http://127.0.0.1:8002 \\
+        -e testdata/bin/c-gcc-O2-g-dwarf4.stripped-buildid 0x12b0
 
 ERRORS
   A module that cannot be read (missing, not ELF, a directory...) is reported once on

@@ -18,6 +18,8 @@
 //! See `--help` (`AFTER_LONG_HELP` below) for every flag and for where this tool
 //! deliberately differs from llvm-symbolizer 14 and from GNU addr2line.
 
+#[cfg(feature = "debuginfod")]
+mod debuginfod;
 mod discriminators;
 mod find;
 mod help;
@@ -99,6 +101,15 @@ struct Args {
     /// A directory to look for separate debug files in (repeatable; default /usr/lib/debug)
     #[arg(long, value_name = "DIR", action = ArgAction::Append)]
     debug_file_directory: Vec<PathBuf>,
+
+    /// A debuginfod server to fetch missing debug files from (repeatable; tried before
+    /// DEBUGINFOD_URLS'); see DEBUGINFOD in --help
+    #[arg(long = "debuginfod", value_name = "URL", action = ArgAction::Append)]
+    debuginfod_urls: Vec<String>,
+
+    /// Fetch nothing from debuginfod servers, whatever DEBUGINFOD_URLS says
+    #[arg(long, conflicts_with = "debuginfod_urls")]
+    no_debuginfod: bool,
 
     /// Output layout; see OUTPUT in --help
     #[arg(long, value_enum, value_name = "STYLE", default_value_t = Style::Llvm, ignore_case = true)]
@@ -617,6 +628,13 @@ fn run(args: Args, no_arguments: bool) -> io::Result<bool> {
     if !args.debug_file_directory.is_empty() {
         // As llvm-symbolizer: the given directories replace the default /usr/lib/debug.
         builder = builder.debug_dirs(args.debug_file_directory.clone());
+    }
+    #[cfg(feature = "debuginfod")]
+    {
+        builder = builder.debuginfod(debuginfod::config(
+            &args.debuginfod_urls,
+            args.no_debuginfod,
+        ));
     }
     let symbolizer = builder.build();
     if let Some(pattern) = &args.find {
