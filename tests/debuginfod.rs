@@ -135,6 +135,15 @@ fn symbolize(symbolizer: &Symbolizer, path: &Path, addrs: &[u64]) -> Symbols {
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// The batch found its debug information without trouble.
+fn assert_no_debug_error(symbols: &Symbols) {
+    assert!(
+        symbols.debug_error().is_none(),
+        "{:?}",
+        symbols.debug_error()
+    );
+}
+
 fn frame_count(symbols: &Symbols) -> usize {
     (0..symbols.len()).map(|i| symbols.lines(i).len()).sum()
 }
@@ -340,7 +349,7 @@ fn c_buildid() -> (PathBuf, Arc<Vec<u8>>) {
 fn c_buildid_reference(addrs: &[u64]) -> Vec<Answer> {
     let binary = testdata("bin/c-buildid");
     let local = symbolize(&local_only(vec![testdata("debug")]), &binary, addrs);
-    assert!(local.debug_error().is_none(), "{:?}", local.debug_error());
+    assert_no_debug_error(&local);
     assert!(frame_count(&local) > 0, "c-buildid's debug file has frames");
     answers(&local)
 }
@@ -361,11 +370,7 @@ fn fetched_debug_file_gives_the_frames_of_the_local_one_and_is_cached() {
     )));
 
     let symbols = symbolize(&symbolizer, &binary, &addrs);
-    assert!(
-        symbols.debug_error().is_none(),
-        "{:?}",
-        symbols.debug_error()
-    );
+    assert_no_debug_error(&symbols);
     assert_eq!(answers(&symbols), reference);
     let id = hex(&build_id_of(&binary));
     assert_eq!(server.requests(), [format!("/buildid/{id}/debuginfo")]);
@@ -976,11 +981,7 @@ fn real_debuginfod_server_serves_what_the_local_debug_files_would() {
     let cache = tempfile::tempdir().unwrap();
     let symbolizer = remote_only(config(&[&server.url], cache.path()));
     let symbols = symbolize(&symbolizer, &stripped, &addrs);
-    assert!(
-        symbols.debug_error().is_none(),
-        "{:?}",
-        symbols.debug_error()
-    );
+    assert_no_debug_error(&symbols);
     assert_eq!(answers(&symbols), twin);
     assert_eq!(symbolizer.stats().debuginfod.downloads, 1);
 
@@ -1046,7 +1047,7 @@ fn real_debuginfod_server_serves_what_the_local_debug_files_would() {
         &dwz_addrs,
     ));
     let remote = symbolize(&symbolizer, &dwz_a, &dwz_addrs);
-    assert!(remote.debug_error().is_none(), "{:?}", remote.debug_error());
+    assert_no_debug_error(&remote);
     assert_eq!(answers(&remote), local);
     assert!(
         cache
@@ -1062,11 +1063,7 @@ fn real_debuginfod_server_serves_what_the_local_debug_files_would() {
     assert_eq!(http_status(server.port, "/metrics"), None, "stopped");
     let offline = remote_only(config(&[&server.url], cache.path()));
     let symbols = symbolize(&offline, &stripped, &addrs);
-    assert!(
-        symbols.debug_error().is_none(),
-        "{:?}",
-        symbols.debug_error()
-    );
+    assert_no_debug_error(&symbols);
     assert_eq!(answers(&symbols), twin);
     let stats = offline.stats().debuginfod;
     assert_eq!((stats.hits, stats.downloads), (1, 0));
@@ -1122,11 +1119,7 @@ fn a_cache_path_that_is_a_file_warns_once_and_fetches_uncached() {
     std::fs::write(&not_a_dir, b"keep me").unwrap();
     let symbolizer = remote_only(config(&[&server.url], &not_a_dir));
     let symbols = symbolize(&symbolizer, &binary, &addrs);
-    assert!(
-        symbols.debug_error().is_none(),
-        "{:?}",
-        symbols.debug_error()
-    );
+    assert_no_debug_error(&symbols);
     assert_eq!(answers(&symbols), reference);
     let id = hex(&build_id_of(&binary));
     let url = format!("{}/buildid/{id}/debuginfo", server.url);
