@@ -29,6 +29,7 @@ mod error;
 pub mod kernel;
 pub mod process;
 pub mod symbolize;
+pub mod unwind;
 
 pub use addr::{FileOffset, VirtAddr};
 pub use error::{Error, Result};

@@ -22,5 +22,6 @@
 mod info;
 /// The owned, zero-copy byte type gimli reads through.
 mod reader;
+pub(crate) use reader::SectionBytes;
 
 pub use info::{DwarfInfo, DwarfSections, Frame, FunctionName};

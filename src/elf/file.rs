@@ -293,6 +293,17 @@ impl ElfFile {
             .map_err(|e| malformed(format!("section {name}: {e}")))
     }
 
+    /// The virtual address (`sh_addr`) of the section named `name`: CFI's pointer encodings
+    /// are relative to the addresses of `.eh_frame`, `.eh_frame_hdr` and `.text`.
+    /// `Ok(None)` when the file has no such section.
+    pub fn section_address(&self, name: &str) -> Result<Option<VirtAddr>> {
+        use object::{Object, ObjectSection};
+        Ok(self
+            .object_file()?
+            .section_by_name(name)
+            .map(|section| VirtAddr(section.address())))
+    }
+
     /// Whether the file has a section `name` (or its `.zdebug_*` twin) with bytes in the file:
     /// `false` for a missing section and for an `SHT_NOBITS` one (a stripped debug file keeps
     /// such headers). Nothing is decompressed.

@@ -536,6 +536,13 @@ impl Symbolizer {
         Ok(symbols)
     }
 
+    /// The ELF file at `path` as this symbolizer caches it (opened now on a miss), to share
+    /// with other readers of the same file (the unwinder's [`crate::unwind::Modules`]) instead
+    /// of opening and mapping it twice.
+    pub fn elf_file(&self, path: &Path) -> Result<Arc<ElfFile>> {
+        Ok(Arc::clone(&self.open_elf(path)?.elf))
+    }
+
     fn open_elf(&self, path: &Path) -> Result<Arc<LoadedElf>> {
         // Keyed by identity alone: a hard link or a symlink reaches the same opened file,
         // and a replaced file (new inode, size or mtime) is opened anew. Results name the

@@ -1,0 +1,515 @@
+//! Per architecture: the compiled rule type (small and `Copy`, what the unwind cache holds),
+//! how a CFI row compiles into it, how a rule moves the registers one frame up, the frame
+//! pointer step, and signal frames found by their code (`rt_sigreturn` trampolines without
+//! CFI) with the registers the kernel saved in the ucontext.
+//!
+//! Compiled rules cover what almost every row says: the CFA as the stack or frame pointer
+//! plus an offset, the return address and the frame pointer (and on aarch64 the link
+//! register) saved at CFA-relative slots or left alone, and x86_64's PLT expression. Any
+//! other row (expressions, registers saved in registers, a signal trampoline's row that
+//! restores every register) compiles to `Full`: the row is then found again and evaluated
+//! in full, every register rule applied ([`apply_row`]). The fast path restores only the
+//! stack pointer, the frame pointer and the return address (and the link register); other
+//! registers keep their values, as a callee that saved nothing leaves them.
+
+use super::cfi::Row;
+use super::expr::{evaluate, ExprError};
+use super::memory::Memory;
+use super::regs::{Registers, RegsAarch64, RegsX86_64};
+use super::{Recovery, StopReason};
+use gimli::{CfaRule, RegisterRule};
+
+/// What applying a rule did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// The registers are now the caller's; the frame was recovered so, and its code was a
+    /// signal trampoline (`signal`) or not.
+    Caller {
+        /// How the caller's address was found.
+        recovery: Recovery,
+        /// The frame just left was a signal trampoline: the caller's address is where the
+        /// signal interrupted it, not a return address.
+        signal: bool,
+    },
+    /// The CFI says there is no caller (the return address is undefined).
+    Root,
+    /// The rule is `Full`: evaluate the row itself.
+    Full,
+}
+
+/// An architecture the unwinder walks: its registers and its compiled rule.
+pub trait UnwindArch: Registers {
+    /// The compiled CFI rule.
+    type Rule: Copy + std::fmt::Debug + PartialEq + Send + Sync + 'static;
+
+    /// Compiles a CFI row.
+    fn compile(row: &Row<'_>) -> Self::Rule;
+
+    /// Moves the registers to the caller's by `rule`; `Err` when memory the rule needs
+    /// cannot be read or a register it needs is unknown.
+    fn apply<M: Memory + ?Sized>(
+        &mut self,
+        rule: Self::Rule,
+        memory: &M,
+    ) -> Result<Applied, StopReason>;
+
+    /// One step along the frame-pointer chain.
+    fn frame_pointer_step<M: Memory + ?Sized>(&mut self, memory: &M) -> Result<(), StopReason>;
+
+    /// Whether `code` (the bytes at the instruction pointer) is the kernel's signal return
+    /// trampoline (`rt_sigreturn`).
+    fn is_sigreturn(code: &[u8]) -> bool;
+
+    /// Restores the registers the kernel saved when it delivered the signal, from the
+    /// ucontext on the stack at the trampoline's stack pointer.
+    fn restore_signal_context<M: Memory + ?Sized>(&mut self, memory: &M) -> Result<(), StopReason>;
+
+    /// A return address as code uses it: aarch64 strips a pointer-authentication code.
+    fn strip_return_address(addr: u64) -> u64 {
+        addr
+    }
+}
+
+fn read<M: Memory + ?Sized>(memory: &M, addr: u64) -> Result<u64, StopReason> {
+    memory
+        .read_u64(addr)
+        .ok_or(StopReason::MemoryUnreadable { addr })
+}
+
+fn offset_of(value: i64) -> Option<i32> {
+    i32::try_from(value).ok()
+}
+
+/// A CFA-relative slot offset small enough for a compiled rule, 0 for "not saved".
+fn slot_of(rule: &RegisterRule<usize>) -> Option<i16> {
+    match rule {
+        RegisterRule::SameValue => Some(0),
+        RegisterRule::Offset(offset) => i16::try_from(*offset).ok().filter(|&o| o != 0),
+        _ => None,
+    }
+}
+
+/// A compiled x86_64 rule; 8 bytes (asserted in a test).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuleX86_64 {
+    /// CFA = `rsp` + `cfa_offset`; the return address at CFA − 8; `rbp` unchanged
+    /// (`bp_offset` 0) or saved at CFA + `bp_offset`.
+    CfaSp {
+        /// Added to `rsp`.
+        cfa_offset: i32,
+        /// Where `rbp` is saved, relative to the CFA; 0 when it is not.
+        bp_offset: i16,
+    },
+    /// CFA = `rbp` + `cfa_offset`, otherwise as `CfaSp`.
+    CfaBp {
+        /// Added to `rbp`.
+        cfa_offset: i32,
+        /// Where `rbp` is saved, relative to the CFA; 0 when it is not.
+        bp_offset: i16,
+    },
+    /// The lazy-binding PLT's expression: CFA = `rsp` + `sp_offset`, plus 8 when
+    /// `(rip & 15) >= threshold` (past the entry's `push`).
+    Plt {
+        /// Added to `rsp`.
+        sp_offset: u8,
+        /// The offset in a 16-byte entry from which the extra 8 applies.
+        threshold: u8,
+    },
+    /// The return address is undefined: the outermost frame.
+    Root,
+    /// Evaluate the row in full.
+    Full,
+}
+
+/// The PLT CFA expression gcc and ld emit for `.plt`: `DW_OP_breg7 (rsp) N; DW_OP_breg16
+/// (rip) 0; DW_OP_lit15; DW_OP_and; DW_OP_litT; DW_OP_ge; DW_OP_lit3; DW_OP_shl;
+/// DW_OP_plus`, as (N, T).
+fn plt_expression(expr: &[u8]) -> Option<(u8, u8)> {
+    match *expr {
+        [0x77, n, 0x80, 0, 0x3f, 0x1a, lit, 0x2a, 0x33, 0x24, 0x22]
+            if n < 0x40 && (0x30..0x40).contains(&lit) =>
+        {
+            Some((n, lit - 0x30))
+        }
+        _ => None,
+    }
+}
+
+impl UnwindArch for RegsX86_64 {
+    type Rule = RuleX86_64;
+
+    fn compile(row: &Row<'_>) -> RuleX86_64 {
+        if row.signal {
+            return RuleX86_64::Full;
+        }
+        match row.register(RegsX86_64::RIP) {
+            RegisterRule::Undefined => return RuleX86_64::Root,
+            RegisterRule::Offset(-8) => {}
+            _ => return RuleX86_64::Full,
+        }
+        let Some(bp_offset) = slot_of(&row.register(RegsX86_64::RBP)) else {
+            return RuleX86_64::Full;
+        };
+        match row.cfa() {
+            CfaRule::RegisterAndOffset { register, offset } => {
+                match (register.0, offset_of(*offset)) {
+                    (RegsX86_64::RSP, Some(cfa_offset)) => RuleX86_64::CfaSp {
+                        cfa_offset,
+                        bp_offset,
+                    },
+                    (RegsX86_64::RBP, Some(cfa_offset)) => RuleX86_64::CfaBp {
+                        cfa_offset,
+                        bp_offset,
+                    },
+                    _ => RuleX86_64::Full,
+                }
+            }
+            CfaRule::Expression(expr) => match plt_expression(row.expression(*expr)) {
+                Some((sp_offset, threshold)) if bp_offset == 0 => RuleX86_64::Plt {
+                    sp_offset,
+                    threshold,
+                },
+                _ => RuleX86_64::Full,
+            },
+        }
+    }
+
+    fn apply<M: Memory + ?Sized>(
+        &mut self,
+        rule: RuleX86_64,
+        memory: &M,
+    ) -> Result<Applied, StopReason> {
+        let unknown = |reg| StopReason::InvalidUnwindInfo {
+            addr: self.ip(),
+            what: UnwindProblem::UnknownRegister(reg),
+        };
+        let (cfa, bp_offset) = match rule {
+            RuleX86_64::CfaSp {
+                cfa_offset,
+                bp_offset,
+            } => {
+                let sp = self.sp().ok_or_else(|| unknown(RegsX86_64::RSP))?;
+                (sp.wrapping_add(cfa_offset as i64 as u64), bp_offset)
+            }
+            RuleX86_64::CfaBp {
+                cfa_offset,
+                bp_offset,
+            } => {
+                let bp = self.fp().ok_or_else(|| unknown(RegsX86_64::RBP))?;
+                (bp.wrapping_add(cfa_offset as i64 as u64), bp_offset)
+            }
+            RuleX86_64::Plt {
+                sp_offset,
+                threshold,
+            } => {
+                let sp = self.sp().ok_or_else(|| unknown(RegsX86_64::RSP))?;
+                let extra = if self.ip() & 15 >= u64::from(threshold) {
+                    8
+                } else {
+                    0
+                };
+                (sp.wrapping_add(u64::from(sp_offset) + extra), 0)
+            }
+            RuleX86_64::Root => return Ok(Applied::Root),
+            RuleX86_64::Full => return Ok(Applied::Full),
+        };
+        let ra = read(memory, cfa.wrapping_sub(8))?;
+        if bp_offset != 0 {
+            let bp = read(memory, cfa.wrapping_add(bp_offset as i64 as u64))?;
+            self.set(RegsX86_64::RBP, bp);
+        }
+        self.set(RegsX86_64::RSP, cfa);
+        self.set_ip(ra);
+        Ok(Applied::Caller {
+            recovery: Recovery::Cfi,
+            signal: false,
+        })
+    }
+
+    fn frame_pointer_step<M: Memory + ?Sized>(&mut self, memory: &M) -> Result<(), StopReason> {
+        let bp = self.fp().ok_or(StopReason::NoFramePointer)?;
+        let sp = self.sp().unwrap_or(0);
+        if bp == 0 {
+            return Err(StopReason::Root);
+        }
+        if bp < sp || bp % 8 != 0 {
+            return Err(StopReason::NoFramePointer);
+        }
+        let ra = read(memory, bp.wrapping_add(8))?;
+        let caller_bp = read(memory, bp)?;
+        self.set(RegsX86_64::RBP, caller_bp);
+        self.set(RegsX86_64::RSP, bp.wrapping_add(16));
+        self.set_ip(ra);
+        Ok(())
+    }
+
+    fn is_sigreturn(code: &[u8]) -> bool {
+        // mov $15, %rax (rt_sigreturn); syscall
+        code.starts_with(&[0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05])
+    }
+
+    fn restore_signal_context<M: Memory + ?Sized>(&mut self, memory: &M) -> Result<(), StopReason> {
+        // At the trampoline `rsp` points at the ucontext (the handler's `ret` popped
+        // `pretcode`); `uc_mcontext.gregs` starts 40 bytes in, ordered r8..r15, rdi, rsi,
+        // rbp, rbx, rdx, rax, rcx, rsp, rip.
+        const GREGS_TO_DWARF: [u16; 17] =
+            [8, 9, 10, 11, 12, 13, 14, 15, 5, 4, 6, 3, 1, 0, 2, 7, 16];
+        let sp = self.sp().ok_or(StopReason::InvalidUnwindInfo {
+            addr: self.ip(),
+            what: UnwindProblem::UnknownRegister(RegsX86_64::RSP),
+        })?;
+        let gregs = sp.wrapping_add(40);
+        let mut restored = self.clone();
+        for (i, &reg) in GREGS_TO_DWARF.iter().enumerate() {
+            let value = read(memory, gregs.wrapping_add(8 * i as u64))?;
+            restored.set(reg, value);
+        }
+        *self = restored;
+        Ok(())
+    }
+}
+
+/// A compiled aarch64 rule; 12 bytes (asserted in a test).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuleAarch64 {
+    /// CFA = (`x29` if `cfa_from_fp`, else `sp`) + `cfa_offset`; `x29` and `x30` unchanged
+    /// (offset 0) or saved at CFA + their offset. The return address is the caller's `x30`
+    /// (the link register itself when it was not saved: a leaf), stripped of a pointer
+    /// authentication code when `ra_signed` (`DW_CFA_AARCH64_negate_ra_state`).
+    Cfa {
+        /// The CFA is relative to `x29` (else `sp`).
+        cfa_from_fp: bool,
+        /// The return address is signed.
+        ra_signed: bool,
+        /// Added to the base register.
+        cfa_offset: i32,
+        /// Where `x29` is saved, relative to the CFA; 0 when it is not.
+        fp_offset: i16,
+        /// Where `x30` is saved, relative to the CFA; 0 when it is not.
+        lr_offset: i16,
+    },
+    /// The return address is undefined: the outermost frame.
+    Root,
+    /// Evaluate the row in full.
+    Full,
+}
+
+/// User-space addresses on aarch64 have at most 48 bits (the kernel's default VA size);
+/// the pointer authentication code sits above them.
+const AARCH64_ADDR_MASK: u64 = (1 << 48) - 1;
+
+impl UnwindArch for RegsAarch64 {
+    type Rule = RuleAarch64;
+
+    fn compile(row: &Row<'_>) -> RuleAarch64 {
+        if row.signal {
+            return RuleAarch64::Full;
+        }
+        let ra_signed = match row.register(gimli::AArch64::RA_SIGN_STATE.0) {
+            RegisterRule::Constant(state) => state & 1 == 1,
+            _ => false,
+        };
+        let lr_rule = row.register(RegsAarch64::X30);
+        if lr_rule == RegisterRule::Undefined {
+            return RuleAarch64::Root;
+        }
+        let (Some(fp_offset), Some(lr_offset)) =
+            (slot_of(&row.register(RegsAarch64::X29)), slot_of(&lr_rule))
+        else {
+            return RuleAarch64::Full;
+        };
+        match row.cfa() {
+            CfaRule::RegisterAndOffset { register, offset } => {
+                let cfa_from_fp = match register.0 {
+                    RegsAarch64::SP_REG => false,
+                    RegsAarch64::X29 => true,
+                    _ => return RuleAarch64::Full,
+                };
+                match offset_of(*offset) {
+                    Some(cfa_offset) => RuleAarch64::Cfa {
+                        cfa_from_fp,
+                        ra_signed,
+                        cfa_offset,
+                        fp_offset,
+                        lr_offset,
+                    },
+                    None => RuleAarch64::Full,
+                }
+            }
+            CfaRule::Expression(_) => RuleAarch64::Full,
+        }
+    }
+
+    fn apply<M: Memory + ?Sized>(
+        &mut self,
+        rule: RuleAarch64,
+        memory: &M,
+    ) -> Result<Applied, StopReason> {
+        let RuleAarch64::Cfa {
+            cfa_from_fp,
+            ra_signed: _,
+            cfa_offset,
+            fp_offset,
+            lr_offset,
+        } = rule
+        else {
+            return Ok(match rule {
+                RuleAarch64::Root => Applied::Root,
+                _ => Applied::Full,
+            });
+        };
+        let base_reg = if cfa_from_fp {
+            RegsAarch64::X29
+        } else {
+            RegsAarch64::SP_REG
+        };
+        let base = self.get(base_reg).ok_or(StopReason::InvalidUnwindInfo {
+            addr: self.ip(),
+            what: UnwindProblem::UnknownRegister(base_reg),
+        })?;
+        let cfa = base.wrapping_add(cfa_offset as i64 as u64);
+        let (lr, recovery) = if lr_offset != 0 {
+            let lr = read(memory, cfa.wrapping_add(lr_offset as i64 as u64))?;
+            (lr, Recovery::Cfi)
+        } else {
+            let lr = self.lr().ok_or(StopReason::InvalidUnwindInfo {
+                addr: self.ip(),
+                what: UnwindProblem::UnknownRegister(RegsAarch64::X30),
+            })?;
+            (lr, Recovery::LinkRegister)
+        };
+        if fp_offset != 0 {
+            let fp = read(memory, cfa.wrapping_add(fp_offset as i64 as u64))?;
+            self.set(RegsAarch64::X29, fp);
+        }
+        // The pointer authentication code is stripped from every return address (signed
+        // or not, the bits above the address are never part of it).
+        let ra = Self::strip_return_address(lr);
+        self.set(RegsAarch64::X30, ra);
+        self.set(RegsAarch64::SP_REG, cfa);
+        self.set_ip(ra);
+        Ok(Applied::Caller {
+            recovery,
+            signal: false,
+        })
+    }
+
+    fn frame_pointer_step<M: Memory + ?Sized>(&mut self, memory: &M) -> Result<(), StopReason> {
+        // A frame record: [x29] = the caller's x29, [x29 + 8] = the return address.
+        let fp = self.fp().ok_or(StopReason::NoFramePointer)?;
+        let sp = self.sp().unwrap_or(0);
+        if fp == 0 {
+            return Err(StopReason::Root);
+        }
+        if fp < sp || fp % 8 != 0 {
+            return Err(StopReason::NoFramePointer);
+        }
+        let ra = Self::strip_return_address(read(memory, fp.wrapping_add(8))?);
+        let caller_fp = read(memory, fp)?;
+        self.set(RegsAarch64::X29, caller_fp);
+        self.set(RegsAarch64::X30, ra);
+        self.set(RegsAarch64::SP_REG, fp.wrapping_add(16));
+        self.set_ip(ra);
+        Ok(())
+    }
+
+    fn is_sigreturn(code: &[u8]) -> bool {
+        // mov x8, #139 (rt_sigreturn); svc #0
+        code.starts_with(&[0x68, 0x11, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4])
+    }
+
+    fn restore_signal_context<M: Memory + ?Sized>(&mut self, memory: &M) -> Result<(), StopReason> {
+        // At the trampoline `sp` points at `struct rt_sigframe { siginfo (128 bytes);
+        // ucontext }`; the ucontext's `uc_mcontext` (a `struct sigcontext`: fault_address,
+        // regs[31], sp, pc) is 176 bytes in.
+        let sp = self.sp().ok_or(StopReason::InvalidUnwindInfo {
+            addr: self.ip(),
+            what: UnwindProblem::UnknownRegister(RegsAarch64::SP_REG),
+        })?;
+        let regs = sp.wrapping_add(128 + 176 + 8);
+        let mut restored = self.clone();
+        for reg in 0..32u16 {
+            let value = read(memory, regs.wrapping_add(8 * u64::from(reg)))?;
+            restored.set(reg, value);
+        }
+        let pc = read(memory, regs.wrapping_add(8 * 32))?;
+        restored.set_ip(pc);
+        *self = restored;
+        Ok(())
+    }
+
+    fn strip_return_address(addr: u64) -> u64 {
+        addr & AARCH64_ADDR_MASK
+    }
+}
+
+/// What was wrong with the unwind information of a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnwindProblem {
+    /// A rule needs a register the frame's registers do not have.
+    UnknownRegister(u16),
+    /// An expression could not be evaluated.
+    Expression(ExprError),
+    /// The CFI of the file is malformed (the error is logged with the file's name).
+    MalformedCfi,
+    /// A register rule this unwinder does not apply (`DW_CFA_val_expression` on the CFA…).
+    UnsupportedRule,
+}
+
+/// Applies a whole CFI row to the registers (every register rule): for rows no compiled
+/// rule covers. Returns whether the return address was undefined (the root).
+pub fn apply_row<A: UnwindArch, M: Memory + ?Sized>(
+    regs: &mut A,
+    row: &Row<'_>,
+    memory: &M,
+) -> Result<Applied, StopReason> {
+    let ip = regs.ip();
+    let problem = |what| StopReason::InvalidUnwindInfo { addr: ip, what };
+    let eval = |expr, initial| {
+        evaluate(row.expression(expr), regs, memory, initial).map_err(|e| match e {
+            ExprError::Unreadable(addr) => StopReason::MemoryUnreadable { addr },
+            e => problem(UnwindProblem::Expression(e)),
+        })
+    };
+    let cfa = match row.cfa() {
+        CfaRule::RegisterAndOffset { register, offset } => regs
+            .get(register.0)
+            .ok_or(problem(UnwindProblem::UnknownRegister(register.0)))?
+            .wrapping_add(*offset as u64),
+        CfaRule::Expression(expr) => eval(*expr, None)?,
+    };
+    if matches!(row.register(A::RA), RegisterRule::Undefined) {
+        return Ok(Applied::Root);
+    }
+    let mut caller = regs.clone();
+    caller.set(A::SP, cfa);
+    for (reg, rule) in row.row.registers() {
+        let value = match rule {
+            RegisterRule::Undefined => {
+                caller.forget(reg.0);
+                continue;
+            }
+            RegisterRule::SameValue | RegisterRule::Architectural | RegisterRule::Constant(_) => {
+                continue
+            }
+            RegisterRule::Offset(offset) => read(memory, cfa.wrapping_add(*offset as u64))?,
+            RegisterRule::ValOffset(offset) => cfa.wrapping_add(*offset as u64),
+            RegisterRule::Register(from) => regs
+                .get(from.0)
+                .ok_or(problem(UnwindProblem::UnknownRegister(from.0)))?,
+            RegisterRule::Expression(expr) => read(memory, eval(*expr, Some(cfa))?)?,
+            RegisterRule::ValExpression(expr) => eval(*expr, Some(cfa))?,
+        };
+        caller.set(reg.0, value);
+    }
+    let ra = match caller.get(A::RA) {
+        Some(ra) if A::RA != A::SP => A::strip_return_address(ra),
+        _ => return Err(problem(UnwindProblem::UnknownRegister(A::RA))),
+    };
+    caller.set_ip(ra);
+    *regs = caller;
+    Ok(Applied::Caller {
+        recovery: Recovery::Cfi,
+        signal: row.signal,
+    })
+}

@@ -1,0 +1,368 @@
+//! The CFI (call frame information) of one ELF file, parsed with gimli: `.eh_frame` searched
+//! through the `.eh_frame_hdr` table, `.eh_frame` alone (its FDEs sorted once, on first use),
+//! and `.debug_frame` (the file's, else its separate debug file's, found through
+//! [`DebugFinder`] the first time an address has no `.eh_frame` entry).
+//!
+//! [`ModuleCfi::find_row`] finds the row of the CFI table for an address (an ELF virtual
+//! address) and hands it, with whether its CIE marks a signal trampoline (`S`) and the bytes
+//! its expressions live in, to the caller, which compiles it into an architecture's small
+//! rule type (`arch.rs`) or evaluates it in full. Broken CFI is an error naming the file and
+//! the section; the unwinder stops there with a reason.
+
+use std::sync::{Arc, OnceLock};
+
+use gimli::{
+    BaseAddresses, CfaRule, DebugFrame, EhFrame, EhFrameHdr, EndianSlice, RegisterRule,
+    RunTimeEndian, UnwindContext, UnwindExpression, UnwindSection, UnwindTableRow,
+};
+
+use crate::debuginfo::DebugFinder;
+use crate::dwarf::SectionBytes;
+use crate::elf::{ElfFile, SectionContents};
+use crate::error::{Error, Result};
+
+use super::regs::Arch;
+
+/// gimli's table-evaluation state, reused between lookups (it holds the CIE's initial rules
+/// and a stack for `DW_CFA_remember_state`).
+pub type CfiContext = UnwindContext<usize>;
+
+/// Most FDEs read from a section without a search table (`.eh_frame` without
+/// `.eh_frame_hdr`, `.debug_frame`): 16 bytes each, so at most 64 MiB for the sorted table.
+const MAX_TABLE_FDES: usize = 1 << 22;
+
+/// One row of a CFI table, as [`ModuleCfi::find_row`] hands it out.
+pub struct Row<'a> {
+    /// The row.
+    pub row: &'a UnwindTableRow<usize>,
+    /// The FDE's CIE has the `S` augmentation: a signal trampoline, whose caller's address
+    /// is where a signal interrupted it, not a return address.
+    pub signal: bool,
+    /// The bytes of the section the row's expressions are offsets into.
+    section: &'a [u8],
+}
+
+impl<'a> Row<'a> {
+    /// The bytes of an expression of this row (empty if it lies outside the section, which
+    /// gimli has checked it does not).
+    pub fn expression(&self, expr: UnwindExpression<usize>) -> &'a [u8] {
+        let end = expr.offset.saturating_add(expr.length);
+        self.section.get(expr.offset..end).unwrap_or_default()
+    }
+
+    /// The rule of the DWARF register `reg`; a register the row does not name keeps its
+    /// value (`SameValue`: callee-saved by convention, or the link register of a leaf).
+    pub fn register(&self, reg: u16) -> RegisterRule<usize> {
+        self.row
+            .register(gimli::Register(reg))
+            .unwrap_or(RegisterRule::SameValue)
+    }
+
+    /// The CFA rule.
+    pub fn cfa(&self) -> &CfaRule<usize> {
+        self.row.cfa()
+    }
+}
+
+/// A section's bytes and its virtual address.
+struct CfiSection {
+    bytes: SectionBytes,
+    addr: u64,
+}
+
+/// FDEs of a section without a search table, sorted by start address: (start, end, offset).
+type FdeTable = Vec<(u64, u64, usize)>;
+
+/// `.debug_frame` of the file or of its debug companion.
+struct DebugFrameCfi {
+    bytes: SectionBytes,
+    /// The file the section is in (for errors).
+    path: std::path::PathBuf,
+    table: FdeTable,
+}
+
+/// The CFI of one ELF file; shared by every mapping of the file.
+pub struct ModuleCfi {
+    elf: Arc<ElfFile>,
+    endian: RunTimeEndian,
+    vendor: gimli::Vendor,
+    eh_frame: Option<CfiSection>,
+    eh_frame_hdr: Option<CfiSection>,
+    bases: BaseAddresses,
+    /// `.eh_frame`'s FDEs sorted, when `.eh_frame_hdr` gives no table.
+    eh_frame_table: OnceLock<FdeTable>,
+    debug_frame: OnceLock<Option<DebugFrameCfi>>,
+    finder: Option<DebugFinder>,
+}
+
+impl std::fmt::Debug for ModuleCfi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModuleCfi")
+            .field("path", &self.elf.path())
+            .field("eh_frame", &self.eh_frame.is_some())
+            .field("eh_frame_hdr", &self.eh_frame_hdr.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ModuleCfi {
+    /// The CFI of `elf`; `finder` finds its debug companion for `.debug_frame` when the file
+    /// has none (`None`: do not look). Sections that cannot be read are logged and left out
+    /// (the unwinder then falls back to frame pointers in that file).
+    pub fn new(elf: Arc<ElfFile>, finder: Option<DebugFinder>) -> ModuleCfi {
+        let header = elf.header();
+        let endian = if header.big_endian {
+            RunTimeEndian::Big
+        } else {
+            RunTimeEndian::Little
+        };
+        let vendor = match Arch::of_elf_machine(header.machine) {
+            Some(Arch::Aarch64) => gimli::Vendor::AArch64,
+            _ => gimli::Vendor::Default,
+        };
+        let eh_frame = section(&elf, ".eh_frame");
+        let eh_frame_hdr = section(&elf, ".eh_frame_hdr");
+        let text = match elf.section_address(".text") {
+            Ok(addr) => addr.map_or(0, |a| a.0),
+            Err(_) => 0,
+        };
+        let got = match elf.section_address(".got") {
+            Ok(addr) => addr.map_or(0, |a| a.0),
+            Err(_) => 0,
+        };
+        let mut bases = BaseAddresses::default().set_text(text).set_got(got);
+        if let Some(eh) = &eh_frame {
+            bases = bases.set_eh_frame(eh.addr);
+        }
+        if let Some(hdr) = &eh_frame_hdr {
+            bases = bases.set_eh_frame_hdr(hdr.addr);
+        }
+        ModuleCfi {
+            elf,
+            endian,
+            vendor,
+            eh_frame,
+            eh_frame_hdr,
+            bases,
+            eh_frame_table: OnceLock::new(),
+            debug_frame: OnceLock::new(),
+            finder,
+        }
+    }
+
+    /// The file.
+    pub fn elf(&self) -> &Arc<ElfFile> {
+        &self.elf
+    }
+
+    /// Finds the CFI row for `addr` (an ELF virtual address) and returns what `f` makes of
+    /// it; `Ok(None)` when no FDE covers `addr`. `.eh_frame` first, then `.debug_frame`.
+    pub fn find_row<T>(
+        &self,
+        addr: u64,
+        ctx: &mut CfiContext,
+        f: impl FnOnce(&Row<'_>) -> T,
+    ) -> Result<Option<T>> {
+        let mut f = Some(f);
+        if let Some(eh) = &self.eh_frame {
+            let bytes: &[u8] = &eh.bytes;
+            let mut section = EhFrame::new(bytes, self.endian);
+            section.set_address_size(8);
+            section.set_vendor(self.vendor);
+            if let Some(found) = self.eh_frame_row(&section, bytes, addr, ctx, &mut f)? {
+                return Ok(Some(found));
+            }
+        }
+        let Some(debug) = self.debug_frame() else {
+            return Ok(None);
+        };
+        let bytes: &[u8] = &debug.bytes;
+        let mut section = DebugFrame::new(bytes, self.endian);
+        section.set_address_size(8);
+        section.set_vendor(self.vendor);
+        let bases = BaseAddresses::default();
+        let Some(offset) = table_lookup(&debug.table, addr) else {
+            return Ok(None);
+        };
+        let malformed = |e: gimli::Error| malformed(&debug.path, ".debug_frame", e);
+        let fde = section
+            .fde_from_offset(&bases, offset.into(), DebugFrame::cie_from_offset)
+            .map_err(malformed)?;
+        let row = match fde.unwind_info_for_address(&section, &bases, ctx, addr) {
+            Ok(row) => row,
+            Err(gimli::Error::NoUnwindInfoForAddress) => return Ok(None),
+            Err(e) => return Err(malformed(e)),
+        };
+        let row = Row {
+            row,
+            signal: fde.cie().is_signal_trampoline(),
+            section: bytes,
+        };
+        Ok(f.take().map(|f| f(&row)))
+    }
+
+    fn eh_frame_row<'s, T>(
+        &self,
+        section: &EhFrame<EndianSlice<'s, RunTimeEndian>>,
+        bytes: &'s [u8],
+        addr: u64,
+        ctx: &mut CfiContext,
+        f: &mut Option<impl FnOnce(&Row<'_>) -> T>,
+    ) -> Result<Option<T>> {
+        let malformed = |e: gimli::Error| malformed(self.elf.path(), ".eh_frame", e);
+        let parsed_hdr = self.eh_frame_hdr.as_ref().and_then(|hdr| {
+            match EhFrameHdr::new(&hdr.bytes, self.endian).parse(&self.bases, 8) {
+                Ok(parsed) => Some(parsed),
+                Err(e) => {
+                    log::debug!("{}: .eh_frame_hdr: {e}", self.elf.path().display());
+                    None
+                }
+            }
+        });
+        let table = parsed_hdr.as_ref().and_then(|hdr| hdr.table());
+        let fde = match table {
+            Some(table) => {
+                match table.fde_for_address(section, &self.bases, addr, EhFrame::cie_from_offset) {
+                    Ok(fde) => fde,
+                    Err(gimli::Error::NoUnwindInfoForAddress) => return Ok(None),
+                    Err(e) => return Err(malformed(e)),
+                }
+            }
+            None => {
+                let sorted = self
+                    .eh_frame_table
+                    .get_or_init(|| fde_table(section, &self.bases, self.elf.path()));
+                let Some(offset) = table_lookup(sorted, addr) else {
+                    return Ok(None);
+                };
+                section
+                    .fde_from_offset(&self.bases, offset.into(), EhFrame::cie_from_offset)
+                    .map_err(malformed)?
+            }
+        };
+        let row = match fde.unwind_info_for_address(section, &self.bases, ctx, addr) {
+            Ok(row) => row,
+            Err(gimli::Error::NoUnwindInfoForAddress) => return Ok(None),
+            Err(e) => return Err(malformed(e)),
+        };
+        let row = Row {
+            row,
+            signal: fde.cie().is_signal_trampoline(),
+            section: bytes,
+        };
+        Ok(f.take().map(|f| f(&row)))
+    }
+
+    /// `.debug_frame` of the file, else of its debug companion; looked for once.
+    fn debug_frame(&self) -> Option<&DebugFrameCfi> {
+        self.debug_frame
+            .get_or_init(|| {
+                let (elf, bytes) = match section(&self.elf, ".debug_frame") {
+                    Some(own) => (Arc::clone(&self.elf), own.bytes),
+                    None => {
+                        let companion = match self.finder.as_ref()?.find(&self.elf) {
+                            Ok(found) => found?,
+                            Err(e) => {
+                                log::debug!("{e}");
+                                return None;
+                            }
+                        };
+                        let bytes = section(&companion.elf, ".debug_frame")?.bytes;
+                        (companion.elf, bytes)
+                    }
+                };
+                let mut section = DebugFrame::new(&bytes, self.endian);
+                section.set_address_size(8);
+                section.set_vendor(self.vendor);
+                let table = fde_table(&section, &BaseAddresses::default(), elf.path());
+                Some(DebugFrameCfi {
+                    path: elf.path().to_path_buf(),
+                    table,
+                    bytes,
+                })
+            })
+            .as_ref()
+    }
+}
+
+/// The section `name` of `elf`, if it has one with bytes; errors are logged.
+fn section(elf: &Arc<ElfFile>, name: &str) -> Option<CfiSection> {
+    let contents = match elf.section_contents(name) {
+        Ok(contents) => contents?,
+        Err(e) => {
+            log::debug!("{e}");
+            return None;
+        }
+    };
+    let bytes = match contents {
+        SectionContents::InFile(range) if range.is_empty() => return None,
+        SectionContents::InFile(range) => SectionBytes::InFile {
+            file: Arc::clone(elf),
+            range,
+        },
+        SectionContents::Owned(bytes) => SectionBytes::Owned(bytes.into()),
+    };
+    let addr = match elf.section_address(name) {
+        Ok(addr) => addr.map_or(0, |a| a.0),
+        Err(e) => {
+            log::debug!("{e}");
+            return None;
+        }
+    };
+    Some(CfiSection { bytes, addr })
+}
+
+fn malformed(path: &std::path::Path, section: &str, e: gimli::Error) -> Error {
+    Error::MalformedElf {
+        path: path.to_path_buf(),
+        what: format!("{section}: {e}"),
+    }
+}
+
+/// Every FDE of `section`, sorted by start address (at most [`MAX_TABLE_FDES`]). Reading
+/// stops at the first malformed entry (logged): the FDEs before it still serve.
+fn fde_table<'s, S>(section: &S, bases: &BaseAddresses, path: &std::path::Path) -> FdeTable
+where
+    S: UnwindSection<EndianSlice<'s, RunTimeEndian>>,
+    S::Offset: gimli::UnwindOffset<usize>,
+{
+    let mut table = FdeTable::new();
+    let mut entries = section.entries(bases);
+    loop {
+        match entries.next() {
+            Ok(Some(gimli::CieOrFde::Fde(partial))) => {
+                let offset = partial.offset();
+                match partial.parse(S::cie_from_offset) {
+                    Ok(fde) => {
+                        if fde.len() > 0 {
+                            table.push((fde.initial_address(), fde.end_address(), offset));
+                        }
+                    }
+                    Err(e) => log::debug!("{}: FDE at {offset:#x}: {e}", path.display()),
+                }
+            }
+            Ok(Some(gimli::CieOrFde::Cie(_))) => {}
+            Ok(None) => break,
+            Err(e) => {
+                log::debug!("{}: CFI entries: {e}", path.display());
+                break;
+            }
+        }
+        if table.len() >= MAX_TABLE_FDES {
+            log::debug!(
+                "{}: more than {MAX_TABLE_FDES} FDEs; the rest are ignored",
+                path.display()
+            );
+            break;
+        }
+    }
+    table.sort_unstable();
+    table
+}
+
+/// The offset of the FDE whose range holds `addr`.
+fn table_lookup(table: &FdeTable, addr: u64) -> Option<usize> {
+    let after = table.partition_point(|&(start, _, _)| start <= addr);
+    let &(start, end, offset) = table.get(after.checked_sub(1)?)?;
+    (start <= addr && addr < end).then_some(offset)
+}

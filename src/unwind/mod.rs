@@ -1,0 +1,484 @@
+//! Stack unwinding: from a thread's registers and its stack memory to the chain of return
+//! addresses, through DWARF CFI (`.eh_frame`, `.debug_frame`) or frame pointers, on x86_64
+//! and aarch64.
+//!
+//! Inputs: the registers ([`RegsX86_64`], [`RegsAarch64`]; from a perf sample with
+//! `from_perf`), the memory ([`StackCopy`]: a copy of the stack from the stack pointer up, as
+//! perf and eBPF profilers capture it; [`ProcessMemory`]: a live process), and the
+//! [`Modules`] mapped in the address space (each with its `Arc<ElfFile>`, the same one the
+//! [`crate::Symbolizer`] caches: [`crate::Symbolizer::elf_file`]). Output: a [`Stack`] of
+//! [`Frame`]s, the instruction pointer first and then the return addresses (look callers up
+//! at `addr - 1`: [`Frame::lookup_addr`]), each saying how it was recovered, and the
+//! [`StopReason`].
+//!
+//! Each frame's CFI row is compiled into a small `Copy` rule per architecture
+//! ([`RuleX86_64`], [`RuleAarch64`]) and kept in the caller's [`UnwindCache`] (bounded,
+//! direct-mapped, keyed by file and address); rows the rules do not cover (expressions that
+//! read memory, signal trampolines that restore every register) are evaluated in full each
+//! time. Work is bounded on any input: [`UnwindOptions::max_frames`] frames, a stack pointer
+//! that must grow, expressions of at most [`expr::MAX_STEPS`] operations.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use stacksym::elf::ElfFile;
+//! use stacksym::unwind::{Modules, RegsX86_64, StackCopy, StopReason, UnwindCache, Unwinder};
+//! # fn main() -> stacksym::Result<()> {
+//! let elf = Arc::new(ElfFile::open("testdata/bin/c-nopie")?);
+//! let mut modules = Modules::new();
+//! modules.add(0x400000..0x500000, 0, elf);
+//! let unwinder = Unwinder::new(modules);
+//! // A frame-pointer chain on a copied stack: rbp → [saved rbp, return address].
+//! let mut stack = vec![0u8; 32];
+//! stack[16..24].copy_from_slice(&0u64.to_le_bytes()); // the outermost frame's rbp
+//! stack[24..32].copy_from_slice(&0x401234u64.to_le_bytes());
+//! let regs = RegsX86_64::new(0x401000, 0x7ff0, 0x8000);
+//! let mut cache = UnwindCache::new();
+//! let result = unwinder.unwind_frame_pointers(&regs, &StackCopy::new(0x7ff0, &stack), &mut cache);
+//! assert_eq!(result.frames.len(), 2);
+//! assert!(result.frames[1].is_return_address);
+//! # Ok(())
+//! # }
+//! ```
+
+mod arch;
+mod cfi;
+pub mod expr;
+mod memory;
+mod module;
+mod regs;
+
+pub use arch::{RuleAarch64, RuleX86_64, UnwindArch, UnwindProblem};
+pub use memory::{Memory, ProcessMemory, StackCopy};
+pub use module::{Module, Modules};
+pub use regs::{Arch, Registers, RegsAarch64, RegsX86_64};
+
+use arch::{apply_row, Applied};
+use cfi::CfiContext;
+
+/// How a frame's address was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Recovery {
+    /// The instruction pointer of the registers given (the first frame).
+    Registers,
+    /// The CFI of the callee's code.
+    Cfi,
+    /// The callee's frame pointer chain (frame-pointer mode, or a callee without CFI).
+    FramePointer,
+    /// The link register (aarch64: the callee had not saved it, a leaf).
+    LinkRegister,
+    /// The registers the kernel saved when it delivered a signal (a trampoline known by its
+    /// code, without CFI).
+    SignalContext,
+}
+
+/// Why the walk stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// The outermost frame: the CFI says the return address is undefined (`_start`,
+    /// `clone`'s thread start), or the frame-pointer chain or return address ends in 0.
+    Root,
+    /// Memory the next step needed could not be read (outside the stack copy, unmapped).
+    MemoryUnreadable {
+        /// The address read.
+        addr: u64,
+    },
+    /// No unwind information for this address: no module is mapped there, or its file has
+    /// no CFI for it and there is no frame pointer to follow.
+    NoUnwindInfo {
+        /// The address looked up.
+        addr: u64,
+    },
+    /// The frame pointer chain could not be followed (none, or it points below the stack
+    /// pointer or is misaligned).
+    NoFramePointer,
+    /// The unwind information at this address could not be used.
+    InvalidUnwindInfo {
+        /// The instruction pointer of the frame.
+        addr: u64,
+        /// What was wrong.
+        what: UnwindProblem,
+    },
+    /// The step made no progress (the stack pointer went down, or nothing changed): a loop.
+    NoProgress,
+    /// [`UnwindOptions::max_frames`] frames were found.
+    DepthLimit,
+}
+
+/// One frame of a stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frame {
+    /// The instruction pointer (first frame, or where a signal interrupted the code), or a
+    /// return address.
+    pub addr: u64,
+    /// `addr` is a return address: the call is the instruction before it, so look it up at
+    /// `addr - 1` ([`Frame::lookup_addr`]).
+    pub is_return_address: bool,
+    /// How `addr` was found.
+    pub recovered: Recovery,
+}
+
+impl Frame {
+    /// The address to symbolize: `addr - 1` for a return address (inside the call
+    /// instruction, which may be the last of its function), else `addr`. This is what perf
+    /// prints for caller frames.
+    pub fn lookup_addr(&self) -> u64 {
+        if self.is_return_address {
+            self.addr.wrapping_sub(1)
+        } else {
+            self.addr
+        }
+    }
+}
+
+/// The result of one unwind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stack {
+    /// The frames, innermost first.
+    pub frames: Vec<Frame>,
+    /// Why the walk stopped after the last frame.
+    pub stop: StopReason,
+}
+
+/// How to unwind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnwindOptions {
+    /// Most frames returned (default 256; perf's default `max-stack` is 127).
+    pub max_frames: usize,
+    /// Follow the frame pointer where a frame's code has no CFI (default: on).
+    pub frame_pointer_fallback: bool,
+}
+
+impl Default for UnwindOptions {
+    fn default() -> Self {
+        UnwindOptions {
+            max_frames: 256,
+            frame_pointer_fallback: true,
+        }
+    }
+}
+
+/// Compiled rules of recently seen addresses (and gimli's evaluation state), for one thread
+/// of unwinding: a direct-mapped table of [`UnwindCache::DEFAULT_SLOTS`] slots keyed by
+/// (file, ELF virtual address), allocated on first use. Keep one per thread and reuse it:
+/// warm lookups are a hash and a compare.
+pub struct UnwindCache<A: UnwindArch> {
+    slots: Vec<Slot<A::Rule>>,
+    capacity: usize,
+    ctx: Box<CfiContext>,
+    hits: u64,
+    misses: u64,
+}
+
+#[derive(Clone, Copy)]
+struct Slot<R> {
+    /// File index + 1 (0: empty).
+    file: u32,
+    addr: u64,
+    /// `None`: no CFI covers the address.
+    rule: Option<R>,
+}
+
+impl<A: UnwindArch> std::fmt::Debug for UnwindCache<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UnwindCache")
+            .field("capacity", &self.capacity)
+            .field("hits", &self.hits)
+            .field("misses", &self.misses)
+            .finish()
+    }
+}
+
+impl<A: UnwindArch> Default for UnwindCache<A> {
+    fn default() -> Self {
+        UnwindCache::new()
+    }
+}
+
+impl<A: UnwindArch> UnwindCache<A> {
+    /// Slots of a default cache (a power of two).
+    pub const DEFAULT_SLOTS: usize = 4096;
+
+    /// An empty cache of [`UnwindCache::DEFAULT_SLOTS`] slots.
+    pub fn new() -> Self {
+        Self::with_slots(Self::DEFAULT_SLOTS)
+    }
+
+    /// An empty cache of `slots` slots (rounded up to a power of two, at least 1).
+    pub fn with_slots(slots: usize) -> Self {
+        UnwindCache {
+            slots: Vec::new(),
+            capacity: slots.max(1).next_power_of_two(),
+            ctx: Box::new(CfiContext::new()),
+            hits: 0,
+            misses: 0,
+        }
+    }
+
+    /// Lookups answered from the cache, and lookups that parsed CFI.
+    pub fn stats(&self) -> (u64, u64) {
+        (self.hits, self.misses)
+    }
+
+    fn slot_index(&self, file: u32, addr: u64) -> usize {
+        let hash = (addr ^ (u64::from(file) << 40)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        (hash >> 40) as usize & (self.capacity - 1)
+    }
+
+    fn get(&mut self, file: u32, addr: u64) -> Option<Option<A::Rule>> {
+        let index = self.slot_index(file, addr);
+        let slot = self.slots.get(index)?;
+        if slot.file == file + 1 && slot.addr == addr {
+            self.hits += 1;
+            Some(slot.rule)
+        } else {
+            None
+        }
+    }
+
+    fn insert(&mut self, file: u32, addr: u64, rule: Option<A::Rule>) {
+        self.misses += 1;
+        if self.slots.is_empty() {
+            let empty = Slot {
+                file: 0,
+                addr: 0,
+                rule: None,
+            };
+            self.slots = vec![empty; self.capacity];
+        }
+        let index = self.slot_index(file, addr);
+        if let Some(slot) = self.slots.get_mut(index) {
+            *slot = Slot {
+                file: file + 1,
+                addr,
+                rule,
+            };
+        }
+    }
+}
+
+/// Unwinds stacks of one address space.
+#[derive(Debug)]
+pub struct Unwinder {
+    modules: Modules,
+    options: UnwindOptions,
+}
+
+/// How one step went.
+enum Step {
+    Caller { recovery: Recovery, signal: bool },
+    Stop(StopReason),
+}
+
+impl Unwinder {
+    /// An unwinder over `modules` with the default options.
+    pub fn new(modules: Modules) -> Unwinder {
+        Unwinder::with_options(modules, UnwindOptions::default())
+    }
+
+    /// An unwinder over `modules`.
+    pub fn with_options(modules: Modules, options: UnwindOptions) -> Unwinder {
+        Unwinder { modules, options }
+    }
+
+    /// The modules.
+    pub fn modules(&self) -> &Modules {
+        &self.modules
+    }
+
+    /// The modules, to add mappings (perf's MMAP records arrive between samples).
+    pub fn modules_mut(&mut self) -> &mut Modules {
+        &mut self.modules
+    }
+
+    /// Unwinds with CFI, falling back to the frame pointer for frames without CFI (unless
+    /// [`UnwindOptions::frame_pointer_fallback`] is off).
+    pub fn unwind<A: UnwindArch, M: Memory + ?Sized>(
+        &self,
+        regs: &A,
+        memory: &M,
+        cache: &mut UnwindCache<A>,
+    ) -> Stack {
+        self.walk(regs, memory, cache, false)
+    }
+
+    /// Unwinds along the frame-pointer chain only, as bpftrace, bcc and
+    /// `perf --call-graph fp` do (no CFI read).
+    pub fn unwind_frame_pointers<A: UnwindArch, M: Memory + ?Sized>(
+        &self,
+        regs: &A,
+        memory: &M,
+        cache: &mut UnwindCache<A>,
+    ) -> Stack {
+        self.walk(regs, memory, cache, true)
+    }
+
+    fn walk<A: UnwindArch, M: Memory + ?Sized>(
+        &self,
+        regs: &A,
+        memory: &M,
+        cache: &mut UnwindCache<A>,
+        frame_pointers_only: bool,
+    ) -> Stack {
+        let mut regs = regs.clone();
+        let mut frames = vec![Frame {
+            addr: regs.ip(),
+            is_return_address: false,
+            recovered: Recovery::Registers,
+        }];
+        let mut exact = true;
+        let stop = loop {
+            if frames.len() >= self.options.max_frames {
+                break StopReason::DepthLimit;
+            }
+            let (ip, sp) = (regs.ip(), regs.sp());
+            let lookup = if exact { ip } else { ip.wrapping_sub(1) };
+            let step = if frame_pointers_only {
+                match regs.frame_pointer_step(memory) {
+                    Ok(()) => Step::Caller {
+                        recovery: Recovery::FramePointer,
+                        signal: false,
+                    },
+                    Err(stop) => Step::Stop(stop),
+                }
+            } else {
+                self.cfi_step(&mut regs, lookup, memory, cache)
+            };
+            let (recovery, signal) = match step {
+                Step::Caller { recovery, signal } => (recovery, signal),
+                Step::Stop(stop) => break stop,
+            };
+            let new_ip = regs.ip();
+            if new_ip == 0 {
+                break StopReason::Root;
+            }
+            let new_sp = regs.sp();
+            // The stack grows down, so a caller's stack pointer is above its callee's. A
+            // signal handler may run on another stack (sigaltstack), so a signal frame is
+            // exempt; nothing changing at all is a loop in any case.
+            let went_down = matches!((sp, new_sp), (Some(old), Some(new)) if new < old);
+            if (went_down && !signal) || (new_ip == ip && new_sp == sp) {
+                break StopReason::NoProgress;
+            }
+            frames.push(Frame {
+                addr: new_ip,
+                is_return_address: !signal,
+                recovered: recovery,
+            });
+            exact = signal;
+        };
+        Stack { frames, stop }
+    }
+
+    /// One step by CFI; the frame pointer or a signal frame's ucontext where there is none.
+    fn cfi_step<A: UnwindArch, M: Memory + ?Sized>(
+        &self,
+        regs: &mut A,
+        lookup: u64,
+        memory: &M,
+        cache: &mut UnwindCache<A>,
+    ) -> Step {
+        let ip = regs.ip();
+        let found = self.modules.find(lookup).and_then(|module| {
+            let cfi = self.modules.cfi(module)?;
+            Some((module, cfi, module.virt_addr(cfi.elf(), lookup)?))
+        });
+        let Some((module, cfi, virt)) = found else {
+            return self.fallback(regs, memory, lookup);
+        };
+        let file = Modules::cfi_index(module);
+        let rule = match cache.get(file, virt) {
+            Some(rule) => rule,
+            None => {
+                let compiled = cfi.find_row(virt, &mut cache.ctx, |row| A::compile(row));
+                let rule = match compiled {
+                    Ok(rule) => rule,
+                    Err(e) => {
+                        log::debug!("unwinding at {ip:#x}: {e}");
+                        return Step::Stop(StopReason::InvalidUnwindInfo {
+                            addr: ip,
+                            what: UnwindProblem::MalformedCfi,
+                        });
+                    }
+                };
+                cache.insert(file, virt, rule);
+                rule
+            }
+        };
+        let Some(rule) = rule else {
+            // No CFI here: a signal trampoline known by its code (at the address itself:
+            // the handler returns to its first instruction), else the frame pointer.
+            let elf = cfi.elf();
+            let code = module
+                .virt_addr(elf, ip)
+                .and_then(|virt| {
+                    elf.segments()
+                        .virt_to_file_offset(crate::addr::VirtAddr(virt))
+                })
+                .and_then(|offset| usize::try_from(offset.0).ok())
+                .map(|offset| elf.bytes_in(offset..offset.saturating_add(16)))
+                .unwrap_or_default();
+            if A::is_sigreturn(code) {
+                return match regs.restore_signal_context(memory) {
+                    Ok(()) => Step::Caller {
+                        recovery: Recovery::SignalContext,
+                        signal: true,
+                    },
+                    Err(stop) => Step::Stop(stop),
+                };
+            }
+            return self.fallback(regs, memory, lookup);
+        };
+        let applied = match regs.apply(rule, memory) {
+            Ok(Applied::Full) => {
+                let evaluated =
+                    cfi.find_row(virt, &mut cache.ctx, |row| apply_row(regs, row, memory));
+                match evaluated {
+                    Ok(Some(applied)) => applied,
+                    Ok(None) => Err(StopReason::NoUnwindInfo { addr: lookup }),
+                    Err(e) => {
+                        log::debug!("unwinding at {ip:#x}: {e}");
+                        Err(StopReason::InvalidUnwindInfo {
+                            addr: ip,
+                            what: UnwindProblem::MalformedCfi,
+                        })
+                    }
+                }
+            }
+            other => other,
+        };
+        match applied {
+            Ok(Applied::Caller { recovery, signal }) => Step::Caller { recovery, signal },
+            Ok(Applied::Root) => Step::Stop(StopReason::Root),
+            Ok(Applied::Full) => Step::Stop(StopReason::InvalidUnwindInfo {
+                addr: ip,
+                what: UnwindProblem::UnsupportedRule,
+            }),
+            Err(stop) => Step::Stop(stop),
+        }
+    }
+
+    /// The frame-pointer step for a frame without CFI, if allowed.
+    fn fallback<A: UnwindArch, M: Memory + ?Sized>(
+        &self,
+        regs: &mut A,
+        memory: &M,
+        lookup: u64,
+    ) -> Step {
+        if !self.options.frame_pointer_fallback {
+            return Step::Stop(StopReason::NoUnwindInfo { addr: lookup });
+        }
+        match regs.frame_pointer_step(memory) {
+            Ok(()) => Step::Caller {
+                recovery: Recovery::FramePointer,
+                signal: false,
+            },
+            Err(StopReason::NoFramePointer) => {
+                Step::Stop(StopReason::NoUnwindInfo { addr: lookup })
+            }
+            Err(stop) => Step::Stop(stop),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

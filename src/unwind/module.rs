@@ -1,0 +1,163 @@
+//! The address space an unwinder walks: which file is mapped where. A [`Module`] is one
+//! mapping (an absolute address range, the file offset it starts at, the ELF file); every
+//! mapping of one file shares that file's [`ModuleCfi`]. Fill [`Modules`] from a process's
+//! maps ([`Modules::from_process_maps`]) or from perf's MMAP/MMAP2 records ([`Modules::add`]).
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use crate::addr::{AbsAddr, FileOffset};
+use crate::debuginfo::DebugFinder;
+use crate::elf::ElfFile;
+use crate::process::{Mapping, ProcessMaps};
+
+use super::cfi::ModuleCfi;
+
+/// One mapping of an ELF file.
+#[derive(Debug, Clone)]
+pub struct Module {
+    /// The absolute addresses mapped.
+    pub range: Range<u64>,
+    /// The file offset mapped at `range.start`.
+    pub file_offset: u64,
+    /// Index of the file's CFI in [`Modules`] (shared by the file's mappings).
+    cfi: u32,
+}
+
+impl Module {
+    /// The ELF virtual address of the absolute address `addr` (in this mapping), through
+    /// its file offset and the file's segments (`None` where no `PT_LOAD` segment holds
+    /// that byte). Through the file offset, not a bias taken at the mapping's start: a
+    /// mapping starts at a page boundary, which may be in the previous segment's bytes.
+    pub fn virt_addr(&self, elf: &ElfFile, addr: u64) -> Option<u64> {
+        elf.segments()
+            .file_offset_to_virt(self.file_offset_of(addr))
+            .map(|virt| virt.0)
+    }
+
+    /// The file offset of the absolute address `addr` (in this mapping), as perf and
+    /// `/proc/PID/maps` compute it: `addr - start + offset`.
+    pub fn file_offset_of(&self, addr: u64) -> FileOffset {
+        FileOffset(
+            addr.wrapping_sub(self.range.start)
+                .wrapping_add(self.file_offset),
+        )
+    }
+}
+
+/// The mapped files of one address space, sorted by address.
+#[derive(Debug, Default)]
+pub struct Modules {
+    modules: Vec<Module>,
+    cfis: Vec<Arc<ModuleCfi>>,
+    finder: Option<DebugFinder>,
+}
+
+impl Modules {
+    /// No modules; `.debug_frame` is read from the files themselves only.
+    pub fn new() -> Modules {
+        Modules::default()
+    }
+
+    /// No modules; files without `.debug_frame` (and with addresses `.eh_frame` does not
+    /// cover) get it from their debug companion, found by `finder`.
+    pub fn with_debug_finder(finder: DebugFinder) -> Modules {
+        Modules {
+            finder: Some(finder),
+            ..Modules::default()
+        }
+    }
+
+    /// Adds a mapping of `elf` at `range` from `file_offset`. A mapping that overlaps an
+    /// earlier one replaces it where they overlap (as a later `mmap` does). Mappings of the
+    /// same `Arc<ElfFile>` share its parsed CFI.
+    pub fn add(&mut self, range: Range<u64>, file_offset: u64, elf: Arc<ElfFile>) {
+        if range.start >= range.end {
+            return;
+        }
+        let cfi = match self.cfis.iter().position(|c| Arc::ptr_eq(c.elf(), &elf)) {
+            Some(i) => i,
+            None => {
+                self.cfis.push(Arc::new(ModuleCfi::new(
+                    Arc::clone(&elf),
+                    self.finder.clone(),
+                )));
+                self.cfis.len() - 1
+            }
+        };
+        self.modules
+            .retain(|m| m.range.end <= range.start || m.range.start >= range.end);
+        let at = self
+            .modules
+            .partition_point(|m| m.range.start < range.start);
+        self.modules.insert(
+            at,
+            Module {
+                range,
+                file_offset,
+                cfi: u32::try_from(cfi).unwrap_or(u32::MAX),
+            },
+        );
+    }
+
+    /// The modules of a process from its maps: each file mapping for which `open` gives the
+    /// ELF file (e.g. [`crate::Symbolizer::elf_file`] on
+    /// [`crate::process::Process::open_path`], so the symbolizer's cached file is shared).
+    pub fn from_process_maps(
+        maps: &ProcessMaps,
+        finder: Option<DebugFinder>,
+        mut open: impl FnMut(&Mapping) -> Option<Arc<ElfFile>>,
+    ) -> Modules {
+        let mut modules = Modules {
+            finder,
+            ..Modules::default()
+        };
+        for mapping in maps.mappings() {
+            if !mapping.is_file() {
+                continue;
+            }
+            if let Some(elf) = open(mapping) {
+                let range = mapping.range.start.0..mapping.range.end.0;
+                modules.add(range, mapping.file_offset.0, elf);
+            }
+        }
+        modules
+    }
+
+    /// The module mapped at the absolute address `addr`.
+    pub fn find(&self, addr: u64) -> Option<&Module> {
+        let after = self.modules.partition_point(|m| m.range.start <= addr);
+        let module = self.modules.get(after.checked_sub(1)?)?;
+        (addr < module.range.end).then_some(module)
+    }
+
+    /// The ELF file of a module.
+    pub fn elf(&self, module: &Module) -> Option<&Arc<ElfFile>> {
+        self.cfi(module).map(|cfi| cfi.elf())
+    }
+
+    /// Every module, by address.
+    pub fn iter(&self) -> impl Iterator<Item = &Module> {
+        self.modules.iter()
+    }
+
+    pub(crate) fn cfi(&self, module: &Module) -> Option<&Arc<ModuleCfi>> {
+        self.cfis.get(module.cfi as usize)
+    }
+
+    pub(crate) fn cfi_index(module: &Module) -> u32 {
+        module.cfi
+    }
+
+    /// How many distinct files are mapped.
+    pub fn file_count(&self) -> usize {
+        self.cfis.len()
+    }
+}
+
+impl Module {
+    /// Whether the absolute address `addr` is in this mapping.
+    pub fn contains(&self, addr: AbsAddr) -> bool {
+        self.range.contains(&addr.0)
+    }
+}

@@ -1,0 +1,318 @@
+//! Registers of one thread at one point, per architecture: x86_64 and aarch64, indexed by
+//! their DWARF register numbers (what CFI names), with perf's `perf_regs` numbering and
+//! sample mask (`sample_regs_user`) to fill them from a perf sample.
+//!
+//! A register may be unknown (not sampled, or not recoverable in a caller's frame): each type
+//! keeps a bit per register, and `get` answers `None` for an unknown one.
+
+/// An architecture the unwinder knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Arch {
+    /// x86_64 (AMD64), `e_machine` 62.
+    X86_64,
+    /// aarch64 (ARM64), `e_machine` 183.
+    Aarch64,
+}
+
+impl Arch {
+    /// The architecture of ELF files with this `e_machine`, if the unwinder knows it.
+    pub fn of_elf_machine(machine: u16) -> Option<Arch> {
+        match machine {
+            62 => Some(Arch::X86_64),
+            183 => Some(Arch::Aarch64),
+            _ => None,
+        }
+    }
+}
+
+/// What the unwinder needs of a register set; implemented by [`RegsX86_64`] and
+/// [`RegsAarch64`]. Register numbers are DWARF's.
+pub trait Registers: Clone + std::fmt::Debug + Send + Sync {
+    /// The architecture.
+    const ARCH: Arch;
+    /// The DWARF number of the stack pointer.
+    const SP: u16;
+    /// The DWARF number of the frame pointer (`rbp`, `x29`).
+    const FP: u16;
+    /// The DWARF column CFI uses for the return address (`rip`'s 16, `x30`).
+    const RA: u16;
+    /// The instruction pointer.
+    fn ip(&self) -> u64;
+    /// Sets the instruction pointer.
+    fn set_ip(&mut self, ip: u64);
+    /// A register by DWARF number; `None` when unknown or out of range.
+    fn get(&self, reg: u16) -> Option<u64>;
+    /// Sets a register by DWARF number (ignored when out of range).
+    fn set(&mut self, reg: u16, value: u64);
+    /// Marks a register unknown.
+    fn forget(&mut self, reg: u16);
+    /// The stack pointer, if known.
+    fn sp(&self) -> Option<u64> {
+        self.get(Self::SP)
+    }
+    /// The frame pointer, if known.
+    fn fp(&self) -> Option<u64> {
+        self.get(Self::FP)
+    }
+}
+
+/// x86_64 registers by DWARF number: 0 rax, 1 rdx, 2 rcx, 3 rbx, 4 rsi, 5 rdi, 6 rbp, 7 rsp,
+/// 8–15 r8–r15; the instruction pointer (`rip`, DWARF's return-address column 16) apart.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct RegsX86_64 {
+    values: [u64; 16],
+    known: u16,
+    ip: u64,
+}
+
+impl RegsX86_64 {
+    /// DWARF number of `rbp`.
+    pub const RBP: u16 = 6;
+    /// DWARF number of `rsp`.
+    pub const RSP: u16 = 7;
+    /// DWARF number of the return address column (`rip`).
+    pub const RIP: u16 = 16;
+    /// perf's mask of the user registers `perf record --call-graph dwarf` samples on x86_64
+    /// (`PERF_REG_X86_AX` … `PERF_REG_X86_SS`, `R8` … `R15`; 0xff0fff).
+    pub const PERF_SAMPLE_MASK: u64 = 0xff0fff;
+
+    /// Registers with only the instruction, stack and frame pointers known (what a frame
+    /// pointer walker or an eBPF program usually has).
+    pub fn new(ip: u64, sp: u64, bp: u64) -> RegsX86_64 {
+        let mut regs = RegsX86_64 {
+            ip,
+            ..RegsX86_64::default()
+        };
+        regs.set(Self::RSP, sp);
+        regs.set(Self::RBP, bp);
+        regs
+    }
+
+    /// The DWARF number of perf's x86_64 register `perf_reg` (`enum perf_event_x86_regs`),
+    /// `Some(16)` for the instruction pointer; `None` for flags and segment registers.
+    pub fn dwarf_of_perf_reg(perf_reg: u32) -> Option<u16> {
+        // perf: AX BX CX DX SI DI BP SP IP FLAGS CS SS DS ES FS GS R8..R15
+        const TO_DWARF: [u16; 8] = [0, 3, 2, 1, 4, 5, 6, 7];
+        match perf_reg {
+            0..=7 => Some(TO_DWARF[perf_reg as usize]),
+            8 => Some(Self::RIP),
+            16..=23 => Some(perf_reg as u16 - 8),
+            _ => None,
+        }
+    }
+
+    /// Registers from a perf sample's `regs_user`: `values` hold one register per bit set in
+    /// `mask`, in increasing bit order (as `PERF_SAMPLE_REGS_USER` records them). Values
+    /// beyond the mask's count are ignored; registers missing from it stay unknown.
+    pub fn from_perf(mask: u64, values: &[u64]) -> RegsX86_64 {
+        let mut regs = RegsX86_64::default();
+        for (bit, &value) in set_bits(mask).zip(values) {
+            match Self::dwarf_of_perf_reg(bit) {
+                Some(Self::RIP) => regs.ip = value,
+                Some(reg) => regs.set(reg, value),
+                None => {}
+            }
+        }
+        regs
+    }
+}
+
+impl Registers for RegsX86_64 {
+    const ARCH: Arch = Arch::X86_64;
+    const SP: u16 = 7;
+    const FP: u16 = 6;
+    const RA: u16 = 16;
+
+    fn ip(&self) -> u64 {
+        self.ip
+    }
+    fn set_ip(&mut self, ip: u64) {
+        self.ip = ip;
+    }
+    fn get(&self, reg: u16) -> Option<u64> {
+        if reg == Self::RIP {
+            return Some(self.ip);
+        }
+        let i = usize::from(reg);
+        (i < 16 && self.known & (1 << i) != 0).then(|| self.values[i])
+    }
+    fn set(&mut self, reg: u16, value: u64) {
+        if reg == Self::RIP {
+            self.ip = value;
+        } else if let Some(slot) = self.values.get_mut(usize::from(reg)) {
+            *slot = value;
+            self.known |= 1 << reg;
+        }
+    }
+    fn forget(&mut self, reg: u16) {
+        if reg < 16 {
+            self.known &= !(1 << reg);
+        }
+    }
+}
+
+impl std::fmt::Debug for RegsX86_64 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const NAMES: [&str; 16] = [
+            "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11",
+            "r12", "r13", "r14", "r15",
+        ];
+        let mut s = f.debug_struct("RegsX86_64");
+        s.field("rip", &format_args!("{:#x}", self.ip));
+        for (reg, name) in NAMES.iter().enumerate() {
+            if let Some(value) = self.get(reg as u16) {
+                s.field(name, &format_args!("{value:#x}"));
+            }
+        }
+        s.finish()
+    }
+}
+
+/// aarch64 registers by DWARF number: 0–30 `x0`–`x30` (29 the frame pointer, 30 the link
+/// register), 31 `sp`; the program counter apart.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct RegsAarch64 {
+    values: [u64; 32],
+    known: u32,
+    pc: u64,
+}
+
+impl RegsAarch64 {
+    /// DWARF number of the frame pointer `x29`.
+    pub const X29: u16 = 29;
+    /// DWARF number of the link register `x30`.
+    pub const X30: u16 = 30;
+    /// DWARF number of `sp`.
+    pub const SP_REG: u16 = 31;
+    /// perf's mask of every aarch64 user register (`X0` … `X30`, `SP`, `PC`; what
+    /// `perf record --call-graph dwarf` samples there).
+    pub const PERF_SAMPLE_MASK: u64 = (1 << 33) - 1;
+
+    /// Registers with only the program counter, stack pointer, frame pointer and link
+    /// register known.
+    pub fn new(pc: u64, sp: u64, fp: u64, lr: u64) -> RegsAarch64 {
+        let mut regs = RegsAarch64 {
+            pc,
+            ..RegsAarch64::default()
+        };
+        regs.set(Self::SP_REG, sp);
+        regs.set(Self::X29, fp);
+        regs.set(Self::X30, lr);
+        regs
+    }
+
+    /// The DWARF number of perf's aarch64 register `perf_reg` (`X0`…`X30` are 0–30, `SP`
+    /// 31: the same numbers); `None` for `PC` (32), which has no DWARF number, and beyond.
+    pub fn dwarf_of_perf_reg(perf_reg: u32) -> Option<u16> {
+        (perf_reg <= 31).then_some(perf_reg as u16)
+    }
+
+    /// Registers from a perf sample's `regs_user` (see [`RegsX86_64::from_perf`]); perf's
+    /// register 32 is the program counter.
+    pub fn from_perf(mask: u64, values: &[u64]) -> RegsAarch64 {
+        let mut regs = RegsAarch64::default();
+        for (bit, &value) in set_bits(mask).zip(values) {
+            match bit {
+                32 => regs.pc = value,
+                _ => {
+                    if let Some(reg) = Self::dwarf_of_perf_reg(bit) {
+                        regs.set(reg, value);
+                    }
+                }
+            }
+        }
+        regs
+    }
+
+    /// The link register, if known.
+    pub fn lr(&self) -> Option<u64> {
+        self.get(Self::X30)
+    }
+}
+
+impl Registers for RegsAarch64 {
+    const ARCH: Arch = Arch::Aarch64;
+    const SP: u16 = 31;
+    const FP: u16 = 29;
+    const RA: u16 = 30;
+
+    fn ip(&self) -> u64 {
+        self.pc
+    }
+    fn set_ip(&mut self, ip: u64) {
+        self.pc = ip;
+    }
+    fn get(&self, reg: u16) -> Option<u64> {
+        let i = usize::from(reg);
+        (i < 32 && self.known & (1 << i) != 0).then(|| self.values[i])
+    }
+    fn set(&mut self, reg: u16, value: u64) {
+        if let Some(slot) = self.values.get_mut(usize::from(reg)) {
+            *slot = value;
+            self.known |= 1 << reg;
+        }
+    }
+    fn forget(&mut self, reg: u16) {
+        if reg < 32 {
+            self.known &= !(1 << reg);
+        }
+    }
+}
+
+impl std::fmt::Debug for RegsAarch64 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut s = f.debug_struct("RegsAarch64");
+        s.field("pc", &format_args!("{:#x}", self.pc));
+        for reg in 0..32u16 {
+            if let Some(value) = self.get(reg) {
+                let name = match reg {
+                    31 => "sp".to_string(),
+                    _ => format!("x{reg}"),
+                };
+                s.field(&name, &format_args!("{value:#x}"));
+            }
+        }
+        s.finish()
+    }
+}
+
+/// The set bits of `mask`, lowest first.
+fn set_bits(mask: u64) -> impl Iterator<Item = u32> {
+    (0..64).filter(move |bit| mask & (1 << bit) != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn x86_64_perf_registers_land_on_their_dwarf_numbers() {
+        // perf's order for mask 0xff0fff: AX BX CX DX SI DI BP SP IP FLAGS CS SS R8..R15.
+        let values: Vec<u64> = (0..20).map(|i| 0x100 + i).collect();
+        let regs = RegsX86_64::from_perf(RegsX86_64::PERF_SAMPLE_MASK, &values);
+        assert_eq!(regs.get(0), Some(0x100), "rax");
+        assert_eq!(regs.get(3), Some(0x101), "rbx");
+        assert_eq!(regs.get(2), Some(0x102), "rcx");
+        assert_eq!(regs.get(1), Some(0x103), "rdx");
+        assert_eq!(regs.fp(), Some(0x106));
+        assert_eq!(regs.sp(), Some(0x107));
+        assert_eq!(regs.ip(), 0x108);
+        assert_eq!(regs.get(8), Some(0x10c), "r8 follows FLAGS CS SS");
+        assert_eq!(regs.get(15), Some(0x113), "r15");
+    }
+
+    #[test]
+    fn aarch64_perf_registers_and_short_sample() {
+        let values: Vec<u64> = (0..33).map(|i| 0x1000 + i).collect();
+        let regs = RegsAarch64::from_perf(RegsAarch64::PERF_SAMPLE_MASK, &values);
+        assert_eq!(regs.fp(), Some(0x1000 + 29));
+        assert_eq!(regs.lr(), Some(0x1000 + 30));
+        assert_eq!(regs.sp(), Some(0x1000 + 31));
+        assert_eq!(regs.ip(), 0x1000 + 32);
+        // A truncated sample leaves the rest unknown instead of failing.
+        let short = RegsAarch64::from_perf(RegsAarch64::PERF_SAMPLE_MASK, &values[..3]);
+        assert_eq!(short.get(2), Some(0x1002));
+        assert_eq!(short.sp(), None);
+        assert_eq!(short.get(1000), None);
+    }
+}

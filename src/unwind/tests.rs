@@ -1,0 +1,572 @@
+//! Each rule kind on synthetic stacks for both architectures, with CFI written by hand into
+//! small ELF files (`tests/support/cfi_elf.rs`), and bad input: garbage registers and
+//! stacks, cyclic frame pointers, absurd CFI offsets, expression loops.
+
+use std::sync::Arc;
+
+use super::*;
+use crate::elf::ElfFile;
+
+#[path = "../../tests/support/cfi_elf.rs"]
+mod cfi_elf;
+use cfi_elf::{cfi_section, elf_with_cfi, CfiKind, Cie, TEXT_OFFSET};
+
+/// Where the synthetic files are "loaded" (a PIE's bias).
+const BASE: u64 = 0x5555_0000_0000;
+/// Where the synthetic stack copies start.
+const SP: u64 = 0x7fff_0000_0000;
+
+fn code(offset: u64) -> u64 {
+    BASE + TEXT_OFFSET + offset
+}
+
+fn module(machine: u16, text: &[u8], kind: CfiKind, cfi: &[u8]) -> Unwinder {
+    let bytes = elf_with_cfi(machine, text, kind, cfi);
+    let len = bytes.len() as u64;
+    let elf = ElfFile::from_bytes("synthetic", bytes).expect("the builder writes valid ELF");
+    let mut modules = Modules::new();
+    modules.add(BASE..BASE + len, 0, Arc::new(elf));
+    Unwinder::new(modules)
+}
+
+/// A stack copy from [`SP`] with `words` (offset from SP, value) written.
+fn stack(len: usize, words: &[(u64, u64)]) -> Vec<u8> {
+    let mut bytes = vec![0u8; len];
+    for &(offset, value) in words {
+        let at = offset as usize;
+        bytes[at..at + 8].copy_from_slice(&value.to_le_bytes());
+    }
+    bytes
+}
+
+fn addrs(stack: &Stack) -> Vec<(u64, bool, Recovery)> {
+    stack
+        .frames
+        .iter()
+        .map(|f| (f.addr, f.is_return_address, f.recovered))
+        .collect()
+}
+
+// ------------------------------------------------------------------------ x86_64
+
+/// x86_64 CIE: CFA = rsp + 8, return address at CFA − 8 (the state at a call's target).
+const X86_CIE: &[u8] = &[0x0c, 7, 8, 0x90, 1];
+
+/// Functions of the x86_64 file, by text offset:
+/// - 0x000..0x100 `framed`: push rbp (1 byte); mov rsp, rbp (3 bytes); then CFA = rbp + 16
+/// - 0x100..0x200 `root`: the return address is undefined
+/// - 0x200..0x300 `plt`: CFA = rsp + 16 for the first 6 bytes, then the PLT expression
+/// - 0x300..0x400 `realigned`: CFA = [rbp − 8], rbp at [rbp] (gcc's stack realignment)
+/// - 0x400..0x500 `absurd`: CFA = rsp + 2^40
+/// - 0x500..0x600 `looping`: a CFA expression that jumps to itself
+/// - 0x600..0x700: no FDE (frame pointer fallback; at 0x680 a sigreturn trampoline)
+fn x86_64_cfi(kind: CfiKind) -> Vec<u8> {
+    let t = TEXT_OFFSET;
+    let plt_expr = [
+        0x0e, 16, 0x46, 0x0f, 11, 0x77, 8, 0x80, 0, 0x3f, 0x1a, 0x3b, 0x2a, 0x33, 0x24, 0x22,
+    ];
+    let fdes: &[(u64, u64, &[u8])] = &[
+        (t, 0x100, &[0x41, 0x0e, 16, 0x86, 2, 0x43, 0x0d, 6]),
+        (t + 0x100, 0x100, &[0x07, 16]),
+        (t + 0x200, 0x100, &plt_expr),
+        (
+            t + 0x300,
+            0x100,
+            &[0x0f, 3, 0x76, 0x78, 0x06, 0x10, 6, 2, 0x76, 0x00],
+        ),
+        (
+            t + 0x400,
+            0x100,
+            &[0x0e, 0x80, 0x80, 0x80, 0x80, 0x80, 0x20],
+        ),
+        (t + 0x500, 0x100, &[0x0f, 3, 0x2f, 0xfd, 0xff]),
+    ];
+    let augmentation = match kind {
+        CfiKind::EhFrame => "z",
+        CfiKind::DebugFrame => "",
+    };
+    let cie = Cie {
+        augmentation,
+        code_align: 1,
+        data_align: -8,
+        ra_register: 16,
+        instructions: X86_CIE,
+    };
+    cfi_section(kind, &cie, fdes)
+}
+
+fn x86_64_text() -> Vec<u8> {
+    let mut text = vec![0x90u8; 0x700];
+    text[0x680..0x689].copy_from_slice(&[0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05]);
+    text
+}
+
+fn x86_64_unwinder(kind: CfiKind) -> Unwinder {
+    module(62, &x86_64_text(), kind, &x86_64_cfi(kind))
+}
+
+#[test]
+fn compiled_rules_are_small() {
+    assert_eq!(std::mem::size_of::<RuleX86_64>(), 8);
+    assert_eq!(std::mem::size_of::<RuleAarch64>(), 12);
+    assert_eq!(std::mem::size_of::<Option<RuleX86_64>>(), 8);
+}
+
+fn compiled_x86_64(unwinder: &Unwinder, offset: u64) -> Option<RuleX86_64> {
+    let module = unwinder.modules().find(code(offset)).expect("mapped");
+    let cfi = unwinder.modules().cfi(module).expect("its CFI");
+    let mut ctx = CfiContext::new();
+    let virt = module
+        .virt_addr(cfi.elf(), code(offset))
+        .expect("in a segment");
+    cfi.find_row(virt, &mut ctx, RegsX86_64::compile)
+        .expect("well-formed")
+}
+
+#[test]
+fn x86_64_rows_compile_to_each_rule_kind() {
+    for kind in [CfiKind::EhFrame, CfiKind::DebugFrame] {
+        let unwinder = x86_64_unwinder(kind);
+        let rule = |offset| compiled_x86_64(&unwinder, offset);
+        let sp = |cfa_offset, bp_offset| RuleX86_64::CfaSp {
+            cfa_offset,
+            bp_offset,
+        };
+        assert_eq!(rule(0), Some(sp(8, 0)), "{kind:?}");
+        assert_eq!(rule(1), Some(sp(16, -16)));
+        assert_eq!(
+            rule(4),
+            Some(RuleX86_64::CfaBp {
+                cfa_offset: 16,
+                bp_offset: -16
+            })
+        );
+        assert_eq!(rule(0x100), Some(RuleX86_64::Root));
+        assert_eq!(rule(0x203), Some(sp(16, 0)));
+        assert_eq!(
+            rule(0x206),
+            Some(RuleX86_64::Plt {
+                sp_offset: 8,
+                threshold: 11
+            })
+        );
+        assert_eq!(
+            rule(0x300),
+            Some(RuleX86_64::Full),
+            "realignment expression"
+        );
+        assert_eq!(rule(0x400), Some(RuleX86_64::Full), "offset beyond i32");
+        assert_eq!(rule(0x600), None, "no FDE");
+    }
+}
+
+#[test]
+fn x86_64_cfi_walk_from_entry_through_framed_function_to_root() {
+    for kind in [CfiKind::EhFrame, CfiKind::DebugFrame] {
+        let unwinder = x86_64_unwinder(kind);
+        // Frame 0 at the entry of `framed` (CFA = rsp + 8): [SP] = return address into
+        // `framed` after its prologue (CFA = rbp + 16), whose rbp chain holds a return
+        // address into `root`.
+        let rbp = SP + 0x40;
+        let bytes = stack(
+            0x100,
+            &[(0, code(0x20)), (0x40, 0x1111), (0x48, code(0x110))],
+        );
+        let regs = RegsX86_64::new(code(0), SP, rbp);
+        let mut cache = UnwindCache::new();
+        let result = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut cache);
+        assert_eq!(
+            addrs(&result),
+            vec![
+                (code(0), false, Recovery::Registers),
+                (code(0x20), true, Recovery::Cfi),
+                (code(0x110), true, Recovery::Cfi),
+            ],
+            "{kind:?}"
+        );
+        assert_eq!(result.stop, StopReason::Root);
+        // The same walk again is answered from the cache.
+        let again = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut cache);
+        assert_eq!(again, result);
+        assert_eq!(cache.stats(), (3, 3));
+    }
+}
+
+#[test]
+fn x86_64_plt_expression_depends_on_the_offset_in_the_entry() {
+    let unwinder = x86_64_unwinder(CfiKind::EhFrame);
+    let bytes = stack(0x40, &[(8, code(0x110)), (16, code(0x120))]);
+    let mut cache = UnwindCache::new();
+    // At 0x206 & 15 = 6 < 11: CFA = rsp + 8, the return address at [rsp].
+    let early = RegsX86_64::new(code(0x206), SP + 8 - 8, 0);
+    let bytes_early = stack(0x40, &[(0, code(0x110))]);
+    let result = unwinder.unwind(&early, &StackCopy::new(SP, &bytes_early), &mut cache);
+    assert_eq!(result.frames[1].addr, code(0x110));
+    // At 0x20b: CFA = rsp + 16 (the entry pushed its relocation index).
+    let late = RegsX86_64::new(code(0x20b), SP, 0);
+    let result = unwinder.unwind(&late, &StackCopy::new(SP, &bytes), &mut cache);
+    assert_eq!(result.frames[1].addr, code(0x110));
+    assert_eq!(result.stop, StopReason::Root);
+}
+
+#[test]
+fn x86_64_realigned_frame_reads_the_cfa_from_memory() {
+    let unwinder = x86_64_unwinder(CfiKind::EhFrame);
+    // rbp = SP + 0x20: [rbp − 8] = CFA = SP + 0x60, [rbp] = caller's rbp; the return
+    // address at CFA − 8.
+    let bytes = stack(
+        0x100,
+        &[(0x18, SP + 0x60), (0x20, 0x4242), (0x58, code(0x150))],
+    );
+    let regs = RegsX86_64::new(code(0x310), SP, SP + 0x20);
+    let result = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+    assert_eq!(addrs(&result)[1..], [(code(0x150), true, Recovery::Cfi)]);
+    assert_eq!(result.stop, StopReason::Root);
+}
+
+#[test]
+fn x86_64_absurd_offsets_and_expression_loops_stop_with_a_reason() {
+    let unwinder = x86_64_unwinder(CfiKind::EhFrame);
+    let bytes = stack(0x40, &[]);
+    let mut cache = UnwindCache::new();
+    let absurd = RegsX86_64::new(code(0x410), SP, 0);
+    let result = unwinder.unwind(&absurd, &StackCopy::new(SP, &bytes), &mut cache);
+    assert_eq!(result.frames.len(), 1);
+    assert!(
+        matches!(result.stop, StopReason::MemoryUnreadable { .. }),
+        "{:?}",
+        result.stop
+    );
+    let looping = RegsX86_64::new(code(0x510), SP, 0);
+    let result = unwinder.unwind(&looping, &StackCopy::new(SP, &bytes), &mut cache);
+    assert_eq!(
+        result.stop,
+        StopReason::InvalidUnwindInfo {
+            addr: code(0x510),
+            what: UnwindProblem::Expression(expr::ExprError::TooManySteps)
+        }
+    );
+}
+
+#[test]
+fn x86_64_frame_pointer_fallback_and_cycles() {
+    let unwinder = x86_64_unwinder(CfiKind::EhFrame);
+    // No FDE at 0x610: the frame pointer gives the caller, `framed` after its prologue,
+    // whose CFA = rbp + 16 then lands in `root`.
+    let bytes = stack(
+        0x100,
+        &[(0x10, SP + 0x40), (0x18, code(0x30)), (0x48, code(0x110))],
+    );
+    let regs = RegsX86_64::new(code(0x610), SP, SP + 0x10);
+    let result = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+    assert_eq!(
+        addrs(&result),
+        vec![
+            (code(0x610), false, Recovery::Registers),
+            (code(0x30), true, Recovery::FramePointer),
+            (code(0x110), true, Recovery::Cfi),
+        ]
+    );
+    // A frame pointer that points at itself: the frame-pointer walk stops, bounded.
+    let cyclic = stack(0x40, &[(0x10, SP + 0x10), (0x18, code(0x610))]);
+    let regs = RegsX86_64::new(code(0x610), SP, SP + 0x10);
+    for fp_only in [false, true] {
+        let memory = StackCopy::new(SP, &cyclic);
+        let mut cache = UnwindCache::new();
+        let result = if fp_only {
+            unwinder.unwind_frame_pointers(&regs, &memory, &mut cache)
+        } else {
+            unwinder.unwind(&regs, &memory, &mut cache)
+        };
+        assert!(result.frames.len() <= 3, "{result:?}");
+        assert_ne!(result.stop, StopReason::DepthLimit);
+    }
+    // Without the fallback, no CFI is the end.
+    let strict = Unwinder::with_options(
+        Modules::new(),
+        UnwindOptions {
+            frame_pointer_fallback: false,
+            ..UnwindOptions::default()
+        },
+    );
+    let result = strict.unwind(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+    assert_eq!(result.stop, StopReason::NoUnwindInfo { addr: code(0x610) });
+}
+
+#[test]
+fn x86_64_depth_limit() {
+    let unwinder = Unwinder::with_options(
+        Modules::new(),
+        UnwindOptions {
+            max_frames: 3,
+            ..UnwindOptions::default()
+        },
+    );
+    // An endless, growing frame-pointer chain.
+    let words: Vec<(u64, u64)> = (0..16)
+        .flat_map(|i| [(i * 16, SP + (i + 1) * 16), (i * 16 + 8, 0x1000 + i)])
+        .collect();
+    let bytes = stack(0x200, &words);
+    let regs = RegsX86_64::new(0x999, SP, SP);
+    let result =
+        unwinder.unwind_frame_pointers(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+    assert_eq!(result.frames.len(), 3);
+    assert_eq!(result.stop, StopReason::DepthLimit);
+}
+
+/// A glibc-like `__restore_rt`: a "zS" CIE, CFA = [rsp + 160], and every register from the
+/// ucontext at rsp (gregs 40 bytes in: rbp at 120, rsp at 160, rip at 168).
+#[test]
+fn x86_64_signal_frame_by_cfi_restores_the_ucontext_without_decrementing() {
+    let t = TEXT_OFFSET;
+    let trampoline: &[u8] = &[
+        0x0f, 4, 0x77, 0xa0, 0x01, 0x06, // CFA = [rsp + 160]
+        0x10, 16, 3, 0x77, 0xa8, 0x01, // rip at rsp + 168
+        0x10, 6, 2, 0x77, 0x78, // rbp at rsp + 120
+        0x10, 7, 3, 0x77, 0xa0, 0x01, // rsp at rsp + 160
+    ];
+    let cie = Cie {
+        augmentation: "zS",
+        code_align: 1,
+        data_align: -8,
+        ra_register: 16,
+        instructions: &[],
+    };
+    let cfi = cfi_section(CfiKind::EhFrame, &cie, &[(t + 0x7f, 0x11, trampoline)]);
+    let signal_module = module(62, &[0x90; 0x100], CfiKind::EhFrame, &cfi);
+    // Both files in one address space: the trampoline's file at BASE2.
+    const BASE2: u64 = 0x6666_0000_0000;
+    let mut modules = Modules::new();
+    let main = x86_64_unwinder(CfiKind::EhFrame);
+    for m in main.modules().iter() {
+        let elf = Arc::clone(main.modules().elf(m).expect("file"));
+        modules.add(m.range.clone(), m.file_offset, elf);
+    }
+    for m in signal_module.modules().iter() {
+        let elf = Arc::clone(signal_module.modules().elf(m).expect("file"));
+        modules.add(BASE2..BASE2 + (m.range.end - m.range.start), 0, elf);
+    }
+    let unwinder = Unwinder::new(modules);
+    // The handler (frame 0 at `framed`'s entry) returns into the trampoline at 0x80; the
+    // ucontext says the signal interrupted `framed` at its entry (offset 0, which a
+    // decremented lookup would miss) with rsp pointing at a return address into `root`.
+    let interrupted_sp = SP + 0x200;
+    let bytes = stack(
+        0x300,
+        &[
+            (0, BASE2 + t + 0x80),
+            (8 + 120, 0x5555),
+            (8 + 160, interrupted_sp),
+            (8 + 168, code(0)),
+            (0x200, code(0x120)),
+        ],
+    );
+    let regs = RegsX86_64::new(code(0), SP, 0);
+    let result = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+    assert_eq!(
+        addrs(&result),
+        vec![
+            (code(0), false, Recovery::Registers),
+            (BASE2 + t + 0x80, true, Recovery::Cfi),
+            (code(0), false, Recovery::Cfi),
+            (code(0x120), true, Recovery::Cfi),
+        ]
+    );
+    assert_eq!(result.stop, StopReason::Root);
+}
+
+#[test]
+fn x86_64_signal_trampoline_without_cfi_found_by_its_code() {
+    let unwinder = x86_64_unwinder(CfiKind::EhFrame);
+    // Frame 0 in the handler at `framed`'s entry returns into the sigreturn code at 0x680
+    // (no FDE); the ucontext at the trampoline's rsp (SP + 8) holds rip = `framed` + 0 and
+    // rsp pointing at a return address into `root`.
+    let uc = 8;
+    let bytes = stack(
+        0x300,
+        &[
+            (0, code(0x680)),
+            (uc + 40 + 15 * 8, SP + 0x200),
+            (uc + 40 + 16 * 8, code(0)),
+            (0x200, code(0x120)),
+        ],
+    );
+    let regs = RegsX86_64::new(code(0), SP, 0);
+    let result = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+    assert_eq!(
+        addrs(&result),
+        vec![
+            (code(0), false, Recovery::Registers),
+            (code(0x680), true, Recovery::Cfi),
+            (code(0), false, Recovery::SignalContext),
+            (code(0x120), true, Recovery::Cfi),
+        ]
+    );
+}
+
+/// Deterministic pseudo-random numbers (xorshift64).
+fn xorshift(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+#[test]
+fn garbage_registers_and_stacks_of_any_length_are_bounded() {
+    let x86 = x86_64_unwinder(CfiKind::EhFrame);
+    let arm = aarch64_unwinder();
+    let mut state = 0x1234_5678_9abc_def1u64;
+    for len in (0..600).step_by(7) {
+        let bytes: Vec<u8> = (0..len).map(|_| xorshift(&mut state) as u8).collect();
+        // Stack words that point into the code and into the stack, to get some steps.
+        let mut bytes = bytes;
+        for chunk in bytes.chunks_exact_mut(8) {
+            let pick = xorshift(&mut state);
+            let word = match pick % 4 {
+                0 => code(pick % 0x700),
+                1 => SP + pick % 0x300,
+                _ => u64::from_le_bytes(chunk.try_into().unwrap_or_default()),
+            };
+            chunk.copy_from_slice(&word.to_le_bytes());
+        }
+        let memory = StackCopy::new(SP, &bytes);
+        let ip = code(xorshift(&mut state) % 0x700);
+        let regs = RegsX86_64::new(ip, SP + xorshift(&mut state) % 16, xorshift(&mut state));
+        for result in [
+            x86.unwind(&regs, &memory, &mut UnwindCache::new()),
+            x86.unwind_frame_pointers(&regs, &memory, &mut UnwindCache::new()),
+        ] {
+            assert!(!result.frames.is_empty() && result.frames.len() <= 256);
+        }
+        let regs = RegsAarch64::new(ip, SP, xorshift(&mut state), xorshift(&mut state));
+        let result = arm.unwind(&regs, &memory, &mut UnwindCache::new());
+        assert!(result.frames.len() <= 256);
+    }
+}
+
+// ------------------------------------------------------------------------ aarch64
+
+/// Functions of the aarch64 file, by text offset (4-byte instructions, code alignment 4):
+/// - 0x000..0x100 `framed`: stp x29, x30, [sp, #-32]!; mov x29, sp; then CFA = x29 + 32
+/// - 0x100..0x200 `leaf`: nothing saved, the return address in the link register
+/// - 0x200..0x300 `signed`: paciasp (DW_CFA_AARCH64_negate_ra_state), then as `framed`
+/// - 0x300..0x400 `root`: x30 undefined
+fn aarch64_unwinder() -> Unwinder {
+    let t = TEXT_OFFSET;
+    let framed: &[u8] = &[0x41, 0x0e, 32, 0x9d, 4, 0x9e, 3, 0x41, 0x0d, 29];
+    let signed: &[u8] = &[0x41, 0x2d, 0x41, 0x0e, 32, 0x9d, 4, 0x9e, 3, 0x41, 0x0d, 29];
+    let fdes: &[(u64, u64, &[u8])] = &[
+        (t, 0x100, framed),
+        (t + 0x100, 0x100, &[]),
+        (t + 0x200, 0x100, signed),
+        (t + 0x300, 0x100, &[0x07, 30]),
+    ];
+    let cie = Cie {
+        augmentation: "z",
+        code_align: 4,
+        data_align: -8,
+        ra_register: 30,
+        instructions: &[0x0c, 31, 0],
+    };
+    let cfi = cfi_section(CfiKind::EhFrame, &cie, fdes);
+    let mut text = vec![0u8; 0x400];
+    text[0x380..0x388].copy_from_slice(&[0x68, 0x11, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4]);
+    module(183, &text, CfiKind::EhFrame, &cfi)
+}
+
+#[test]
+fn aarch64_rows_compile_to_each_rule_kind() {
+    let unwinder = aarch64_unwinder();
+    let module = unwinder.modules().find(code(0)).expect("mapped");
+    let cfi = unwinder.modules().cfi(module).expect("its CFI");
+    let mut ctx = CfiContext::new();
+    let mut rule = |offset| {
+        cfi.find_row(TEXT_OFFSET + offset, &mut ctx, |row| {
+            RegsAarch64::compile(row)
+        })
+        .expect("well-formed")
+    };
+    let cfa = |cfa_from_fp, ra_signed, cfa_offset, fp_offset, lr_offset| RuleAarch64::Cfa {
+        cfa_from_fp,
+        ra_signed,
+        cfa_offset,
+        fp_offset,
+        lr_offset,
+    };
+    assert_eq!(rule(0), Some(cfa(false, false, 0, 0, 0)));
+    assert_eq!(rule(4), Some(cfa(false, false, 32, -32, -24)));
+    assert_eq!(rule(8), Some(cfa(true, false, 32, -32, -24)));
+    assert_eq!(rule(0x110), Some(cfa(false, false, 0, 0, 0)));
+    assert_eq!(rule(0x204), Some(cfa(false, true, 0, 0, 0)));
+    assert_eq!(rule(0x210), Some(cfa(true, true, 32, -32, -24)));
+    assert_eq!(rule(0x300), Some(RuleAarch64::Root));
+}
+
+#[test]
+fn aarch64_leaf_link_register_then_signed_frame_record_then_root() {
+    let unwinder = aarch64_unwinder();
+    // pc in `leaf` (lr = into `signed` after its prologue); `signed`'s frame record at
+    // x29 = SP + 0x20 holds a return address into `root` with a PAC in its top bits.
+    let pac = 0x002d_0000_0000_0000;
+    let bytes = stack(0x100, &[(0x20, 0x7777), (0x28, pac | code(0x310))]);
+    let regs = RegsAarch64::new(code(0x120), SP, SP + 0x20, code(0x214));
+    let result = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+    assert_eq!(
+        addrs(&result),
+        vec![
+            (code(0x120), false, Recovery::Registers),
+            (code(0x214), true, Recovery::LinkRegister),
+            (code(0x310), true, Recovery::Cfi),
+        ]
+    );
+    assert_eq!(result.stop, StopReason::Root);
+}
+
+#[test]
+fn aarch64_frame_pointer_mode_and_signal_context() {
+    let unwinder = aarch64_unwinder();
+    // Frame records: x29 = SP + 0x10 → (SP + 0x30, ra1), SP + 0x30 → (0, ra2).
+    let bytes = stack(
+        0x100,
+        &[
+            (0x10, SP + 0x30),
+            (0x18, code(0x20)),
+            (0x30, 0),
+            (0x38, code(0x40)),
+        ],
+    );
+    let regs = RegsAarch64::new(code(0x120), SP, SP + 0x10, 0);
+    let result =
+        unwinder.unwind_frame_pointers(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+    assert_eq!(
+        addrs(&result)[1..],
+        [
+            (code(0x20), true, Recovery::FramePointer),
+            (code(0x40), true, Recovery::FramePointer)
+        ]
+    );
+    assert_eq!(result.stop, StopReason::Root);
+    // A handler (leaf) returns to the sigreturn code at 0x380 (no FDE there: the root's
+    // range ends at 0x380? no, `root` covers it, so use frame 0 at the trampoline itself).
+    let sigframe = 0u64;
+    let regs_base = sigframe + 128 + 176 + 8;
+    let bytes = stack(
+        0x400,
+        &[
+            (regs_base + 29 * 8, 0),
+            (regs_base + 30 * 8, code(0x310)),
+            (regs_base + 31 * 8, SP + 0x300),
+            (regs_base + 32 * 8, code(0x100)),
+        ],
+    );
+    assert!(RegsAarch64::is_sigreturn(&[
+        0x68, 0x11, 0x80, 0xd2, 0x01, 0, 0, 0xd4
+    ]));
+    let mut regs = RegsAarch64::new(code(0x380), SP, 0, 0);
+    regs.restore_signal_context(&StackCopy::new(SP, &bytes))
+        .expect("the ucontext is in the copy");
+    assert_eq!(regs.ip(), code(0x100));
+    assert_eq!(regs.sp(), Some(SP + 0x300));
+    assert_eq!(regs.lr(), Some(code(0x310)));
+}
