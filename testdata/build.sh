@@ -771,3 +771,6 @@ for k in kallsyms/kmod-demo.kallsyms kallsyms/kmod-demo-aarch64.kallsyms; do
     grep 'kmod_demo_init' "$k" >/dev/null && die "$k: lists the __init kmod_demo_init"
 done
 echo "build.sh: kernel module fixtures built (README.md, \"Kernel module\")"
+
+# The unwinder's perf-comparison programs (testdata/unwind/).
+"$TD/build-unwind.sh"

@@ -89,6 +89,23 @@ fn slot_of(rule: &RegisterRule<usize>) -> Option<i16> {
     }
 }
 
+/// Restores `reg` from its slot at CFA + `offset`; an unreadable slot leaves it unknown
+/// rather than ending the walk: only a later frame that needs it fails. (gcc keeps the
+/// "saved at CFA − 16" rule for rbp after the epilogue's `pop`, so a sample at the `ret`
+/// points below the stack pointer, outside a stack copy.)
+fn restore_or_forget<A: Registers, M: Memory + ?Sized>(
+    regs: &mut A,
+    reg: u16,
+    memory: &M,
+    cfa: u64,
+    offset: i16,
+) {
+    match memory.read_u64(cfa.wrapping_add(offset as i64 as u64)) {
+        Some(value) => regs.set(reg, value),
+        None => regs.forget(reg),
+    }
+}
+
 /// A compiled x86_64 rule; 8 bytes (asserted in a test).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RuleX86_64 {
@@ -215,8 +232,7 @@ impl UnwindArch for RegsX86_64 {
         };
         let ra = read(memory, cfa.wrapping_sub(8))?;
         if bp_offset != 0 {
-            let bp = read(memory, cfa.wrapping_add(bp_offset as i64 as u64))?;
-            self.set(RegsX86_64::RBP, bp);
+            restore_or_forget(self, RegsX86_64::RBP, memory, cfa, bp_offset);
         }
         self.set(RegsX86_64::RSP, cfa);
         self.set_ip(ra);
@@ -379,8 +395,7 @@ impl UnwindArch for RegsAarch64 {
             (lr, Recovery::LinkRegister)
         };
         if fp_offset != 0 {
-            let fp = read(memory, cfa.wrapping_add(fp_offset as i64 as u64))?;
-            self.set(RegsAarch64::X29, fp);
+            restore_or_forget(self, RegsAarch64::X29, memory, cfa, fp_offset);
         }
         // The pointer authentication code is stripped from every return address (signed
         // or not, the bits above the address are never part of it).
@@ -492,7 +507,18 @@ pub fn apply_row<A: UnwindArch, M: Memory + ?Sized>(
             RegisterRule::SameValue | RegisterRule::Architectural | RegisterRule::Constant(_) => {
                 continue
             }
-            RegisterRule::Offset(offset) => read(memory, cfa.wrapping_add(*offset as u64))?,
+            RegisterRule::Offset(offset) => {
+                let slot = cfa.wrapping_add(*offset as u64);
+                match memory.read_u64(slot) {
+                    Some(value) => value,
+                    // Only the return address must be read; see `restore_or_forget`.
+                    None if reg.0 != A::RA => {
+                        caller.forget(reg.0);
+                        continue;
+                    }
+                    None => return Err(StopReason::MemoryUnreadable { addr: slot }),
+                }
+            }
             RegisterRule::ValOffset(offset) => cfa.wrapping_add(*offset as u64),
             RegisterRule::Register(from) => regs
                 .get(from.0)

@@ -45,8 +45,9 @@ impl Module {
     }
 }
 
-/// The mapped files of one address space, sorted by address.
-#[derive(Debug, Default)]
+/// The mapped files of one address space, sorted by address. Cloning is cheap (the files'
+/// parsed CFI is shared): a forked process starts with its parent's.
+#[derive(Debug, Default, Clone)]
 pub struct Modules {
     modules: Vec<Module>,
     cfis: Vec<Arc<ModuleCfi>>,

@@ -570,3 +570,27 @@ fn aarch64_frame_pointer_mode_and_signal_context() {
     assert_eq!(regs.sp(), Some(SP + 0x300));
     assert_eq!(regs.lr(), Some(code(0x310)));
 }
+
+#[test]
+fn x86_64_saved_rbp_below_the_copy_is_forgotten_not_fatal() {
+    // At an epilogue's `ret`, gcc's CFI still says rbp is saved at CFA − 16, which is
+    // below the stack pointer (already popped): outside a stack copy. The return address
+    // is still found; rbp becomes unknown. (Seen in perf samples at qsort's callback.)
+    let bytes = stack(0x10, &[(0, code(0x110))]);
+    let mut regs = RegsX86_64::new(code(0x20), SP, 0x1234);
+    let rule = RuleX86_64::CfaSp {
+        cfa_offset: 8,
+        bp_offset: -16,
+    };
+    let applied = regs.apply(rule, &StackCopy::new(SP, &bytes));
+    assert_eq!(
+        applied,
+        Ok(Applied::Caller {
+            recovery: Recovery::Cfi,
+            signal: false
+        })
+    );
+    assert_eq!(regs.ip(), code(0x110));
+    assert_eq!(regs.sp(), Some(SP + 8));
+    assert_eq!(regs.fp(), None);
+}

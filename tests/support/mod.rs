@@ -440,42 +440,45 @@ pub fn writeln_stderr(args: std::fmt::Arguments<'_>) {
 }
 
 /// The example binary: `target/<profile>/examples/symbolize`, next to this test's
-/// `target/<profile>/deps/<test>-HASH`. It is (re)built once per run with `cargo build
-/// --example symbolize` (a no-op when `cargo test` built it already), so that
-/// `cargo test --test cli`, which builds no example, never runs a stale or missing one.
+/// `target/<profile>/deps/<test>-HASH`. See [`example_exe`].
 pub fn symbolize_exe() -> &'static Path {
     static EXE: OnceLock<PathBuf> = OnceLock::new();
-    EXE.get_or_init(|| {
-        let test_exe = std::env::current_exe().expect("the test knows its own path");
-        let profile_dir = test_exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("tests run from target/<profile>/deps");
-        let exe = profile_dir
-            .join("examples")
-            .join(format!("symbolize{}", std::env::consts::EXE_SUFFIX));
-        let mut cargo = Command::new(env!("CARGO"));
-        cargo
-            .args(["build", "--quiet", "--example", "symbolize"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"));
-        match profile_dir.file_name().and_then(OsStr::to_str) {
-            Some("debug") | None => {}
-            Some("release") => {
-                cargo.arg("--release");
-            }
-            Some(profile) => {
-                cargo.args(["--profile", profile]);
-            }
+    EXE.get_or_init(|| example_exe("symbolize"))
+}
+
+/// The example `name`'s binary, `target/<profile>/examples/<name>`. It is (re)built with
+/// `cargo build --example <name>` (a no-op when `cargo test` built it already), so that
+/// `cargo test --test X`, which builds no example, never runs a stale or missing one.
+pub fn example_exe(name: &str) -> PathBuf {
+    let test_exe = std::env::current_exe().expect("the test knows its own path");
+    let profile_dir = test_exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("tests run from target/<profile>/deps");
+    let exe = profile_dir
+        .join("examples")
+        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    let mut cargo = Command::new(env!("CARGO"));
+    cargo
+        .args(["build", "--quiet", "--example", name])
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    match profile_dir.file_name().and_then(OsStr::to_str) {
+        Some("debug") | None => {}
+        Some("release") => {
+            cargo.arg("--release");
         }
-        let status = cargo.status().expect("cargo runs");
-        assert!(status.success(), "cargo build --example symbolize failed");
-        assert!(
-            exe.is_file(),
-            "{} is missing after cargo build --example symbolize",
-            exe.display()
-        );
-        exe
-    })
+        Some(profile) => {
+            cargo.args(["--profile", profile]);
+        }
+    }
+    let status = cargo.status().expect("cargo runs");
+    assert!(status.success(), "cargo build --example {name} failed");
+    assert!(
+        exe.is_file(),
+        "{} is missing after cargo build --example {name}",
+        exe.display()
+    );
+    exe
 }
 
 /// Runs `cmd` with `args`, asserts it succeeded, and returns its standard output.

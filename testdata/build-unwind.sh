@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Builds the unwinder's perf-comparison programs (testdata/unwind/) from
+# testdata/src/unwind/: unwind-demo with its shared library, each with frame pointers
+# (-fno-omit-frame-pointer) and without (-fomit-frame-pointer), at -O2 with CFI
+# (.eh_frame, as every distribution builds). Called by testdata/build.sh; runnable alone.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")"
+TD="$PWD"
+command -v gcc >/dev/null || { echo "build-unwind.sh: gcc missing (apt-get install gcc)" >&2; exit 1; }
+rm -rf unwind
+mkdir -p unwind
+cd src/unwind
+for fp in fp nofp; do
+    case $fp in
+    fp) flags=(-fno-omit-frame-pointer -mno-omit-leaf-frame-pointer) ;;
+    nofp) flags=(-fomit-frame-pointer) ;;
+    esac
+    # The library's file name is what the executable's DT_NEEDED says; $ORIGIN finds it.
+    gcc -O2 -g0 "${flags[@]}" -ffile-prefix-map="$TD"=. -shared -fPIC \
+        -Wl,-soname,libunwind-demo-$fp.so -o "$TD/unwind/libunwind-demo-$fp.so" unwind-lib.c
+    gcc -O2 -g0 "${flags[@]}" -ffile-prefix-map="$TD"=. -pthread \
+        -o "$TD/unwind/unwind-demo-$fp" unwind-demo.c \
+        -L"$TD/unwind" -lunwind-demo-$fp -Wl,-rpath,'$ORIGIN'
+done
+ls -l "$TD/unwind"

@@ -1,0 +1,235 @@
+//! The `perf_unwind` example against perf itself: the testdata programs
+//! (`testdata/unwind/unwind-demo-{fp,nofp}`, built by testdata/build-unwind.sh: a deep chain,
+//! recursion, a shared library entered through the PLT and calling back, qsort's callback, a
+//! VLA, a SIGPROF handler, a second thread, clock_gettime through the vDSO; with and without
+//! frame pointers) are recorded here with `perf record -e cpu-clock --call-graph dwarf,16384`,
+//! and the example's output is compared sample by sample with
+//! `perf script -F comm,tid,ip,sym,dso --no-inline` (perf's own DWARF unwinder).
+//!
+//! What must agree: each sample's user-space chain of (address, file), for at least 99.5 % of
+//! samples. Names are counted apart (a differing alias, e.g. `random` for perf's `__random`,
+//! or a `@@GLIBC_2.34` version perf shows from a debug file's `.symtab`, is the symbolizer's
+//! choice, not the unwinder's); every difference class is counted and printed.
+//!
+//! Needs perf and permission to profile (root, or `kernel.perf_event_paranoid` ≤ 1): skipped
+//! with a note otherwise, a failure under CI.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use support::{example_exe, find_tool, writeln_stderr};
+
+/// A sample: the header line and its frames (address, symbol, file).
+type Sample = (String, Vec<(String, String, String)>);
+
+fn parse(text: &str) -> Vec<Sample> {
+    let mut samples = Vec::new();
+    let mut current: Option<Sample> = None;
+    for line in text.lines() {
+        if line.is_empty() {
+            samples.extend(current.take());
+        } else if let Some(frame) = line.strip_prefix('\t') {
+            let frame = frame.trim_start();
+            let (addr, rest) = frame.split_once(' ').unwrap_or((frame, ""));
+            let (sym, dso) = match rest.rfind(" (") {
+                Some(at) => (&rest[..at], rest[at + 2..].trim_end_matches(')')),
+                None => (rest, ""),
+            };
+            if let Some((_, frames)) = current.as_mut() {
+                frames.push((addr.to_string(), sym.to_string(), dso.to_string()));
+            }
+        } else {
+            samples.extend(current.take());
+            current = Some((line.trim_end().to_string(), Vec::new()));
+        }
+    }
+    samples.extend(current);
+    samples
+}
+
+fn skip(test: &str, why: &str) {
+    if std::env::var_os("CI").is_some() {
+        panic!("{test}: {why}; CI is expected to provide it");
+    }
+    writeln_stderr(format_args!("{test}: SKIPPED: {why}"));
+}
+
+/// Compares the two outputs; returns (identical address chains, samples, classes).
+fn compare(ours: &str, theirs: &str) -> (usize, usize, BTreeMap<String, usize>) {
+    let (ours, theirs) = (parse(ours), parse(theirs));
+    let mut classes: BTreeMap<String, usize> = BTreeMap::new();
+    if ours.len() != theirs.len() {
+        *classes
+            .entry(format!(
+                "sample count {} vs perf's {}",
+                ours.len(),
+                theirs.len()
+            ))
+            .or_default() += 1;
+    }
+    let mut same = 0;
+    let user = |frames: &[(String, String, String)]| -> Vec<(String, String, String)> {
+        frames
+            .iter()
+            // Kernel frames: [kernel.kallsyms] or a module, at a kernel address.
+            .filter(|f| !(f.0.len() == 16 && f.0.starts_with("ffff")))
+            .cloned()
+            .collect()
+    };
+    for ((our_head, our_frames), (their_head, their_frames)) in ours.iter().zip(&theirs) {
+        if our_head != their_head {
+            *classes.entry("header line differs".into()).or_default() += 1;
+        }
+        let (a, b) = (user(our_frames), user(their_frames));
+        let addrs = |f: &[(String, String, String)]| -> Vec<(String, String)> {
+            f.iter()
+                .map(|(addr, _, dso)| (addr.clone(), dso.clone()))
+                .collect()
+        };
+        let (aa, ba) = (addrs(&a), addrs(&b));
+        let class = if aa == ba {
+            same += 1;
+            let names = |f: &[(String, String, String)]| -> Vec<String> {
+                f.iter()
+                    .map(|(_, sym, _)| sym.split('@').next().unwrap_or("").to_string())
+                    .collect()
+            };
+            if names(&a) == names(&b) {
+                "identical".to_string()
+            } else {
+                let first = a
+                    .iter()
+                    .zip(&b)
+                    .find(|(x, y)| x.1.split('@').next() != y.1.split('@').next())
+                    .map(|(x, y)| format!("{} vs perf's {}", x.1, y.1))
+                    .unwrap_or_default();
+                format!("same chain, a name differs (first: {first})")
+            }
+        } else if ba.starts_with(&aa) {
+            format!(
+                "ours shorter (perf continues at {:?})",
+                b.get(a.len()).map(|f| &f.1)
+            )
+        } else if aa.starts_with(&ba) {
+            format!(
+                "ours longer (we continue at {:?})",
+                a.get(b.len()).map(|f| &f.1)
+            )
+        } else {
+            let at = aa.iter().zip(&ba).position(|(x, y)| x != y).unwrap_or(0);
+            format!("chains differ at frame {at}")
+        };
+        *classes.entry(class).or_default() += 1;
+    }
+    (same, ours.len().min(theirs.len()), classes)
+}
+
+#[test]
+fn perf_unwind_matches_perf_script_sample_by_sample() {
+    let test = "perf_unwind_matches_perf_script_sample_by_sample";
+    let Some(perf) = find_tool("perf") else {
+        return skip(test, "perf not found (apt-get install linux-perf)");
+    };
+    let dir = tempfile::tempdir().expect("a temporary dir");
+    let example = example_exe("perf_unwind");
+    let mut total_same = 0;
+    let mut total = 0;
+    for variant in ["fp", "nofp"] {
+        let program = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("testdata/unwind")
+            .join(format!("unwind-demo-{variant}"));
+        let data = dir.path().join(format!("{variant}.data"));
+        let record = Command::new(&perf)
+            .args([
+                "record",
+                "-q",
+                "-e",
+                "cpu-clock",
+                "--call-graph",
+                "dwarf,16384",
+                "-o",
+            ])
+            .arg(&data)
+            .arg(&program)
+            .arg("400")
+            .output()
+            .expect("perf runs");
+        if !record.status.success() {
+            return skip(
+                test,
+                &format!(
+                    "perf record failed (permissions? kernel.perf_event_paranoid): {}",
+                    String::from_utf8_lossy(&record.stderr)
+                ),
+            );
+        }
+        let script = Command::new(&perf)
+            .args(["script", "-F", "comm,tid,ip,sym,dso", "--no-inline", "-i"])
+            .arg(&data)
+            .output()
+            .expect("perf script runs");
+        assert!(script.status.success(), "perf script failed");
+        let ours = Command::new(&example)
+            .arg("-i")
+            .arg(&data)
+            .output()
+            .expect("the example runs");
+        assert!(
+            ours.status.success(),
+            "perf_unwind failed: {}",
+            String::from_utf8_lossy(&ours.stderr)
+        );
+        let (same, samples, classes) = compare(
+            &String::from_utf8_lossy(&ours.stdout),
+            &String::from_utf8_lossy(&script.stdout),
+        );
+        writeln_stderr(format_args!(
+            "{test}: unwind-demo-{variant}: {same} of {samples} samples with perf's user-space \
+             chain ({:.2} %)",
+            100.0 * same as f64 / samples.max(1) as f64
+        ));
+        for (class, count) in &classes {
+            writeln_stderr(format_args!("    {count:6}  {class}"));
+        }
+        assert!(samples > 100, "too few samples ({samples}) to judge");
+        total_same += same;
+        total += samples;
+    }
+    let share = total_same as f64 / total as f64;
+    assert!(
+        share >= 0.995,
+        "{total_same} of {total} samples ({:.2} %) have perf's chain; 99.5 % needed",
+        share * 100.0
+    );
+}
+
+#[test]
+fn perf_unwind_names_a_bad_file_and_the_offset() {
+    let example = example_exe("perf_unwind");
+    let dir = tempfile::tempdir().expect("a temporary dir");
+    let not_perf = dir.path().join("not-perf.data");
+    std::fs::write(&not_perf, vec![b'x'; 200]).expect("written");
+    let truncated = dir.path().join("truncated.data");
+    let mut header = b"PERFILE2".to_vec();
+    header.resize(104, 0);
+    header[40..48].copy_from_slice(&0x1000u64.to_le_bytes()); // data offset
+    header[48..56].copy_from_slice(&0x5000u64.to_le_bytes()); // data size
+    std::fs::write(&truncated, &header).expect("written");
+    for (file, expected) in [
+        (&not_perf, "offset 0"),
+        (&truncated, "ends at offset 0x6000"),
+    ] {
+        let out = Command::new(&example)
+            .arg("-i")
+            .arg(file)
+            .output()
+            .expect("runs");
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(&*file.to_string_lossy()), "{stderr}");
+        assert!(stderr.contains(expected), "{stderr}");
+    }
+}
