@@ -257,7 +257,6 @@ impl<A: UnwindArch> State<A> {
                     return Ok(());
                 };
                 let mut shown: Vec<Shown> = Vec::new();
-                let mut kernel_ip: Option<u64> = None;
                 if let Some(callchain) = &sample.callchain {
                     let mut in_user = false;
                     for i in 0..callchain.len() {
@@ -269,7 +268,6 @@ impl<A: UnwindArch> State<A> {
                         if in_user {
                             continue;
                         }
-                        kernel_ip.get_or_insert(ip);
                         if !args.no_kernel {
                             shown.push(self.kernel_frame(ip));
                         }
@@ -340,7 +338,6 @@ impl<A: UnwindArch> State<A> {
                     }
                     writeln!(out)?;
                 }
-                let _ = kernel_ip;
             }
             _ => {}
         }
