@@ -188,17 +188,7 @@ impl ModuleCfi {
         let fde = section
             .fde_from_offset(&bases, offset.into(), DebugFrame::cie_from_offset)
             .map_err(malformed)?;
-        let row = match fde.unwind_info_for_address(&section, &bases, ctx, addr) {
-            Ok(row) => row,
-            Err(gimli::Error::NoUnwindInfoForAddress) => return Ok(None),
-            Err(e) => return Err(malformed(e)),
-        };
-        let row = Row {
-            row,
-            signal: fde.cie().is_signal_trampoline(),
-            section: bytes,
-        };
-        Ok(f.take().map(|f| f(&row)))
+        evaluate_fde(&section, &bases, &fde, ctx, addr, bytes, &mut f, malformed)
     }
 
     fn eh_frame_row<'s, T>(
@@ -240,17 +230,7 @@ impl ModuleCfi {
                     .map_err(malformed)?
             }
         };
-        let row = match fde.unwind_info_for_address(section, &self.bases, ctx, addr) {
-            Ok(row) => row,
-            Err(gimli::Error::NoUnwindInfoForAddress) => return Ok(None),
-            Err(e) => return Err(malformed(e)),
-        };
-        let row = Row {
-            row,
-            signal: fde.cie().is_signal_trampoline(),
-            section: bytes,
-        };
-        Ok(f.take().map(|f| f(&row)))
+        evaluate_fde(section, &self.bases, &fde, ctx, addr, bytes, f, malformed)
     }
 
     /// `.debug_frame` of the file, else of its debug companion; looked for once.
@@ -283,6 +263,36 @@ impl ModuleCfi {
             })
             .as_ref()
     }
+}
+
+/// Runs `fde`'s instructions up to `addr` and hands the row to `f` (taken from its option,
+/// so that a caller that found nothing can still pass it on); `Ok(None)` when the FDE has
+/// no row for `addr`.
+#[allow(clippy::too_many_arguments)]
+fn evaluate_fde<'s, S, T>(
+    section: &S,
+    bases: &BaseAddresses,
+    fde: &gimli::FrameDescriptionEntry<EndianSlice<'s, RunTimeEndian>>,
+    ctx: &mut CfiContext,
+    addr: u64,
+    bytes: &'s [u8],
+    f: &mut Option<impl FnOnce(&Row<'_>) -> T>,
+    malformed: impl Fn(gimli::Error) -> Error,
+) -> Result<Option<T>>
+where
+    S: UnwindSection<EndianSlice<'s, RunTimeEndian>>,
+{
+    let row = match fde.unwind_info_for_address(section, bases, ctx, addr) {
+        Ok(row) => row,
+        Err(gimli::Error::NoUnwindInfoForAddress) => return Ok(None),
+        Err(e) => return Err(malformed(e)),
+    };
+    let row = Row {
+        row,
+        signal: fde.cie().is_signal_trampoline(),
+        section: bytes,
+    };
+    Ok(f.take().map(|f| f(&row)))
 }
 
 /// The section `name` of `elf`, if it has one with bytes; errors are logged.
