@@ -545,6 +545,41 @@ fn linker_script_is_not_elf() {
     assert_err_mentions(&outcome, "linker script", &["linker script"]);
 }
 
+/// A file that is not ELF is refused without a byte of it in the error: a tracer logs errors,
+/// and the file may be a secret (a container can plant a link to `/etc/shadow` where a
+/// library is expected). Text, binary and linker-script files, through `ElfFile::open`,
+/// `from_bytes` and the Symbolizer.
+#[test]
+fn errors_quote_nothing_of_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shadow");
+    let secret = "root:$y$j9T$SECRETHASHsecrethash:20228:0:99999:7:::";
+    for (what, bytes, said) in [
+        ("text", format!("{secret}\n").into_bytes(), "no ELF magic"),
+        (
+            "binary",
+            [&[0u8, 1, 2, 3][..], secret.as_bytes()].concat(),
+            "no ELF magic",
+        ),
+        (
+            "a linker script",
+            format!("INPUT({secret})\n").into_bytes(),
+            "INPUT command",
+        ),
+    ] {
+        let outcome = run_file(&path, &bytes, &[0]);
+        assert_err_mentions(&outcome, what, &[said]);
+        for e in outcome.errors() {
+            for quoted in ["root:", "SECRET", "secret", "9T$"] {
+                assert!(
+                    !e.contains(quoted),
+                    "{what}: {e:?} quotes the file ({quoted:?})"
+                );
+            }
+        }
+    }
+}
+
 /// Empty file, a directory, a missing file, and a file nobody may read.
 #[test]
 fn empty_directory_missing_and_unreadable() {

@@ -520,33 +520,66 @@ fn decompression_cap(compressed_len: usize) -> u64 {
 const EI_CLASS: usize = 4;
 // Class byte values: 1 is ELFCLASS32, 2 is ELFCLASS64.
 
+/// Refuses a file that does not start with the ELF magic, saying why in words that quote
+/// nothing of the file: its bytes may be anything (a file a container planted, a secret), and
+/// errors end up in logs. A linker script is recognized by its own markers.
 fn check_magic(path: &Path, data: &[u8]) -> Result<()> {
-    if data.starts_with(b"\x7fELF") {
+    if data.starts_with(ELF_MAGIC) {
         return Ok(());
     }
     let reason = if data.is_empty() {
         "the file is empty".to_string()
-    } else if data.len() < 4 {
-        format!("the file is only {} bytes long", data.len())
+    } else if data.len() < ELF_MAGIC.len() {
+        format!(
+            "the file is only {} bytes long, shorter than the ELF magic",
+            data.len()
+        )
+    } else if let Some(marker) = linker_script_marker(data) {
+        format!("a linker script: it starts with {marker}")
     } else {
-        let head = &data[..data.len().min(16)];
-        if head
-            .iter()
-            .all(|b| b.is_ascii_graphic() || *b == b' ' || *b == b'\n' || *b == b'\t')
-        {
-            format!(
-                "it starts with the text {:?}; a linker script or other text file?",
-                String::from_utf8_lossy(head)
-            )
-        } else {
-            format!("bad magic bytes {:02x?}", &data[..4])
-        }
+        "no ELF magic at its start".to_string()
     };
     Err(Error::NotElf {
         path: path.to_path_buf(),
         reason,
     })
 }
+
+/// The four bytes every ELF file starts with.
+const ELF_MAGIC: &[u8] = b"\x7fELF";
+
+/// What shows that `data` is a GNU ld linker script (`libc.so` on glibc systems, the
+/// `libLLVM-N.so` of Rust toolchains), if it is one: after blank space, the `/* GNU ld script`
+/// comment, or an `INPUT(` or `GROUP(` command (blank space allowed before the parenthesis).
+/// The answer is a description of ours, never bytes of the file.
+fn linker_script_marker(data: &[u8]) -> Option<&'static str> {
+    let head = &data[..data.len().min(LINKER_SCRIPT_PROBE)];
+    let start = head
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(head.len());
+    let head = &head[start..];
+    if head.starts_with(b"/* GNU ld script") {
+        return Some("the comment \"GNU ld script\"");
+    }
+    let command = |name: &str| {
+        head.strip_prefix(name.as_bytes()).is_some_and(|rest| {
+            rest.iter()
+                .find(|b| !b.is_ascii_whitespace())
+                .is_some_and(|&b| b == b'(')
+        })
+    };
+    if command("INPUT") {
+        Some("an INPUT command")
+    } else if command("GROUP") {
+        Some("a GROUP command")
+    } else {
+        None
+    }
+}
+
+/// How many leading bytes [`linker_script_marker`] looks at.
+const LINKER_SCRIPT_PROBE: usize = 256;
 
 type Headers = (
     ElfHeaderInfo,
@@ -734,4 +767,37 @@ fn read_debug_links<Elf: FileHeader<Endian = Endianness>>(path: &Path, data: &[u
         }
     }
     links
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reason(data: &[u8]) -> String {
+        match check_magic(Path::new("f"), data) {
+            Err(Error::NotElf { reason, .. }) => reason,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn not_elf_says_why_without_quoting_the_file() {
+        assert_eq!(reason(b""), "the file is empty");
+        assert!(reason(b"\x7fEL").contains("only 3 bytes"));
+        let secret = b"root:*:20228:0:99999:7:::\ndaemon:*:20228:0:99999:7:::\n";
+        let said = reason(secret);
+        assert_eq!(said, "no ELF magic at its start");
+        for script in [
+            &b"/* GNU ld script\n   Use the shared library */\nGROUP ( /lib/libc.so.6 )\n"[..],
+            b"INPUT(libLLVM.so.22.1-rust-1.95.0-stable)\n",
+            b"\n  GROUP ( a.so )",
+            b"INPUT (x)",
+        ] {
+            assert!(reason(script).starts_with("a linker script"), "{script:?}");
+        }
+        // Words that merely start like a command are not a script.
+        assert_eq!(reason(b"INPUTS(x)"), "no ELF magic at its start");
+        assert_eq!(reason(b"GROUP x"), "no ELF magic at its start");
+        assert!(check_magic(Path::new("f"), b"\x7fELF\x02").is_ok());
+    }
 }

@@ -199,8 +199,8 @@ pub fn parse_maps(name: &Path, text: &[u8]) -> Result<Vec<Mapping>> {
     Ok(mappings)
 }
 
-/// A line quoted in an error (of this parser or of [`super::perfmap`]'s), cut to a readable
-/// length.
+/// A line quoted in an error of this parser (procfs text, written by the kernel; a perf map,
+/// which may be any file, is never quoted), cut to a readable length.
 pub(crate) fn shorten(line: &[u8]) -> String {
     const MAX: usize = 120;
     let line = String::from_utf8_lossy(line);
