@@ -21,6 +21,7 @@
 #![deny(missing_docs)]
 
 pub mod addr;
+pub mod confine;
 pub mod debuginfo;
 pub mod demangle;
 pub mod dwarf;

@@ -9,6 +9,7 @@ mod support;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 
@@ -229,6 +230,15 @@ fn hostile_maps_text_never_panics() {
 // process in a container. No child process, no root needed.
 // ------------------------------------------------------------------------------------------
 
+/// The `MAJOR:MINOR INODE` columns a maps line would show for the file at `path`.
+fn dev_inode(path: &Path) -> String {
+    let meta = std::fs::metadata(path).unwrap();
+    let (dev, inode) = (meta.dev(), meta.ino());
+    let major = ((dev >> 32) & 0xffff_f000) | ((dev >> 8) & 0xfff);
+    let minor = ((dev >> 12) & 0xffff_ff00) | (dev & 0xff);
+    format!("{major:02x}:{minor:02x} {inode}")
+}
+
 /// A fake procfs holding one process, `pid`, that maps `binary` as `path` (an absolute path
 /// inside its root, where the file is copied): every `PT_LOAD`, page-aligned, from `base`,
 /// as ld.so maps it, then the lines of `extra_maps`. The temporary dir holds it all.
@@ -245,12 +255,15 @@ fn fake_process(
     std::fs::create_dir_all(in_root.parent().unwrap()).unwrap();
     std::fs::copy(binary, &in_root).unwrap();
     std::fs::write(proc_dir.join("stat"), format!("{pid} (app) S 1")).unwrap();
+    // The copy's own device and inode, as the kernel would write them: stacksym opens the
+    // path confined to the root and refuses a file that is not the one the maps line names.
+    let dev_inode = dev_inode(&in_root);
     let mut maps = String::new();
     for (off, vaddr, size) in readelf_loads(binary) {
         let start = base + (vaddr & !0xfff);
         let end = (base + vaddr + size + 0xfff) & !0xfff;
         maps += &format!(
-            "{start:x}-{end:x} r-xp {:08x} fe:00 77      {path}\n",
+            "{start:x}-{end:x} r-xp {:08x} {dev_inode}      {path}\n",
             off & !0xfff
         );
     }
@@ -309,6 +322,168 @@ fn debug_files_are_searched_inside_the_process_root_first() {
         outer.file.as_deref().is_some_and(|f| f.ends_with("demo.c")),
         "{outer:?}"
     );
+}
+
+/// Links a process plants in its root must not lead the host out of it. For each place a
+/// process's file names another (its build-id debug file, its debuglink file, its split-DWARF
+/// `.dwo`, its perf map's directory), the test runs a fake procfs three ways: the file absent,
+/// the place holding a symbolic link (absolute, and relative with more `..` than the root is
+/// deep) to a host-only copy of the right file or to a host secret, and the process's own
+/// copy in place. The links must read as absent (the host copy's DWARF never shows), the
+/// own copy must be used, and no result or error may name the host files or quote the secret.
+/// No root needed: the fake root is a plain directory, and the kernel alone would follow the
+/// absolute links to the host.
+#[test]
+fn links_planted_in_a_process_root_lead_nowhere_outside_it() {
+    let host = tempfile::tempdir().unwrap();
+    let secret = host.path().join("secret");
+    std::fs::write(&secret, "SECRET-ON-THE-HOST root:$y$j9T$hash").unwrap();
+    let host_copy = |from: &Path, name: &str| {
+        let to = host.path().join(name);
+        std::fs::copy(from, &to).unwrap();
+        to
+    };
+    let build_id_rel = |binary: &Path| {
+        let id: String = readelf_build_id(binary)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        format!("usr/lib/debug/.build-id/{}/{}.debug", &id[..2], &id[2..])
+    };
+    let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
+
+    struct Case {
+        what: &'static str,
+        binary: PathBuf,
+        /// Where in the root the companion goes.
+        place: String,
+        /// The right file for that place.
+        own: PathBuf,
+        /// A host copy of it (or the secret).
+        host: PathBuf,
+    }
+    let buildid = bin("c-buildid");
+    let buildid_debug = testdata.join("debug").join(
+        build_id_rel(&buildid)
+            .strip_prefix("usr/lib/debug/")
+            .unwrap(),
+    );
+    let cases = [
+        Case {
+            what: "build-id debug file",
+            place: build_id_rel(&buildid),
+            host: host_copy(&buildid_debug, "c-buildid.debug"),
+            own: buildid_debug.clone(),
+            binary: buildid.clone(),
+        },
+        Case {
+            what: "build-id debug file, link to a secret",
+            place: build_id_rel(&buildid),
+            host: secret.clone(),
+            own: buildid_debug,
+            binary: buildid,
+        },
+        Case {
+            what: "debuglink file",
+            place: "opt/app/c-debuglink.debug".into(),
+            host: host_copy(&bin("c-debuglink.debug"), "c-debuglink.debug"),
+            own: bin("c-debuglink.debug"),
+            binary: bin("c-debuglink"),
+        },
+        Case {
+            what: "split-DWARF .dwo",
+            place: "opt/app/c-split-dwarf.dwo".into(),
+            host: host_copy(&bin("c-split-dwarf.dwo"), "c-split-dwarf.dwo"),
+            own: bin("c-split-dwarf.dwo"),
+            binary: bin("c-split-dwarf"),
+        },
+    ];
+    let base = 0x5600_0000_0000u64;
+    for case in &cases {
+        let name = case.binary.file_name().unwrap().to_str().unwrap();
+        let (_procfs, process) =
+            fake_process(&case.binary, &format!("/opt/app/{name}"), 4646, base, "");
+        let place = process.root_dir().join(&case.place);
+        std::fs::create_dir_all(place.parent().unwrap()).unwrap();
+        // Every address of checksum(), which has inlined calls and lines.
+        let start = nm_addr(&case.binary, "checksum");
+        let addrs: Vec<AbsAddr> = (0..0x60).map(|i| AbsAddr(base + start + i)).collect();
+        let run = || -> Vec<String> {
+            let symbolizer = Symbolizer::builder().build();
+            let results = support::in_process(&symbolizer, &process, None, &addrs).unwrap();
+            results.results().map(|r| format!("{r:?}")).collect()
+        };
+        // The first address whose answers differ, and both answers.
+        let first_difference = |a: &[String], b: &[String]| {
+            a.iter()
+                .zip(b)
+                .find(|(x, y)| x != y)
+                .map(|(x, y)| format!("{x}\n  vs\n{y}"))
+        };
+        let absent = run();
+        let depth = place.components().count();
+        let relative =
+            Path::new(&"../".repeat(depth + 3)).join(case.host.strip_prefix("/").unwrap());
+        for target in [case.host.clone(), relative] {
+            std::os::unix::fs::symlink(&target, &place).unwrap();
+            let planted = run();
+            if let Some(difference) = first_difference(&planted, &absent) {
+                panic!(
+                    "{}: a link to {} changed the answers:\n{difference}",
+                    case.what,
+                    target.display()
+                );
+            }
+            let shown = planted.join("\n");
+            for leaked in [host.path().to_str().unwrap(), "SECRET", "root:$y"] {
+                assert!(
+                    !shown.contains(leaked),
+                    "{}: {leaked:?} in {shown}",
+                    case.what
+                );
+            }
+            std::fs::remove_file(&place).unwrap();
+        }
+        std::fs::copy(&case.own, &place).unwrap();
+        let own = run();
+        assert!(
+            first_difference(&own, &absent).is_some(),
+            "{}: the process's own copy was not used",
+            case.what
+        );
+    }
+
+    // The perf map, in a /tmp that is a link to a host directory holding a map.
+    let jit = "7f0000000000-7f0000010000 r-xp 00000000 00:00 0\n";
+    let (_procfs, process) = fake_process(&bin("c-wait"), "/opt/app/c-wait", 4747, base, jit);
+    std::fs::write(
+        process.proc_dir().join("status"),
+        "Uid:\t0\t0\t0\t0\nNSpid:\t4747\t1\n",
+    )
+    .unwrap();
+    std::fs::write(
+        host.path().join("perf-1.map"),
+        "7f0000000000 100 host_jit_SECRET\n",
+    )
+    .unwrap();
+    let tmp = process.root_dir().join("tmp");
+    std::os::unix::fs::symlink(host.path(), &tmp).unwrap();
+    let jit = [AbsAddr(0x7f00_0000_0010)];
+    let results =
+        support::in_process(&Symbolizer::builder().build(), &process, None, &jit).unwrap();
+    // Inside the root the link leads to itself (`/tmp/.tmpX` under a `/tmp` that is that
+    // link): an error or nothing, never the host's map.
+    let shown = format!("{:?}", results.result(0));
+    assert!(
+        results.get(0).is_none() && !shown.contains("SECRET"),
+        "the host's perf map was read through a planted /tmp: {shown}"
+    );
+    std::fs::remove_file(&tmp).unwrap();
+    std::fs::create_dir(&tmp).unwrap();
+    std::fs::write(tmp.join("perf-1.map"), "7f0000000000 100 own_jit\n").unwrap();
+    let results =
+        support::in_process(&Symbolizer::builder().build(), &process, None, &jit).unwrap();
+    assert_eq!(name_of(&results, 0), "own_jit");
 }
 
 /// Normalize now, symbolize later by build-id: an address of `c-buildid` (its DWARF and
@@ -435,27 +610,41 @@ fn files_are_opened_under_the_configured_procfs_root() {
     assert_eq!(err.path(), proc_dir.join("maps"));
     assert!(err.to_string().contains("line 1: "), "{err}");
 
-    // A file in the maps that is not ELF: an error for its addresses only.
-    std::fs::write(app_dir.join("notes"), "just text").unwrap();
+    // A file in the maps that is not ELF: an error for its addresses only. And a file whose
+    // device and inode are not the maps line's (replaced since it was mapped, as far as
+    // stacksym can tell without map_files): refused, not symbolized.
+    let notes = app_dir.join("notes");
+    std::fs::write(&notes, "just text").unwrap();
     std::fs::write(
         proc_dir.join("maps"),
-        "1000-2000 r-xp 00000000 fe:00 78 /opt/app/notes\n\
-         7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0     [stack]\n",
+        format!(
+            "1000-2000 r-xp 00000000 {} /opt/app/notes\n\
+             3000-4000 r-xp 00000000 fe:00 78 /opt/app/my app\n\
+             7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0     [stack]\n",
+            dev_inode(&notes)
+        ),
     )
     .unwrap();
     let results = support::in_process(
         &symbolizer,
         &process,
         None,
-        &[AbsAddr(0x1000), AbsAddr(0x7ffd00000000)],
+        &[AbsAddr(0x1000), AbsAddr(0x3000), AbsAddr(0x7ffd00000000)],
     )
     .unwrap();
     let Some(NotFound::FileError(e)) = results.not_found(0) else {
         panic!("{results:?}")
     };
     assert!(e.to_string().contains("not an ELF file"), "{e}");
+    let Some(NotFound::FileError(e)) = results.not_found(1) else {
+        panic!("{results:?}")
+    };
+    assert!(
+        e.to_string().contains("not the file process 4242 mapped"),
+        "{e}"
+    );
     assert!(matches!(
-        results.not_found(1),
+        results.not_found(2),
         Some(NotFound::NotInFile(MappingKind::Stack))
     ));
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 #[cfg(feature = "debuginfod")]
 use super::Debuginfod;
+use crate::confine::ConfinedRoot;
 use crate::elf::{hex, ElfFile};
 use crate::error::{Error, Result};
 
@@ -105,6 +106,9 @@ pub struct DebugFinder {
     /// Asked after the local places, when configured.
     #[cfg(feature = "debuginfod")]
     debuginfod: Option<Arc<Debuginfod>>,
+    /// The process root that candidates under its directory are confined to
+    /// ([`DebugFinder::confined_to`]).
+    root: Option<ConfinedRoot>,
 }
 
 impl Default for DebugFinder {
@@ -137,8 +141,12 @@ enum Check<'a> {
 
 /// The file a search is for, as candidates are compared with it.
 struct Referrer {
-    /// Its real directory (symlinks resolved), if it could be found.
+    /// Its real directory (symlinks resolved), if it could be found; for a file inside a
+    /// process's root, the host path of its directory inside that root.
     dir: Option<PathBuf>,
+    /// That directory as the debug dirs' `<debug-dir>/<file's directory>/` candidates join
+    /// it: the path inside the root, for a file inside one.
+    dir_to_join: Option<PathBuf>,
     /// (device, inode), to refuse the file itself as its own companion.
     id: Option<(u64, u64)>,
 }
@@ -146,6 +154,24 @@ struct Referrer {
 impl Referrer {
     fn of(elf: &ElfFile) -> Referrer {
         let path = elf.path();
+        let id = elf
+            .file_id()
+            .or_else(|| std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino())));
+        if let Some(root) = elf.root() {
+            // Never `canonicalize` a path inside a process's root: the kernel would follow its
+            // absolute links on the host. Paths from maps are already the kernel's resolved
+            // ones; a debug file's directory is taken as written.
+            let inside = root.inside(path);
+            let dir_in_root = inside
+                .as_deref()
+                .and_then(Path::parent)
+                .map(Path::to_path_buf);
+            return Referrer {
+                dir: dir_in_root.as_deref().map(|dir| root.host_path(dir)),
+                dir_to_join: dir_in_root,
+                id,
+            };
+        }
         let dir = match path.canonicalize() {
             Ok(real) => real.parent().map(Path::to_path_buf),
             Err(e) => {
@@ -156,8 +182,11 @@ impl Referrer {
                 None
             }
         };
-        let id = std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
-        Referrer { dir, id }
+        Referrer {
+            dir_to_join: dir.clone(),
+            dir,
+            id,
+        }
     }
 }
 
@@ -170,7 +199,18 @@ impl DebugFinder {
             debug_dirs,
             #[cfg(feature = "debuginfod")]
             debuginfod: None,
+            root: None,
         }
+    }
+
+    /// The same finder, for the files of a process whose root is `root`: every candidate
+    /// whose path lies under `root`'s directory (debug dirs given as `<root>/usr/lib/debug`,
+    /// the binary's own directory) is opened confined to it ([`ElfFile::open_under`]: no
+    /// symbolic link the process planted leads to a host file); the other debug dirs (the
+    /// host's, trusted) are opened as they are.
+    pub fn confined_to(mut self, root: ConfinedRoot) -> Self {
+        self.root = Some(root);
+        self
     }
 
     /// The same finder (its debuginfod client included) with other debug dirs.
@@ -275,6 +315,7 @@ impl DebugFinder {
             return None;
         };
         let dir = referrer.dir.clone()?;
+        let dir_to_join = referrer.dir_to_join.clone()?;
         let check = Check::Crc {
             crc,
             build_id: elf.build_id(),
@@ -285,7 +326,7 @@ impl DebugFinder {
         ];
         for debug_dir in &self.debug_dirs {
             candidates.push((
-                debug_dir.join(without_root(&dir)).join(name),
+                debug_dir.join(without_root(&dir_to_join)).join(name),
                 DebugLinkDir::DebugDir {
                     debug_dir: debug_dir.clone(),
                 },
@@ -378,10 +419,32 @@ impl DebugFinder {
         recorded: &Path,
     ) -> Option<PathBuf> {
         let path = if recorded.is_absolute() {
-            recorded.to_path_buf()
+            match &self.root {
+                // An absolute path a process's file records is a path inside its root.
+                Some(root) if debug.root().is_some() => root.host_path(recorded),
+                _ => recorded.to_path_buf(),
+            }
         } else {
             referrer.dir.as_ref()?.join(recorded)
         };
+        if let Some(inside) = self.root.as_ref().and_then(|root| root.inside(&path)) {
+            // Inside a process's root nothing is canonicalized on the host (its absolute links
+            // would lead out): `..` is taken as written, within the root, and the candidate is
+            // opened confined; the directories it must lie in are compared the same way.
+            let root = self.root.as_ref()?;
+            let normal = root.host_path(&lexically_normal(&inside));
+            let allowed = referrer.dir.iter().chain(&self.debug_dirs);
+            if allowed.into_iter().any(|dir| normal.starts_with(dir)) {
+                return Some(normal);
+            }
+            log::debug!(
+                "{}: not reading supplementary file {}: outside the debug dirs and the file's \
+                 directory",
+                debug.path().display(),
+                normal.display()
+            );
+            return None;
+        }
         let real = match path.canonicalize() {
             Ok(real) => real,
             Err(e) => {
@@ -421,7 +484,8 @@ impl DebugFinder {
         check: Check<'_>,
         found_by: FoundBy,
     ) -> Option<DebugFile> {
-        try_candidate(&elf.path().display(), referrer, path, check, found_by)
+        let root = self.root.as_ref();
+        try_candidate(&elf.path().display(), referrer, root, path, check, found_by)
     }
 
     /// The file with the GNU build-id `build_id`, for symbolizing an address normalized
@@ -463,6 +527,7 @@ impl DebugFinder {
         let for_file = format!("build-id {}", hex(build_id));
         let nobody = Referrer {
             dir: None,
+            dir_to_join: None,
             id: None,
         };
         for debug_dir in &self.debug_dirs {
@@ -473,7 +538,9 @@ impl DebugFinder {
                     debug_dir: debug_dir.clone(),
                 };
                 let check = Check::BuildId(build_id);
-                if let Some(found) = try_candidate(&for_file, &nobody, path, check, found_by) {
+                let root = self.root.as_ref();
+                if let Some(found) = try_candidate(&for_file, &nobody, root, path, check, found_by)
+                {
                     return Some(found);
                 }
             }
@@ -482,37 +549,36 @@ impl DebugFinder {
     }
 }
 
-/// Opens `path` and checks it (see [`Check`]); `None`, with a log line saying why, when it is
-/// missing, the referring file itself, not ELF, or fails the check. `for_file` names what
-/// the search is for, in the log.
+/// Opens `path` (confined to `root` when it lies under it: [`ElfFile::open_under`]) and checks
+/// it (see [`Check`]); `None`, with a log line saying why, when it is missing, the referring
+/// file itself, not ELF, or fails the check. `for_file` names what the search is for, in the
+/// log.
 fn try_candidate(
     for_file: &dyn std::fmt::Display,
     referrer: &Referrer,
+    root: Option<&ConfinedRoot>,
     path: PathBuf,
     check: Check<'_>,
     found_by: FoundBy,
 ) -> Option<DebugFile> {
-    let metadata = match std::fs::metadata(&path) {
-        Ok(metadata) => metadata,
+    let candidate = match ElfFile::open_under(root, &path) {
+        Ok(candidate) => candidate,
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            log::trace!("{for_file}: no debug file at {}", path.display());
+            return None;
+        }
         Err(e) => {
-            log::trace!("{for_file}: no debug file at {}: {e}", path.display());
+            log::debug!("{for_file}: skipping debug file candidate: {e}");
             return None;
         }
     };
-    if referrer.id == Some((metadata.dev(), metadata.ino())) {
+    if referrer.id.is_some() && referrer.id == candidate.file_id() {
         log::debug!(
             "{for_file}: skipping debug file candidate {}: it is the file itself",
             path.display()
         );
         return None;
     }
-    let candidate = match ElfFile::open(&path) {
-        Ok(candidate) => candidate,
-        Err(e) => {
-            log::debug!("{for_file}: skipping debug file candidate: {e}");
-            return None;
-        }
-    };
     let refusal = match check {
         Check::BuildId(want) => match candidate.build_id() {
             Some(have) if have == want => None,
@@ -565,6 +631,23 @@ fn build_id_path(debug_dir: &Path, build_id: &[u8]) -> Option<PathBuf> {
             .join(format!("{first:02x}"))
             .join(format!("{}.debug", hex(rest))),
     )
+}
+
+/// `path` (absolute, inside a root) with `.` dropped and each `..` taking away the component
+/// before it, never above `/`: what `RESOLVE_IN_ROOT` does with them, without touching the
+/// file system.
+fn lexically_normal(path: &Path) -> PathBuf {
+    let mut normal = PathBuf::from("/");
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                normal.pop();
+            }
+            Component::Normal(part) => normal.push(part),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    normal
 }
 
 /// `name` as one path component, if it is one (not empty, no `/`, not `.` or `..`).
@@ -644,6 +727,15 @@ mod tests {
             Path::new("/usr/lib/debug").join(dir),
             Path::new("/usr/lib/debug/usr/lib/x86_64-linux-gnu")
         );
+    }
+
+    #[test]
+    fn lexically_normal_stays_under_the_root() {
+        assert_eq!(
+            lexically_normal(Path::new("/usr/lib/debug/../../../../etc/./x")),
+            Path::new("/etc/x")
+        );
+        assert_eq!(lexically_normal(Path::new("/a/b/../c")), Path::new("/a/c"));
     }
 
     #[test]

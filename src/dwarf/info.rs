@@ -15,6 +15,7 @@ use gimli::{Reader as _, RunTimeEndian, SectionId};
 use addr2line::{LookupContinuation as _, LookupResult};
 
 use crate::addr::VirtAddr;
+use crate::confine::ConfinedRoot;
 use crate::demangle::demangle;
 use crate::dwarf::reader::{Reader, SectionBytes};
 use crate::elf::{ElfFile, SectionContents};
@@ -25,6 +26,8 @@ use crate::error::{Error, Result};
 #[derive(Clone)]
 pub struct DwarfSections {
     path: PathBuf,
+    /// The process root the file was opened in, where its split-DWARF files are looked for.
+    root: Option<ConfinedRoot>,
     endian: RunTimeEndian,
     /// `(section, bytes)` for every section gimli reads that the file has.
     sections: Vec<(SectionId, SectionBytes)>,
@@ -122,6 +125,7 @@ impl DwarfSections {
         };
         Ok(Some(DwarfSections {
             path: elf.path().to_path_buf(),
+            root: elf.root().cloned(),
             endian,
             sections,
         }))
@@ -166,6 +170,8 @@ impl DwarfSections {
 /// load one per thread.
 pub struct DwarfInfo {
     path: PathBuf,
+    /// As [`DwarfSections`]'s: `.dwo` files are opened confined to it.
+    root: Option<ConfinedRoot>,
     context: addr2line::Context<Reader>,
     /// `<file>.dwp`, the split-DWARF package next to the file, if there is one.
     package: Option<gimli::DwarfPackage<Reader>>,
@@ -326,8 +332,9 @@ impl DwarfInfo {
             .map_err(|e| malformed_dwarf(&sections.path, "unit headers", e))?;
         Ok(DwarfInfo {
             path: sections.path.clone(),
+            root: sections.root.clone(),
             context,
-            package: load_package(&sections.path, sections.endian),
+            package: load_package(&sections.path, sections.root.as_ref(), sections.endian),
             names: RefCell::default(),
             functions: RefCell::default(),
             files: RefCell::default(),
@@ -429,7 +436,7 @@ impl DwarfInfo {
         let file_name = Path::new(name.as_ref()).file_name()?;
         let path = dir.join(file_name);
         let loaded = (|| -> Result<Option<Arc<gimli::Dwarf<Reader>>>> {
-            let elf = Arc::new(ElfFile::open(&path)?);
+            let elf = Arc::new(ElfFile::open_under(self.root.as_ref(), &path)?);
             let Some(sections) = DwarfSections::load_dwo(&elf)? else {
                 return Ok(None);
             };
@@ -668,16 +675,24 @@ fn attr_text(
     Some(value.to_string_lossy().ok()?.into_owned())
 }
 
-/// The split-DWARF package `<path>.dwp`, if it exists and reads (else `log::debug!`).
-fn load_package(path: &Path, endian: RunTimeEndian) -> Option<gimli::DwarfPackage<Reader>> {
+/// The split-DWARF package `<path>.dwp`, if it exists and reads (else `log::debug!`);
+/// opened confined to `root` when the file lies in one.
+fn load_package(
+    path: &Path,
+    root: Option<&ConfinedRoot>,
+    endian: RunTimeEndian,
+) -> Option<gimli::DwarfPackage<Reader>> {
     let mut name = path.as_os_str().to_owned();
     name.push(".dwp");
     let dwp = PathBuf::from(name);
-    if !dwp.is_file() {
-        return None;
-    }
     let loaded = (|| -> Result<Option<gimli::DwarfPackage<Reader>>> {
-        let elf = Arc::new(ElfFile::open(&dwp)?);
+        let elf = match ElfFile::open_under(root, &dwp) {
+            Ok(elf) => Arc::new(elf),
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        };
         let Some(sections) = DwarfSections::load_dwo(&elf)? else {
             return Ok(None);
         };

@@ -1,23 +1,29 @@
-//! The bytes of one file: memory-mapped from disk, or owned (for fuzzing and embedded use).
+//! The bytes of one file: memory-mapped from disk, or owned (read whole from a file that
+//! must not be mapped, decompressed, or given as bytes).
 
 use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use crate::error::{Error, Result};
 
 /// The immutable bytes of a file, mapped or owned.
 ///
-/// Mapping a file that another process truncates while we read it raises `SIGBUS`; every
-/// mmap-based symbolizer (perf, gdb, llvm-symbolizer) accepts that risk for the speed, and so
-/// do we. Use [`crate::elf::ElfFile::from_bytes`] where that is not acceptable.
+/// Mapping a file that another process truncates while we read it raises `SIGBUS`. Files the
+/// caller names (trusted) are mapped, as perf, gdb and llvm-symbolizer map them; files reached
+/// through another process's root (untrusted: that process may truncate them whenever it
+/// likes) are read into memory ([`FileBytes::read`], capped), which no change to the file can
+/// disturb afterwards. See ARCHITECTURE.md, "Trust".
 pub(crate) enum FileBytes {
     Mapped(memmap2::Mmap),
     Owned(Box<[u8]>),
 }
 
 impl FileBytes {
-    /// Opens and maps `path`; a directory or a device is refused before mapping.
-    pub(crate) fn map(path: &Path) -> Result<Self> {
+    /// Opens and maps `path`; a directory or a device is refused before mapping. Also returns
+    /// the (device, inode) of the file mapped.
+    pub(crate) fn map(path: &Path) -> Result<(Self, (u64, u64))> {
         let io_err = |source| Error::Io {
             path: path.to_path_buf(),
             source,
@@ -29,15 +35,50 @@ impl FileBytes {
         // Checked again on the open file, in case the path was replaced in between.
         let metadata = file.metadata().map_err(io_err)?;
         refuse_non_regular(path, &metadata)?;
+        let id = (metadata.dev(), metadata.ino());
         if metadata.len() == 0 {
             // mmap of an empty file fails with EINVAL, which would be a confusing message.
-            return Ok(FileBytes::Owned(Box::new([])));
+            return Ok((FileBytes::Owned(Box::new([])), id));
         }
         // SAFETY: the mapping is read-only and private. If another process truncates the file
         // while it is mapped, reads past the new end raise SIGBUS; that is the documented risk
         // of mapping (see the type's docs), shared with every mmap-based symbolizer.
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io_err)?;
-        Ok(FileBytes::Mapped(map))
+        Ok((FileBytes::Mapped(map), id))
+    }
+
+    /// Reads the whole of `file` (opened from `path`, shown in errors) into memory: at most
+    /// `cap` bytes, a larger file is an error saying so. The file may shrink or grow while it
+    /// is read; what was read is what the result holds.
+    pub(crate) fn read(file: &File, path: &Path, cap: u64) -> Result<Self> {
+        let io_err = |source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let metadata = file.metadata().map_err(io_err)?;
+        refuse_non_regular(path, &metadata)?;
+        if metadata.size() > cap {
+            return Err(Error::Unsupported {
+                path: path.to_path_buf(),
+                what: format!(
+                    "a file of {} bytes reached through another process's root, more than \
+                     the {cap} bytes read into memory",
+                    metadata.size()
+                ),
+            });
+        }
+        // The size is a hint only: the file may change while it is read.
+        let mut bytes = Vec::with_capacity(usize::try_from(metadata.size()).unwrap_or(0));
+        file.take(cap.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(io_err)?;
+        if bytes.len() as u64 > cap {
+            return Err(Error::Unsupported {
+                path: path.to_path_buf(),
+                what: format!("the file grew past the {cap} bytes read into memory"),
+            });
+        }
+        Ok(FileBytes::Owned(bytes.into_boxed_slice()))
     }
 
     pub(crate) fn as_slice(&self) -> &[u8] {

@@ -1,7 +1,9 @@
 //! [`ElfFile`]: one opened ELF file, its headers, and lookups in its symbol tables.
 
 use std::borrow::Cow;
+use std::fs::File;
 use std::ops::Range;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -9,6 +11,7 @@ use object::read::elf::{FileHeader, ProgramHeader, SectionHeader};
 use object::{elf, Endianness};
 
 use crate::addr::{FileOffset, VirtAddr};
+use crate::confine::ConfinedRoot;
 use crate::elf::bytes::{c_str_in, FileBytes};
 use crate::elf::compressed::{self, Compression};
 use crate::elf::index_builder::{build_symbol_tables, SymbolTables};
@@ -39,6 +42,10 @@ pub struct ElfHeaderInfo {
 /// `Send + Sync`: share it between threads behind an `Arc`.
 pub struct ElfFile {
     path: PathBuf,
+    /// The root the file was opened in (see [`ElfFile::root`]).
+    root: Option<ConfinedRoot>,
+    /// (device, inode) of the file opened, for files opened from disk.
+    file_id: Option<(u64, u64)>,
     bytes: FileBytes,
     header: ElfHeaderInfo,
     segments: Segments,
@@ -71,27 +78,64 @@ pub enum SectionContents {
 }
 
 impl ElfFile {
-    /// Opens and memory-maps the file at `path`. A file compressed whole with xz, zstd or
-    /// gzip (recognized by its magic bytes: kernel modules ship as `.ko.xz`, `.ko.zst`,
-    /// `.ko.gz`) is decompressed into memory instead, up to 1 GiB and 64 times its size
-    /// (xz needs the `minidebuginfo` feature, on by default).
+    /// Opens and memory-maps the file at `path`, a path the caller trusts (see
+    /// [`ElfFile::open_in_root`] for one that came from another process). A file compressed
+    /// whole with xz, zstd or gzip (recognized by its magic bytes: kernel modules ship as
+    /// `.ko.xz`, `.ko.zst`, `.ko.gz`) is decompressed into memory instead, up to 1 GiB and 64
+    /// times its size (xz needs the `minidebuginfo` feature, on by default).
     ///
     /// Fails with an error naming `path` if it cannot be read, is not a regular file, is not
     /// ELF (a linker script, say), does not decompress, or has headers that do not fit in
     /// the file.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let mut bytes = FileBytes::map(path)?;
-        if let Some(format) = Compression::of(bytes.as_slice()) {
-            let data = bytes.as_slice();
-            let whole = compressed::decompress(format, data, decompression_cap(data.len()))
-                .map_err(|e| Error::NotElf {
-                    path: path.to_path_buf(),
-                    reason: format!("a compressed file that does not decompress: {e}"),
-                })?;
-            bytes = FileBytes::Owned(whole.into_boxed_slice());
+        let (bytes, id) = FileBytes::map(path)?;
+        let mut elf = Self::from_file_bytes(path.to_path_buf(), decompressed(path, bytes)?)?;
+        elf.file_id = Some(id);
+        Ok(elf)
+    }
+
+    /// Reads an ELF file from an open `file` into memory (not mapped: the file may be one
+    /// another process can truncate at any time, see ARCHITECTURE.md, "Trust"), at most
+    /// [`MAX_READ_FILE_BYTES`]; `path` names it in errors and results. Compressed files are
+    /// decompressed as by [`ElfFile::open`].
+    pub fn from_file(file: &File, path: impl Into<PathBuf>) -> Result<Self> {
+        let path = path.into();
+        let metadata = file.metadata().map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let bytes = FileBytes::read(file, &path, MAX_READ_FILE_BYTES)?;
+        let mut elf = Self::from_file_bytes(path.clone(), decompressed(&path, bytes)?)?;
+        elf.file_id = Some((metadata.dev(), metadata.ino()));
+        Ok(elf)
+    }
+
+    /// Opens the file at `inside`, a path that came from a process (its maps, a debug link,
+    /// the DWARF), confined to that process's `root` ([`ConfinedRoot::open`]: no symbolic
+    /// link leads out of it) and read into memory as by [`ElfFile::from_file`]. The file is
+    /// named by its host path (`<root>/<inside>`) and remembers `root`, so that the files it
+    /// names in turn (its debug file, split DWARF) are looked for in the same root.
+    pub fn open_in_root(root: &ConfinedRoot, inside: &Path) -> Result<Self> {
+        let file = root.open(inside)?;
+        Ok(Self::from_file(&file, root.host_path(inside))?.in_root(root.clone()))
+    }
+
+    /// Opens `path` (a host path) as [`ElfFile::open_in_root`] does when it lies under
+    /// `root`'s directory, else as [`ElfFile::open`] does: the one choice between trusted and
+    /// untrusted for paths built from a file's own path or from debug dirs.
+    pub fn open_under(root: Option<&ConfinedRoot>, path: &Path) -> Result<Self> {
+        match root.and_then(|root| Some((root, root.inside(path)?))) {
+            Some((root, inside)) => Self::open_in_root(root, &inside),
+            None => Self::open(path),
         }
-        Self::from_file_bytes(path.to_path_buf(), bytes)
+    }
+
+    /// The same file, marked as lying in `root` (for a file opened by other means, such as a
+    /// process's `map_files` entry, whose path is inside that root).
+    pub fn in_root(mut self, root: ConfinedRoot) -> Self {
+        self.root = Some(root);
+        self
     }
 
     /// Reads an ELF file that is already in memory. `name` is used in errors and results in
@@ -129,6 +173,8 @@ impl ElfFile {
         };
         Ok(ElfFile {
             path,
+            root: None,
+            file_id: None,
             bytes,
             header,
             segments,
@@ -142,6 +188,18 @@ impl ElfFile {
     /// The path the file was opened from (or the name given to [`ElfFile::from_bytes`]).
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The root of the process the file came from, when it was opened inside one
+    /// ([`ElfFile::open_in_root`], [`ElfFile::in_root`]): the files it names are looked for
+    /// there, confined. `None` for a file the caller named.
+    pub fn root(&self) -> Option<&ConfinedRoot> {
+        self.root.as_ref()
+    }
+
+    /// The (device, inode) of the file opened; `None` for one given as bytes.
+    pub fn file_id(&self) -> Option<(u64, u64)> {
+        self.file_id
     }
 
     /// Facts from the ELF header.
@@ -502,6 +560,26 @@ fn utf8_checked_at_index_time(bytes: &[u8]) -> &str {
     // SAFETY: see above; validated by `std::str::from_utf8` when the index was built.
     unsafe { std::str::from_utf8_unchecked(bytes) }
 }
+
+/// `bytes` of `path`, decompressed if the file is compressed whole (see [`ElfFile::open`]).
+fn decompressed(path: &Path, bytes: FileBytes) -> Result<FileBytes> {
+    let Some(format) = Compression::of(bytes.as_slice()) else {
+        return Ok(bytes);
+    };
+    let data = bytes.as_slice();
+    let whole =
+        compressed::decompress(format, data, decompression_cap(data.len())).map_err(|e| {
+            Error::NotElf {
+                path: path.to_path_buf(),
+                reason: format!("a compressed file that does not decompress: {e}"),
+            }
+        })?;
+    Ok(FileBytes::Owned(whole.into_boxed_slice()))
+}
+
+/// The largest file [`ElfFile::from_file`] reads into memory (1 GiB, the cap on decompressed
+/// sections too).
+pub const MAX_READ_FILE_BYTES: u64 = 1 << 30;
 
 /// The largest size a compressed section may decompress to (1 GiB).
 pub(crate) const MAX_DECOMPRESSED_SECTION: u64 = 1 << 30;

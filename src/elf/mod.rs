@@ -1,8 +1,9 @@
 //! One ELF file: its bytes, headers, segments, build-id and symbol tables.
 //!
 //! This layer knows nothing of processes, debug files or caches; it answers "which symbol of
-//! this file covers this virtual address". Input comes from a path (memory-mapped) or from
-//! bytes already in memory.
+//! this file covers this virtual address". Input comes from a path the caller trusts
+//! (memory-mapped), a path inside a process's root or an open file (read into memory:
+//! [`ElfFile::open_in_root`], [`ElfFile::from_file`]), or bytes already in memory.
 
 mod bytes;
 pub(crate) mod compressed;
@@ -14,7 +15,7 @@ mod segments;
 mod symbols;
 
 pub(crate) use bytes::hex;
-pub use file::{ElfFile, ElfHeaderInfo, SectionContents};
+pub use file::{ElfFile, ElfHeaderInfo, SectionContents, MAX_READ_FILE_BYTES};
 pub use names::{Binding, NamedSymbol};
 pub use relocatable::RelocatableSection;
 pub use segments::{LoadSegment, Segments};

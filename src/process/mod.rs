@@ -12,16 +12,25 @@
 //! ([`Process::vdso`]), perf's JIT maps (`/tmp/perf-PID.map`, in the container's `/tmp` first:
 //! [`perfmap`]), and the in-container pid (`NSpid`, [`Process::ns_pid`]).
 //!
+//! Every path that comes from the process is untrusted: a mapped file is opened through
+//! `<procfs_root>/<pid>/map_files/<start>-<end>` (the very inode mapped) where that is
+//! permitted, else by its path confined to the process's root ([`crate::confine`]: no
+//! symbolic link leads out of it) with its (device, inode) checked against the maps line
+//! ([`Process::open_mapped`]); perf maps are opened confined too. Files so opened are read
+//! into memory, not mapped (the process may truncate them at any time).
+//!
 //! This layer does no caching: every call reads procfs anew. The façade caches maps per
 //! process ([`Source::Process`](crate::Source::Process)), and
 //! symbolizing is its job too; this layer reads ELF files only for their build-ids
-//! (normalization). Not done yet: debug files inside the container root.
+//! (normalization).
 
 pub mod maps;
 pub mod perfmap;
 mod vdso;
 
 use std::collections::HashMap;
+use std::fs::File;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 pub use maps::{parse_maps, Dev, Mapping, MappingKind, Perms};
@@ -29,6 +38,7 @@ pub use perfmap::{parse_perf_map, PerfMap, PerfMapSym, MAX_PERF_MAP_BYTES};
 pub use vdso::MAX_VDSO_BYTES;
 
 use crate::addr::{AbsAddr, FileOffset, VirtAddr};
+use crate::confine::ConfinedRoot;
 use crate::elf::{ElfFile, Segments};
 use crate::error::{Error, Result};
 
@@ -218,6 +228,79 @@ impl Process {
         self.proc_dir().join("root")
     }
 
+    /// The process's root directory as a [`ConfinedRoot`]: every path that came from the
+    /// process is opened through it.
+    pub fn root(&self) -> ConfinedRoot {
+        ConfinedRoot::new(self.root_dir())
+    }
+
+    /// Opens the file behind `mapping` for reading (`None` for a mapping not backed by a
+    /// file), with the name it is shown by (`<procfs_root>/<pid>/root/<path>`, or the
+    /// `map_files` entry for a deleted file or a memfd):
+    ///
+    /// 1. `<procfs_root>/<pid>/map_files/<start>-<end>`: the very inode mapped, whatever has
+    ///    happened to its path since (needs `CAP_SYS_ADMIN` or `CAP_CHECKPOINT_RESTORE`);
+    /// 2. where that is not permitted, the mapping's path confined to the process's root
+    ///    ([`Process::root`]), and then the opened file's (device, inode) must be the maps
+    ///    line's: a file replaced since it was mapped is an [`Error::Process`] saying so, and
+    ///    is not symbolized (its symbols would be another file's).
+    ///
+    /// A deleted file or a memfd has only the first way. Anything but a regular file (a
+    /// mapped device) is refused without being opened.
+    pub fn open_mapped(&self, mapping: &Mapping) -> Option<Result<(File, PathBuf)>> {
+        let map_files = self
+            .proc_dir()
+            .join("map_files")
+            .join(mapping.map_files_name());
+        let in_root = match &mapping.kind {
+            MappingKind::File {
+                path,
+                deleted: false,
+            } => path,
+            MappingKind::File { deleted: true, .. } | MappingKind::Memfd { .. } => {
+                return Some(open_regular(&map_files).map(|file| (file, map_files)));
+            }
+            _ => return None,
+        };
+        let root = self.root();
+        let shown = root.host_path(in_root);
+        match open_regular(&map_files) {
+            Ok(file) => return Some(Ok((file, shown))),
+            Err(e) => log::trace!(
+                "process {}: {e}; opening {} confined to its root",
+                self.pid,
+                in_root.display()
+            ),
+        }
+        let opened = root.open(in_root).and_then(|file| {
+            let metadata = file.metadata().map_err(|source| Error::Io {
+                path: shown.clone(),
+                source,
+            })?;
+            let have = (dev_of(metadata.dev()), metadata.ino());
+            let want = (mapping.dev, mapping.inode);
+            if have != want {
+                return Err(Error::Process {
+                    path: shown.clone(),
+                    what: format!(
+                        "not the file process {} mapped: device {}:{} inode {} at that path \
+                         now, device {}:{} inode {} mapped (replaced since it was mapped); \
+                         not symbolized",
+                        self.pid,
+                        have.0.major,
+                        have.0.minor,
+                        have.1,
+                        want.0.major,
+                        want.0.minor,
+                        want.1
+                    ),
+                });
+            }
+            Ok(file)
+        });
+        Some(opened.map(|file| (file, shown)))
+    }
+
     /// The path through which this process's file behind `mapping` can be opened from here:
     /// `<procfs_root>/<pid>/root/<path>` for a file (so a container process's own file), or
     /// `<procfs_root>/<pid>/map_files/<start>-<end>` for a deleted file or a memfd. `None`
@@ -253,7 +336,7 @@ impl Process {
     /// Normalizes absolute addresses with maps read before: for each address its file, file
     /// offset and the file's build-id; [`Normalized::NotInFile`] or [`Normalized::Unmapped`]
     /// where it is in no file. Each mapped file is opened once per call, through
-    /// [`Process::open_path`], to read its build-id; a file that cannot be opened or is not ELF
+    /// [`Process::open_mapped`], to read its build-id; a file that cannot be opened or is not ELF
     /// gets `build_id: None` (logged with `log::debug!`), not an error.
     pub fn normalize_with(&self, maps: &ProcessMaps, addrs: &[AbsAddr]) -> Vec<Normalized> {
         // Build-id and segments per file (`None`: unreadable): its mappings share an entry.
@@ -265,28 +348,34 @@ impl Process {
                 let Some(mapping) = maps.find(addr) else {
                     return Normalized::Unmapped;
                 };
-                let (Some(open_path), Some(path), Some(file_offset)) = (
-                    self.open_path(mapping),
+                let (true, Some(path), Some(file_offset)) = (
+                    mapping.is_file(),
                     mapping.file_path(),
                     mapping.file_offset(addr),
                 ) else {
                     return Normalized::NotInFile(mapping.kind.clone());
                 };
-                let file =
-                    files.entry(FileKey::of(mapping)).or_insert_with(|| {
-                        match ElfFile::open(&open_path) {
-                            Ok(elf) => {
-                                Some((elf.build_id().map(<[u8]>::to_vec), elf.segments().clone()))
-                            }
-                            Err(e) => {
-                                log::debug!(
-                                    "no build-id for a mapping of process {}: {e}",
-                                    self.pid
-                                );
-                                None
-                            }
-                        }
+                let file = files.entry(FileKey::of(mapping)).or_insert_with(|| {
+                    // `is_file` above: a file mapping has a file to open.
+                    let elf = self.open_mapped(mapping).map(|opened| {
+                        opened.and_then(|(file, shown)| ElfFile::from_file(&file, shown))
                     });
+                    let elf = elf.unwrap_or_else(|| {
+                        Err(Error::Process {
+                            path: self.maps_path(),
+                            what: "a file mapping without a file to open".to_string(),
+                        })
+                    });
+                    match elf {
+                        Ok(elf) => {
+                            Some((elf.build_id().map(<[u8]>::to_vec), elf.segments().clone()))
+                        }
+                        Err(e) => {
+                            log::debug!("no build-id for a mapping of process {}: {e}", self.pid);
+                            None
+                        }
+                    }
+                });
                 let (build_id, virt_addr) = match file {
                     Some((build_id, segments)) => {
                         (build_id.clone(), segments.file_offset_to_virt(file_offset))
@@ -302,6 +391,31 @@ impl Process {
                 })
             })
             .collect()
+    }
+}
+
+/// `open_path`'s file, refusing anything but a regular file before opening it (a mapped
+/// device would be opened otherwise; a FIFO would block).
+fn open_regular(path: &Path) -> Result<File> {
+    let io = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let metadata = std::fs::metadata(path).map_err(io)?;
+    if !metadata.is_file() {
+        return Err(Error::NotAFile {
+            path: path.to_path_buf(),
+            kind: "not a regular file",
+        });
+    }
+    File::open(path).map_err(io)
+}
+
+/// A `st_dev` as the major and minor numbers maps lines show (glibc's `major`/`minor`).
+fn dev_of(dev: u64) -> Dev {
+    Dev {
+        major: (((dev >> 32) & 0xffff_f000) | ((dev >> 8) & 0x0000_0fff)) as u32,
+        minor: (((dev >> 12) & 0xffff_ff00) | (dev & 0x0000_00ff)) as u32,
     }
 }
 

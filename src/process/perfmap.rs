@@ -30,6 +30,7 @@ use std::path::{Path, PathBuf};
 use super::maps::{hex_digits, next_field};
 use super::Process;
 use crate::addr::AbsAddr;
+use crate::confine::{ConfinedRoot, LastLink, Resolver};
 use crate::error::{Error, Result};
 
 /// A parsed perf map: its entries, indexed for lookups by address.
@@ -271,11 +272,12 @@ impl Process {
     /// pid, [`Process::ns_pid`]; for a process on the host this is the host's `/tmp` anyway),
     /// then the reader's `/tmp/perf-<pid>.map`, where perf itself looks.
     ///
-    /// Security: `/tmp` is writable by everyone, so a file is used only if it is a regular file
-    /// (not a symlink, not a FIFO) owned by root or by one of the process's uids (the `Uid:`
-    /// line of its status); otherwise it is ignored with a `log::debug!` saying why, and the
-    /// next place is tried. The file is checked again after it is opened (same device and
-    /// inode), so a swap between the check and the open is refused too.
+    /// Security: the container's file is opened confined to its root ([`crate::confine`]), so
+    /// no link in its path leads to a host file. `/tmp` is writable by everyone, so a file is
+    /// used only if it is a regular file (not a symlink, not a FIFO: refused before anything
+    /// is opened) owned by root or by one of the process's uids (the `Uid:` line of its
+    /// status); otherwise it is ignored with a `log::debug!` saying why, and the next place is
+    /// tried. The checks are made on the opened file, so a swap in between is harmless.
     ///
     /// Errors: the process does not exist ([`Error::Process`] naming the pid), a map that is
     /// not a perf map ([`Error::Process`] naming it), larger than [`MAX_PERF_MAP_BYTES`], or
@@ -283,15 +285,21 @@ impl Process {
     pub fn perf_map(&self) -> Result<Option<PerfMap>> {
         let status = self.read_status()?;
         let ns_pid = status.ns_pid.unwrap_or(self.pid);
+        // The process's own /tmp, confined to its root; then the reader's.
         let candidates = [
-            self.proc_dir()
-                .join("root/tmp")
-                .join(format!("perf-{ns_pid}.map")),
-            PathBuf::from(format!("/tmp/perf-{}.map", self.pid)),
+            (
+                self.root(),
+                PathBuf::from(format!("/tmp/perf-{ns_pid}.map")),
+            ),
+            (
+                ConfinedRoot::new("/"),
+                PathBuf::from(format!("/tmp/perf-{}.map", self.pid)),
+            ),
         ];
         let mut first_error = None;
-        for path in candidates {
-            match self.read_perf_map_file(&path, &status) {
+        for (root, inside) in candidates {
+            let path = root.host_path(&inside);
+            match self.read_perf_map_file(&root, &inside, &status) {
                 Ok(Some(text)) => return parse_perf_map(&path, &text).map(Some),
                 Ok(None) => {}
                 Err(e) => {
@@ -307,28 +315,36 @@ impl Process {
         }
     }
 
-    /// The bytes of the perf map at `path` if it exists and may be trusted; `Ok(None)` if it
-    /// does not exist or is ignored.
-    fn read_perf_map_file(&self, path: &Path, status: &Status) -> Result<Option<Vec<u8>>> {
+    /// The bytes of the perf map at `inside` of `root` if it exists and may be trusted;
+    /// `Ok(None)` if it does not exist or is ignored. Opened confined to `root`, refusing a
+    /// symbolic link as its last component; the checks are made on the opened file, so
+    /// nothing can be swapped in between.
+    fn read_perf_map_file(
+        &self,
+        root: &ConfinedRoot,
+        inside: &Path,
+        status: &Status,
+    ) -> Result<Option<Vec<u8>>> {
         use std::io::Read;
         use std::os::unix::fs::MetadataExt;
 
-        let io = |source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let meta = match std::fs::symlink_metadata(path) {
-            Ok(meta) => meta,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(io(e)),
-        };
+        let path = root.host_path(inside);
         let ignore = |why: String| {
             log::debug!("process {}: ignoring {}: {why}", self.pid, path.display());
             Ok(None)
         };
-        if !meta.file_type().is_file() {
-            return ignore("not a regular file (a symlink, FIFO or directory)".into());
-        }
+        let file = match root.open_with(inside, LastLink::Refuse, Resolver::Best) {
+            Ok(file) => file,
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(None)
+            }
+            Err(Error::NotAFile { kind, .. }) => return ignore(format!("it is {kind}")),
+            Err(e) => return Err(e),
+        };
+        let meta = file.metadata().map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
         let trusted = |uid: u32| uid == 0 || status.uids.contains(&uid);
         if !trusted(meta.uid()) {
             return ignore(format!(
@@ -339,26 +355,17 @@ impl Process {
         }
         if meta.len() > MAX_PERF_MAP_BYTES {
             return Err(Error::Process {
-                path: path.to_path_buf(),
+                path,
                 what: format!(
                     "perf map of {} bytes, more than the {MAX_PERF_MAP_BYTES} read",
                     meta.len()
                 ),
             });
         }
-        let file = match std::fs::File::open(path) {
-            Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(io(e)),
-        };
-        let opened = file.metadata().map_err(io)?;
-        if (opened.dev(), opened.ino()) != (meta.dev(), meta.ino()) {
-            return ignore("replaced between its check and its opening".into());
-        }
         let mut text = Vec::new();
         file.take(MAX_PERF_MAP_BYTES)
             .read_to_end(&mut text)
-            .map_err(io)?;
+            .map_err(|source| Error::Io { path, source })?;
         Ok(Some(text))
     }
 }

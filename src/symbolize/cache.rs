@@ -29,12 +29,25 @@ impl FileId {
             path: path.to_path_buf(),
             source,
         })?;
-        Ok(FileId {
+        Ok(Self::of_metadata(&meta))
+    }
+
+    /// Stats an open `file` (`path` names it in errors).
+    pub fn of_file(file: &std::fs::File, path: &Path) -> Result<Self> {
+        let meta = file.metadata().map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Ok(Self::of_metadata(&meta))
+    }
+
+    fn of_metadata(meta: &std::fs::Metadata) -> Self {
+        FileId {
             dev: meta.dev(),
             ino: meta.ino(),
             size: meta.size(),
             mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
-        })
+        }
     }
 }
 

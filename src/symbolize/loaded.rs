@@ -2,9 +2,9 @@
 //! (each distinct name is demangled once per file, not once per address), and, found on first
 //! need, its debug companion and DWARF.
 
-use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use crate::confine::ConfinedRoot;
 use crate::debuginfo::{mini_debuginfo, DebugFinder, FoundBy};
 use crate::demangle::demangle;
 use crate::dwarf::{DwarfInfo, DwarfSections};
@@ -27,15 +27,13 @@ pub(crate) struct DebugOptions {
 impl DebugOptions {
     /// The options for a file of a process whose root directory is `root` (a container's,
     /// seen from the host as `/proc/PID/root`): each debug dir inside that root first, then
-    /// the host's, so a container's own debug files win for its own binaries.
-    pub(crate) fn inside(&self, root: &Path) -> DebugOptions {
+    /// the host's, so a container's own debug files win for its own binaries. Candidates
+    /// inside the root are opened confined to it.
+    pub(crate) fn inside(&self, root: &ConfinedRoot) -> DebugOptions {
         let finder = self.finder.as_ref().map(|finder| {
-            let inside = finder
-                .debug_dirs()
-                .iter()
-                .map(|dir| root.join(dir.strip_prefix("/").unwrap_or(dir)));
+            let inside = finder.debug_dirs().iter().map(|dir| root.host_path(dir));
             let dirs = inside.chain(finder.debug_dirs().iter().cloned()).collect();
-            finder.with_debug_dirs(dirs)
+            finder.with_debug_dirs(dirs).confined_to(root.clone())
         });
         DebugOptions {
             finder,

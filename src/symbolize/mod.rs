@@ -28,6 +28,7 @@ pub use output::{NameOrigin, NotFound, OwnedSym, Sym, Symbols};
 pub use stack::is_kernel_addr;
 
 use crate::addr::{FileOffset, VirtAddr};
+use crate::confine::ConfinedRoot;
 use crate::debuginfo::{DebugFinder, DEFAULT_DEBUG_DIR};
 use crate::dwarf::Frame;
 use crate::elf::{hex, ElfFile};
@@ -342,7 +343,7 @@ impl Symbolizer {
     pub fn symbolize(&self, source: &Source<'_>, input: Input<'_>) -> Result<Symbols> {
         match (source, input) {
             (Source::Elf { path }, Input::VirtAddrs(_) | Input::FileOffsets(_)) => {
-                self.symbolize_elf(path, input, None)
+                self.symbolize_elf(path, input)
             }
             (Source::BuildId { build_id }, Input::VirtAddrs(_) | Input::FileOffsets(_)) => {
                 let not_found = || Error::Unsupported {
@@ -366,7 +367,7 @@ impl Symbolizer {
                             .to_string(),
                     });
                 }
-                self.symbolize_elf(&found.path, input, None)
+                self.symbolize_elf(&found.path, input)
             }
             (Source::Process { process, maps }, Input::AbsAddrs(addrs)) => match maps {
                 Some(maps) => self.symbolize_process_with(process, maps, addrs),
@@ -397,10 +398,21 @@ impl Symbolizer {
         }
     }
 
-    /// Symbolizes addresses of the ELF file at `path`; `root`: the root directory of the
-    /// process the file is mapped in, whose debug dirs are searched first.
-    fn symbolize_elf(&self, path: &Path, input: Input<'_>, root: Option<&Path>) -> Result<Symbols> {
+    /// Symbolizes addresses of the ELF file at `path`, a path the caller gave.
+    fn symbolize_elf(&self, path: &Path, input: Input<'_>) -> Result<Symbols> {
         let file = self.open_elf(path)?;
+        self.symbolize_loaded(&file, path, input, None)
+    }
+
+    /// Symbolizes addresses of `file` (shown as `path`); `root`: the root of the process the
+    /// file is mapped in, whose debug dirs are searched first, confined to it.
+    fn symbolize_loaded(
+        &self,
+        file: &Arc<LoadedElf>,
+        path: &Path,
+        input: Input<'_>,
+        root: Option<&ConfinedRoot>,
+    ) -> Result<Symbols> {
         let debug = file.debug_state(|| match root {
             Some(root) => self.debug.inside(root),
             None => self.debug.clone(),
@@ -550,6 +562,23 @@ impl Symbolizer {
         let id = FileId::of_path(path)?;
         self.files
             .get_or_load(&id, || ElfFile::open(path).map(LoadedElf::new))
+    }
+
+    /// Like `open_elf`, for a file of a process, already opened (by [`Process::open_mapped`]:
+    /// its `map_files` entry, or its path confined to `root`) and shown as `path`: read into
+    /// memory, not mapped, and marked as lying in `root` (see [`ElfFile::from_file`]).
+    ///
+    /// [`Process::open_mapped`]: crate::process::Process::open_mapped
+    fn open_process_file(
+        &self,
+        file: &std::fs::File,
+        path: &Path,
+        root: &ConfinedRoot,
+    ) -> Result<Arc<LoadedElf>> {
+        let id = FileId::of_file(file, path)?;
+        self.files.get_or_load(&id, || {
+            ElfFile::from_file(file, path).map(|elf| LoadedElf::new(elf.in_root(root.clone())))
+        })
     }
 
     /// Counters for hits, misses, evictions and mapped bytes.

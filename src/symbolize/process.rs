@@ -51,9 +51,11 @@ impl Symbolizer {
 
     /// Symbolizes absolute addresses of `process` with `maps`. Each mapped file is
     /// symbolized with one ELF batch for all its addresses, opened through
-    /// [`Process::open_path`]. A file that cannot be read gives [`NotFound::FileError`] for
-    /// its addresses; if that is because the process has exited, the whole call fails with
-    /// [`Error::Process`] naming the pid.
+    /// [`Process::open_mapped`] (`map_files`, else its path confined to the process's root and
+    /// checked against the maps line) and read into memory; its debug files are searched
+    /// inside the root first, confined. A file that cannot be read gives
+    /// [`NotFound::FileError`] for its addresses; if that is because the process has exited,
+    /// the whole call fails with [`Error::Process`] naming the pid.
     pub(crate) fn symbolize_process_with(
         &self,
         process: &Process,
@@ -83,23 +85,21 @@ impl Symbolizer {
             };
             let mapping = &maps.mappings[mapping_index];
             let route = *route_of_mapping[mapping_index].get_or_insert_with(|| {
-                match process.open_path(mapping) {
-                    Some(open_path) => {
-                        let next = groups.len();
-                        let group = *group_of_file.entry(FileKey::of(mapping)).or_insert(next);
-                        if group == next {
-                            // Opened through the path of the first mapping of the file met.
-                            groups.push(Group {
-                                open_path,
-                                indices: Vec::new(),
-                                offsets: Vec::new(),
-                                mappings: Vec::new(),
-                            });
-                        }
-                        Route::File(group)
-                    }
-                    None => Route::Special,
+                if !mapping.is_file() {
+                    return Route::Special;
                 }
+                let next = groups.len();
+                let group = *group_of_file.entry(FileKey::of(mapping)).or_insert(next);
+                if group == next {
+                    // Opened through the first mapping of the file met.
+                    groups.push(Group {
+                        first_mapping: mapping_index,
+                        indices: Vec::new(),
+                        offsets: Vec::new(),
+                        mappings: Vec::new(),
+                    });
+                }
+                Route::File(group)
             });
             let (Route::File(group), Some(file_offset)) = (route, mapping.file_offset(addr)) else {
                 // The vDSO (from the process's memory) and JIT code (from its perf map).
@@ -115,13 +115,27 @@ impl Symbolizer {
             group.mappings.push(mapping_index);
         }
 
-        let root = process.root_dir();
+        let root = process.root();
         for group in groups {
-            let mut symbols = match self.symbolize_elf(
-                &group.open_path,
-                Input::FileOffsets(&group.offsets),
-                Some(&root),
-            ) {
+            let mapping = &maps.mappings[group.first_mapping];
+            // Groups hold file mappings only (`is_file` above), which have a file to open.
+            let opened = process.open_mapped(mapping).unwrap_or_else(|| {
+                Err(Error::Process {
+                    path: process.maps_path(),
+                    what: "a file mapping without a file to open".to_string(),
+                })
+            });
+            let mut open_path = PathBuf::new();
+            let mut symbols = match opened.and_then(|(file, path)| {
+                let loaded = self.open_process_file(&file, &path, &root)?;
+                open_path = path;
+                self.symbolize_loaded(
+                    &loaded,
+                    &open_path,
+                    Input::FileOffsets(&group.offsets),
+                    Some(&root),
+                )
+            }) {
                 Ok(symbols) => symbols,
                 Err(e) => {
                     if process.is_gone() {
@@ -146,7 +160,7 @@ impl Symbolizer {
                 };
                 entry.module = *module_of_mapping.entry(mapping).or_insert_with(|| {
                     let shown = maps.mappings[mapping].file_path().unwrap_or_default();
-                    let opened_as = (shown != group.open_path).then(|| group.open_path.clone());
+                    let opened_as = (shown != open_path).then(|| open_path.clone());
                     symbols.modules.push(ModuleName {
                         shown,
                         opened_as,
@@ -172,8 +186,8 @@ enum Route {
 
 /// The addresses of one file in a batch.
 struct Group {
-    /// Where the file is opened from.
-    open_path: PathBuf,
+    /// The mapping (index in the maps) the file is opened through: the first met.
+    first_mapping: usize,
     indices: Vec<usize>,
     offsets: Vec<u64>,
     mappings: Vec<usize>,
