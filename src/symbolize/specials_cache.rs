@@ -41,7 +41,7 @@ impl ProcessSpecials {
     pub(crate) fn perf_map(&self, process: &Process) -> Result<Option<Arc<PerfMap>>> {
         let mut cached = self.perf_map.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some((file, map)) = cached.as_ref() {
-            if file.is_some() && FileId::of_path(map.path()).ok() == *file {
+            if file.is_some() && perf_map_id(process, map) == *file {
                 return Ok(Some(Arc::clone(map)));
             }
         }
@@ -50,7 +50,21 @@ impl ProcessSpecials {
             return Ok(None);
         };
         let map = Arc::new(map);
-        *cached = Some((FileId::of_path(map.path()).ok(), Arc::clone(&map)));
+        *cached = Some((perf_map_id(process, &map), Arc::clone(&map)));
         Ok(Some(map))
+    }
+}
+
+/// The identity of the file `map` was read from, stated again now: a map inside the
+/// process's root is opened confined to it (a path there is never stat'ed on the host, where
+/// its links would lead out), the reader's `/tmp` one is stat'ed as it is.
+fn perf_map_id(process: &Process, map: &PerfMap) -> Option<FileId> {
+    let root = process.root();
+    match root.inside(map.path()) {
+        Some(inside) => {
+            let file = root.open(&inside).ok()?;
+            FileId::of_file(&file, map.path()).ok()
+        }
+        None => FileId::of_path(map.path()).ok(),
     }
 }
