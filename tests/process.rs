@@ -486,6 +486,60 @@ fn links_planted_in_a_process_root_lead_nowhere_outside_it() {
     assert_eq!(name_of(&results, 0), "own_jit");
 }
 
+/// A file a process can change under the symbolizer must not crash it (a mapped file
+/// truncated in place raises SIGBUS on the next read of a page past its new end). The files
+/// of a process are read into memory, so the symbolizer keeps answering from what it read:
+/// `c-buildid` in a fake root, its debug file in the root's build-id dir; the first batch
+/// loads both (and the DWARF), then the debug file is truncated in place and overwritten with
+/// garbage, and the next batches, at other addresses (DWARF not yet read), answer as an
+/// untouched copy does. A new symbolizer, reading the ruined file afresh, answers from the
+/// binary's own symbols, without frames and without a crash.
+#[test]
+fn a_debug_file_truncated_while_held_does_not_crash() {
+    let binary = bin("c-buildid");
+    let id: String = readelf_build_id(&binary)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let rel = format!("usr/lib/debug/.build-id/{}/{}.debug", &id[..2], &id[2..]);
+    let debug = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/debug")
+        .join(rel.strip_prefix("usr/lib/debug/").unwrap());
+    let base = 0x5600_0000_0000u64;
+    let (_procfs, process) = fake_process(&binary, "/opt/app/c-buildid", 4848, base, "");
+    let held = process.root_dir().join(&rel);
+    std::fs::create_dir_all(held.parent().unwrap()).unwrap();
+    std::fs::copy(&debug, &held).unwrap();
+
+    let first = [AbsAddr(base + nm_addr(&binary, "checksum") + 4)];
+    let later: Vec<AbsAddr> = ["main", "process_value", "run_all", "leaf_hash"]
+        .iter()
+        .map(|name| AbsAddr(base + nm_addr(&binary, name) + 1))
+        .collect();
+    let untouched = Symbolizer::builder().build();
+    let want = format!("{:?}", untouched.symbolize_process(&process, &later).unwrap());
+
+    let symbolizer = Symbolizer::builder().build();
+    let loaded = symbolizer.symbolize_process(&process, &first).unwrap();
+    assert!(
+        !loaded[0].sym().expect("checksum").frames.is_empty(),
+        "the debug file was found: {loaded:?}"
+    );
+    let file = std::fs::OpenOptions::new().write(true).open(&held).unwrap();
+    file.set_len(0).unwrap();
+    std::fs::write(&held, b"garbage, not ELF").unwrap();
+    drop(file);
+    let after = symbolizer.symbolize_process(&process, &later).unwrap();
+    assert_eq!(format!("{after:?}"), want, "answers from what was read before");
+
+    let fresh = Symbolizer::builder().build();
+    let ruined = fresh.symbolize_process(&process, &later).unwrap();
+    for result in &ruined {
+        let sym = result.sym().expect("the binary's own .symtab still names it");
+        assert!(sym.frames.is_empty(), "{sym:?}");
+    }
+}
+
 /// Normalize now, symbolize later by build-id: an address of `c-buildid` (its DWARF and
 /// full `.symtab` in testdata/debug/.build-id) is normalized in a fake procfs, then
 /// symbolized through `Source::BuildId` alone: from the debug file by virtual address, from
