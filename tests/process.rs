@@ -517,7 +517,10 @@ fn a_debug_file_truncated_while_held_does_not_crash() {
         .map(|name| AbsAddr(base + nm_addr(&binary, name) + 1))
         .collect();
     let untouched = Symbolizer::builder().build();
-    let want = format!("{:?}", untouched.symbolize_process(&process, &later).unwrap());
+    let want = format!(
+        "{:?}",
+        untouched.symbolize_process(&process, &later).unwrap()
+    );
 
     let symbolizer = Symbolizer::builder().build();
     let loaded = symbolizer.symbolize_process(&process, &first).unwrap();
@@ -530,12 +533,18 @@ fn a_debug_file_truncated_while_held_does_not_crash() {
     std::fs::write(&held, b"garbage, not ELF").unwrap();
     drop(file);
     let after = symbolizer.symbolize_process(&process, &later).unwrap();
-    assert_eq!(format!("{after:?}"), want, "answers from what was read before");
+    assert_eq!(
+        format!("{after:?}"),
+        want,
+        "answers from what was read before"
+    );
 
     let fresh = Symbolizer::builder().build();
     let ruined = fresh.symbolize_process(&process, &later).unwrap();
     for result in &ruined {
-        let sym = result.sym().expect("the binary's own .symtab still names it");
+        let sym = result
+            .sym()
+            .expect("the binary's own .symtab still names it");
         assert!(sym.frames.is_empty(), "{sym:?}");
     }
 }

@@ -325,6 +325,7 @@ impl DwarfInfo {
 
     fn build(sections: &DwarfSections, sup: Option<&DwarfSections>) -> Result<DwarfInfo> {
         let mut dwarf = sections.dwarf()?;
+        check_inlined_depth(&dwarf).map_err(|e| e.in_file(&sections.path))?;
         if let Some(sup) = sup {
             dwarf.set_sup(sup.dwarf()?);
         }
@@ -426,7 +427,13 @@ impl DwarfInfo {
     ) -> Option<Arc<gimli::Dwarf<Reader>>> {
         if let Some(package) = &self.package {
             match package.find_cu(load.dwo_id, &load.parent) {
-                Ok(Some(unit)) => return Some(Arc::new(unit)),
+                Ok(Some(unit)) => match check_inlined_depth(&unit) {
+                    Ok(()) => return Some(Arc::new(unit)),
+                    Err(refused) => {
+                        log::debug!("{}", refused.in_file(&self.path));
+                        return None;
+                    }
+                },
                 Ok(None) => {}
                 Err(e) => log::debug!("{}.dwp: {e}", self.path.display()),
             }
@@ -449,6 +456,7 @@ impl DwarfInfo {
                     None => Ok(None),
                 })
                 .map_err(|e| malformed_dwarf(&path, "split unit", e))?;
+            check_inlined_depth(&dwarf).map_err(|e| e.in_file(&path))?;
             if id != Some(load.dwo_id) {
                 log::debug!(
                     "{}: split unit id {id:?}, the skeleton wants {:?}; not used",
@@ -664,6 +672,80 @@ impl DwarfInfo {
         })?;
         self.render_file(&unit, u64::try_from(index).ok()?)
     }
+}
+
+/// The deepest nesting of `DW_TAG_inlined_subroutine` DIEs accepted (see
+/// [`check_inlined_depth`]). Real code nests inlined calls a few dozen deep (the deepest in
+/// testdata: 10, libstdc++'s `std::sort`); 256 leaves room, and costs the addr2line crate's
+/// recursive parser about 80 KiB of stack in a release build (600 KiB in a debug build, where
+/// a 2 MiB thread overflows at about 850 levels).
+pub const MAX_INLINED_DEPTH: usize = 256;
+
+/// Why DWARF was refused before any lookup, with no path yet (the caller adds it).
+struct Refused(String);
+
+impl Refused {
+    fn in_file(self, path: &Path) -> Error {
+        Error::MalformedElf {
+            path: path.to_path_buf(),
+            what: format!("DWARF {}", self.0),
+        }
+    }
+}
+
+/// Refuses DWARF in which `DW_TAG_inlined_subroutine` DIEs nest deeper than
+/// [`MAX_INLINED_DEPTH`]: the addr2line crate parses each level with a recursive call, so a
+/// crafted unit (100,000 levels are a few hundred KiB of DWARF) would overflow the stack,
+/// which kills the process. Every unit's DIE tree is walked once, without recursion (depth
+/// from gimli's raw entry reader, attributes skipped), before the first lookup: about the
+/// cost of one more pass of the one addr2line makes over a unit's DIEs for its functions.
+fn check_inlined_depth(dwarf: &gimli::Dwarf<Reader>) -> std::result::Result<(), Refused> {
+    let fail = |what: &str, e: gimli::Error| Refused(format!("{what}: {e}"));
+    let mut headers = dwarf.units();
+    // Per depth of the DIE tree: how many inlined subroutines enclose that level.
+    let mut inlined_at: Vec<usize> = Vec::new();
+    while let Some(header) = headers.next().map_err(|e| fail("unit headers", e))? {
+        let at = header.offset();
+        let unit = match dwarf.unit(header) {
+            Ok(unit) => unit,
+            // addr2line skips a unit it cannot read; so does this check.
+            Err(_) => continue,
+        };
+        let mut entries = match unit.entries_raw(None) {
+            Ok(entries) => entries,
+            Err(_) => continue,
+        };
+        inlined_at.clear();
+        while !entries.is_empty() {
+            let depth = usize::try_from(entries.next_depth()).unwrap_or(0);
+            let abbrev = match entries.read_abbreviation() {
+                Ok(Some(abbrev)) => abbrev,
+                Ok(None) => continue,
+                // The rest of this unit cannot be read: addr2line cannot parse it either.
+                Err(_) => break,
+            };
+            inlined_at.truncate(depth);
+            let enclosing = depth
+                .checked_sub(1)
+                .and_then(|parent| inlined_at.get(parent))
+                .copied()
+                .unwrap_or(0);
+            let inlined = enclosing + usize::from(abbrev.tag() == gimli::DW_TAG_inlined_subroutine);
+            if inlined > MAX_INLINED_DEPTH {
+                return Err(Refused(format!(
+                    "unit at {at:?}: inlined subroutines nested more than {MAX_INLINED_DEPTH} \
+                     deep; refused (its lookups would recurse that deep)"
+                )));
+            }
+            // Levels skipped by a malformed depth are filled with the enclosing count.
+            inlined_at.resize(depth, enclosing);
+            inlined_at.push(inlined);
+            if entries.skip_attributes(abbrev.attributes()).is_err() {
+                break;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// An attribute's string (`DW_FORM_strp`, `line_strp`, `strx`, ...), lossily as UTF-8.

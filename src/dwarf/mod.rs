@@ -15,7 +15,11 @@
 //! is joined with [`DwarfInfo::with_supplementary`]. Split DWARF is followed here, since its
 //! files are named by the DWARF itself: the `<file>.dwp` package, else the `.dwo` a skeleton
 //! unit names, looked for in the file's own directory only (see `DwarfInfo::frames`).
-//! Not handled: relocatable objects (`ET_REL`, whose DWARF needs relocations applied).
+//! Bounded work on any input: inlined calls nested deeper than [`MAX_INLINED_DEPTH`] refuse
+//! the DWARF (the addr2line crate would recurse once per level; checked before the first
+//! lookup, for split units too); reference chains (`DW_AT_abstract_origin`,
+//! `DW_AT_specification`) are followed a few hops at most; line rows at one address collapse
+//! into one. Not handled: relocatable objects (`ET_REL`, whose DWARF needs relocations applied).
 //! Falling back to the symbol table where DWARF does not cover an address is the caller's
 //! job: [`DwarfInfo::frames`] returns `Ok(None)`.
 
@@ -24,4 +28,4 @@ mod info;
 mod reader;
 pub(crate) use reader::SectionBytes;
 
-pub use info::{DwarfInfo, DwarfSections, Frame, FunctionName};
+pub use info::{DwarfInfo, DwarfSections, Frame, FunctionName, MAX_INLINED_DEPTH};
