@@ -20,6 +20,11 @@
 //! (`/.old/<ld.so> --library-path /.old/<lib dirs> /.old/<umount> -l /.old`). libmount reads
 //! `/proc/self/mountinfo`, which is why the procfs is mounted in the new root first.
 //!
+//! A second container is hostile (`hostile_container_links_lead_nowhere_outside_its_root`):
+//! links at every place stacksym looks for a companion file lead to host files, and its
+//! binary's path is swapped for links after it was mapped; nothing outside its root may be
+//! read (that test also needs `objcopy`, binutils).
+//!
 //! References are independent of stacksym: the child's own report of its addresses, `nm`
 //! (symbol addresses), `readelf -l` (segments) and `readelf -n` (build-id).
 
@@ -240,36 +245,44 @@ fn nspid(pid: u32) -> Vec<u32> {
         .collect()
 }
 
-#[test]
-fn container_process_symbolized_from_the_host_by_host_pid() {
-    let started = Instant::now();
-
-    // ---- Can this machine do it at all? --------------------------------------------------
+/// The tools the container needs, or why this machine cannot run it.
+fn container_tools(extra: &[&'static str]) -> Result<HashMap<&'static str, PathBuf>, String> {
     match euid() {
         Some(0) => {}
-        Some(uid) => return skip(&format!("needs root (effective uid {uid})")),
-        None => return skip("cannot read the effective uid from /proc/self/status"),
+        Some(uid) => return Err(format!("needs root (effective uid {uid})")),
+        None => return Err("cannot read the effective uid from /proc/self/status".into()),
     }
     let mut tools = HashMap::new();
-    for tool in ["unshare", "mount", "pivot_root", "umount", "ldd", "sh"] {
+    for &tool in ["unshare", "mount", "pivot_root", "umount", "ldd", "sh"]
+        .iter()
+        .chain(extra)
+    {
         match find_tool(tool) {
             Some(path) => tools.insert(tool, path),
-            None => return skip(&format!("`{tool}` not found (util-linux / libc-bin / sh)")),
+            None => {
+                return Err(format!(
+                    "`{tool}` not found (util-linux / libc-bin / sh / binutils)"
+                ))
+            }
         };
     }
     if Path::new(APP_BIN).exists() || Path::new(APP_DIR).join("libversioned.so").exists() {
-        return skip(&format!(
+        return Err(format!(
             "the host has a file at {APP_BIN} or {APP_LIB}: the test would not show that \
              files are opened through /proc/PID/root"
         ));
     }
+    Ok(tools)
+}
 
-    // ---- The root and the container ------------------------------------------------------
-    let root_dir = tempfile::tempdir().unwrap();
-    let root = root_dir.path();
-    build_root(root, &tools["ldd"]);
+/// Starts c-wait in a container on `root` (built by `build_root`) and reads its report:
+/// "NAME 0xADDR" lines (its function addresses, `pid N`) up to "ready". `Err` is a reason
+/// to skip (starting the container was not permitted); other failures panic.
+fn start_container(
+    root: &Path,
+    tools: &HashMap<&'static str, PathBuf>,
+) -> Result<(Container, HashMap<String, u64>), String> {
     let (loader, libs, umount) = old_root_umount(&tools["ldd"], &tools["umount"]);
-
     let mut unshare = Command::new(&tools["unshare"])
         .args(["--mount", "--pid", "--fork", "--kill-child", "--"])
         .arg(&tools["sh"])
@@ -329,7 +342,7 @@ fn container_process_symbolized_from_the_host_by_host_pid() {
                 let status = container.wait();
                 let stderr = container.stderr();
                 if not_permitted(&stderr) {
-                    return skip(&format!(
+                    return Err(format!(
                         "starting the container was not permitted (exit {status:?}):\n{stderr}"
                     ));
                 }
@@ -337,7 +350,7 @@ fn container_process_symbolized_from_the_host_by_host_pid() {
             }
         };
         if line == "ready" {
-            break;
+            return Ok((container, addrs));
         }
         let (name, value) = line
             .split_once(' ')
@@ -348,6 +361,26 @@ fn container_process_symbolized_from_the_host_by_host_pid() {
         };
         addrs.insert(name.to_string(), value);
     }
+}
+
+#[test]
+fn container_process_symbolized_from_the_host_by_host_pid() {
+    let started = Instant::now();
+
+    // ---- Can this machine do it at all? --------------------------------------------------
+    let tools = match container_tools(&[]) {
+        Ok(tools) => tools,
+        Err(why) => return skip(&why),
+    };
+
+    // ---- The root and the container ------------------------------------------------------
+    let root_dir = tempfile::tempdir().unwrap();
+    let root = root_dir.path();
+    build_root(root, &tools["ldd"]);
+    let (mut container, addrs) = match start_container(root, &tools) {
+        Ok(started) => started,
+        Err(why) => return skip(&why),
+    };
     let addr = |name: &str| addrs[name];
     let ready_after = started.elapsed();
 
@@ -485,4 +518,201 @@ fn container_process_symbolized_from_the_host_by_host_pid() {
          checked after {checked_after:?}, exited after {:?}",
         started.elapsed()
     );
+}
+
+/// The one façade call of the hostile-container test (the symbolizing API is being reworked:
+/// a change there is a change here only).
+fn symbolize_pid(symbolizer: &Symbolizer, process: &Process, addrs: &[u64]) -> Vec<ProcessSymbol> {
+    let addrs: Vec<AbsAddr> = addrs.iter().map(|&a| AbsAddr(a)).collect();
+    symbolizer.symbolize_process(process, &addrs).unwrap()
+}
+
+/// A hostile container: its binary (c-wait, its DWARF stripped into a debug file that exists
+/// only on the host, outside every debug dir) finds, at each place stacksym looks for a
+/// companion, a symbolic link to a host file: its build-id debug path (absolute link to the
+/// host's debug file), its debuglink candidate next to it (relative link with more `..` than
+/// the root is deep), the debuglink candidate under its debug dir (a link to a host secret),
+/// and its `/tmp` (a link to a host directory holding a perf map of that pid). Then its
+/// binary's path is swapped for links after it was mapped.
+///
+/// Nothing outside the root may be read: the host debug file's lines never appear, the
+/// secret's bytes appear nowhere in results or errors; the process's own files still
+/// symbolize (and with lines, once its own copy of the debug file is in its root). After
+/// the swap the mapped file is still read (through `map_files`); without `map_files` (a fake
+/// procfs whose `root` is the process's), a path that now leads elsewhere is refused.
+#[test]
+fn hostile_container_links_lead_nowhere_outside_its_root() {
+    let tools = match container_tools(&["objcopy"]) {
+        Ok(tools) => tools,
+        Err(why) => return skip(&why),
+    };
+    let host = tempfile::tempdir().unwrap();
+    let wait = bin("c-wait");
+    let host_debug = host.path().join("wait.debug");
+    let stripped = host.path().join("bin.stripped");
+    let objcopy = |args: &[&str]| run(&tools["objcopy"], args);
+    objcopy(&[
+        "--only-keep-debug",
+        wait.to_str().unwrap(),
+        host_debug.to_str().unwrap(),
+    ]);
+    objcopy(&[
+        "--strip-debug",
+        &format!("--add-gnu-debuglink={}", host_debug.display()),
+        wait.to_str().unwrap(),
+        stripped.to_str().unwrap(),
+    ]);
+    let secret_text = "SECRET-ON-THE-HOST root:$y$j9T$hash";
+    let secret = host.path().join("secret");
+    std::fs::write(&secret, secret_text).unwrap();
+    let host_tmp = host.path().join("tmp");
+    std::fs::create_dir(&host_tmp).unwrap();
+    std::fs::write(host_tmp.join("perf-1.map"), "1000 10 host_jit_SECRET\n").unwrap();
+
+    let root_dir = tempfile::tempdir().unwrap();
+    let root = root_dir.path();
+    build_root(root, &tools["ldd"]);
+    std::fs::copy(&stripped, under(root, Path::new(APP_BIN))).unwrap();
+    let id: String = readelf_build_id(&wait)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let build_id_place = under(
+        root,
+        Path::new(&format!(
+            "/usr/lib/debug/.build-id/{}/{}.debug",
+            &id[..2],
+            &id[2..]
+        )),
+    );
+    let link = |target: &Path, at: &Path| {
+        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(target, at).unwrap();
+    };
+    link(&host_debug, &build_id_place);
+    let up = "../".repeat(root.components().count() + 6);
+    link(
+        &Path::new(&up).join(host_debug.strip_prefix("/").unwrap()),
+        &under(root, &Path::new(APP_DIR).join("wait.debug")),
+    );
+    link(
+        &secret,
+        &under(root, Path::new("/usr/lib/debug/opt/app/wait.debug")),
+    );
+    link(&host_tmp, &root.join("tmp"));
+
+    let (container, addrs) = match start_container(root, &tools) {
+        Ok(started) => started,
+        Err(why) => return skip(&why),
+    };
+    let host_pid = child_of(container.unshare.id())
+        .unwrap_or_else(|| panic!("no child of unshare {}", container.unshare.id()));
+    let process = Process::new(host_pid);
+    let query = [
+        addrs["wait_target"],
+        addrs["wait_local"],
+        addrs["vhelper"] + 3,
+        addrs["puts"],
+    ];
+    let leaks = |shown: &str| -> Vec<String> {
+        [
+            host.path().to_str().unwrap(),
+            "SECRET",
+            "root:$y",
+            "host_jit",
+        ]
+        .iter()
+        .filter(|leak| shown.contains(*leak))
+        .map(|leak| leak.to_string())
+        .collect()
+    };
+
+    // ---- Planted links: the process's own files symbolize, no host file is read ---------
+    let results = symbolize_pid(&Symbolizer::builder().build(), &process, &query);
+    let shown = format!("{results:?}");
+    assert!(leaks(&shown).is_empty(), "{:?} in {shown}", leaks(&shown));
+    assert_eq!(name_of(&results[0]), "wait_target", "{shown}");
+    assert!(
+        results[0].sym().unwrap().frames.is_empty(),
+        "the host-only debug file's lines appeared: {shown}"
+    );
+    assert_eq!(name_of(&results[2]), "vhelper");
+    assert!(
+        ["puts", "_IO_puts"].contains(&name_of(&results[3])),
+        "{shown}"
+    );
+    let perf_map = format!("{:?}", process.perf_map());
+    assert!(leaks(&perf_map).is_empty(), "{perf_map}");
+
+    // ---- The container's own debug file, in its root: lines appear ----------------------
+    std::fs::remove_file(&build_id_place).unwrap();
+    std::fs::copy(&host_debug, &build_id_place).unwrap();
+    let results = symbolize_pid(&Symbolizer::builder().build(), &process, &query);
+    let target = results[0].sym().expect("wait_target");
+    let outer = target
+        .frames
+        .last()
+        .expect("lines from the container's debug file");
+    assert!(
+        outer.file.as_deref().is_some_and(|f| f.ends_with("wait.c")),
+        "{target:?}"
+    );
+
+    // ---- The binary's path swapped for a link after it was mapped -----------------------
+    // A procfs of the same process without map_files, its maps as they are now (naming
+    // /opt/app/bin) and its `root` the process's: stacksym must open the path, confined.
+    let fake = tempfile::tempdir().unwrap();
+    let fake_dir = fake.path().join(host_pid.to_string());
+    std::fs::create_dir(&fake_dir).unwrap();
+    for name in ["maps", "stat", "status"] {
+        std::fs::copy(format!("/proc/{host_pid}/{name}"), fake_dir.join(name)).unwrap();
+    }
+    std::os::unix::fs::symlink(format!("/proc/{host_pid}/root"), fake_dir.join("root")).unwrap();
+    let without_map_files = Process::with_procfs_root(fake.path(), host_pid);
+    // Swapped the way `ln -sf` does it (a link renamed over the path); a hard link keeps the
+    // mapped file to put back at the end.
+    let app = under(root, Path::new(APP_BIN));
+    let kept = app.with_file_name("bin.kept");
+    std::fs::hard_link(&app, &kept).unwrap();
+    let swap_to = |target: &Path| {
+        let next = app.with_file_name("bin.next");
+        std::os::unix::fs::symlink(target, &next).unwrap();
+        std::fs::rename(&next, &app).unwrap();
+    };
+    swap_to(&secret);
+    // The kernel now shows the mapping as deleted; map_files still opens the very inode.
+    let results = symbolize_pid(&Symbolizer::builder().build(), &process, &query);
+    let shown = format!("{results:?}");
+    assert_eq!(name_of(&results[0]), "wait_target", "{shown}");
+    assert!(leaks(&shown).is_empty(), "{:?} in {shown}", leaks(&shown));
+    // Without map_files: the link to the host secret leads nowhere inside the root.
+    let target_only = [addrs["wait_target"]];
+    let results = symbolize_pid(
+        &Symbolizer::builder().build(),
+        &without_map_files,
+        &target_only,
+    );
+    let shown = format!("{results:?}");
+    assert!(matches!(results[0], ProcessSymbol::FileError(_)), "{shown}");
+    assert!(leaks(&shown).is_empty(), "{:?} in {shown}", leaks(&shown));
+    // A link to another file of the container: refused, not the inode mapped.
+    swap_to(Path::new(APP_LIB));
+    let results = symbolize_pid(
+        &Symbolizer::builder().build(),
+        &without_map_files,
+        &target_only,
+    );
+    let ProcessSymbol::FileError(e) = &results[0] else {
+        panic!("a file that is not the one mapped was symbolized: {results:?}")
+    };
+    assert!(e.to_string().contains("not the file process"), "{e}");
+    // The mapped file back at its path: symbolized again, through the confined path.
+    std::fs::rename(&kept, &app).unwrap();
+    let results = symbolize_pid(
+        &Symbolizer::builder().build(),
+        &without_map_files,
+        &target_only,
+    );
+    assert_eq!(name_of(&results[0]), "wait_target", "{results:?}");
+    drop(container);
 }
