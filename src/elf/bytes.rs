@@ -48,8 +48,9 @@ impl FileBytes {
     }
 
     /// Reads the whole of `file` (opened from `path`, shown in errors) into memory: at most
-    /// `cap` bytes, a larger file is an error saying so. The file may shrink or grow while it
-    /// is read; what was read is what the result holds.
+    /// `cap` bytes, a larger file is an error saying so. A file whose size or modification
+    /// time changed while it was read, or that read shorter or longer than its stated size,
+    /// is an error ("changed while it was read"): the bytes would mix two versions.
     pub(crate) fn read(file: &File, path: &Path, cap: u64) -> Result<Self> {
         let io_err = |source| Error::Io {
             path: path.to_path_buf(),
@@ -77,6 +78,15 @@ impl FileBytes {
                 path: path.to_path_buf(),
                 what: format!("the file grew past the {cap} bytes read into memory"),
             });
+        }
+        // A file rewritten while it was read holds parts of two versions: refuse it (the
+        // caller's cache keys the bytes by the size and time stated before the read).
+        let after = file.metadata().map_err(io_err)?;
+        let stated = |m: &std::fs::Metadata| (m.size(), m.mtime(), m.mtime_nsec(), m.ino());
+        if stated(&after) != stated(&metadata) || bytes.len() as u64 != metadata.size() {
+            return Err(io_err(std::io::Error::other(
+                "the file changed while it was read",
+            )));
         }
         Ok(FileBytes::Owned(bytes.into_boxed_slice()))
     }
