@@ -273,14 +273,11 @@ fn fake_process(
     (procfs, process)
 }
 
-/// A container's debug files live in its own root: `c-buildid` (its DWARF stripped into a
-/// debug file found by build-id) is mapped from `<root>/opt/app`, and
-/// its debug file sits only under `<root>/usr/lib/debug/.build-id/`. The symbolizer (debug
-/// dirs: the default `/usr/lib/debug`) must look inside the root first and find it.
-#[test]
-fn debug_files_are_searched_inside_the_process_root_first() {
-    let stripped = bin("c-buildid");
-    let id: String = readelf_build_id(&stripped)
+/// Where a root's default debug dir holds the debug file of `binary` by its build-id
+/// (`usr/lib/debug/.build-id/xx/rest.debug`, relative), and the committed debug file for it in
+/// testdata/debug.
+fn build_id_debug_file(binary: &Path) -> (String, PathBuf) {
+    let id: String = readelf_build_id(binary)
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
@@ -288,6 +285,17 @@ fn debug_files_are_searched_inside_the_process_root_first() {
     let debug = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("testdata/debug")
         .join(rel.strip_prefix("usr/lib/debug/").unwrap());
+    (rel, debug)
+}
+
+/// A container's debug files live in its own root: `c-buildid` (its DWARF stripped into a
+/// debug file found by build-id) is mapped from `<root>/opt/app`, and
+/// its debug file sits only under `<root>/usr/lib/debug/.build-id/`. The symbolizer (debug
+/// dirs: the default `/usr/lib/debug`) must look inside the root first and find it.
+#[test]
+fn debug_files_are_searched_inside_the_process_root_first() {
+    let stripped = bin("c-buildid");
+    let (rel, debug) = build_id_debug_file(&stripped);
     assert!(debug.is_file(), "{} is committed", debug.display());
 
     let base = 0x5600_0000_0000u64;
@@ -343,14 +351,6 @@ fn links_planted_in_a_process_root_lead_nowhere_outside_it() {
         std::fs::copy(from, &to).unwrap();
         to
     };
-    let build_id_rel = |binary: &Path| {
-        let id: String = readelf_build_id(binary)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        format!("usr/lib/debug/.build-id/{}/{}.debug", &id[..2], &id[2..])
-    };
-    let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
 
     struct Case {
         what: &'static str,
@@ -363,22 +363,18 @@ fn links_planted_in_a_process_root_lead_nowhere_outside_it() {
         host: PathBuf,
     }
     let buildid = bin("c-buildid");
-    let buildid_debug = testdata.join("debug").join(
-        build_id_rel(&buildid)
-            .strip_prefix("usr/lib/debug/")
-            .unwrap(),
-    );
+    let (buildid_place, buildid_debug) = build_id_debug_file(&buildid);
     let cases = [
         Case {
             what: "build-id debug file",
-            place: build_id_rel(&buildid),
+            place: buildid_place.clone(),
             host: host_copy(&buildid_debug, "c-buildid.debug"),
             own: buildid_debug.clone(),
             binary: buildid.clone(),
         },
         Case {
             what: "build-id debug file, link to a secret",
-            place: build_id_rel(&buildid),
+            place: buildid_place,
             host: secret.clone(),
             own: buildid_debug,
             binary: buildid,
@@ -497,14 +493,7 @@ fn links_planted_in_a_process_root_lead_nowhere_outside_it() {
 #[test]
 fn a_debug_file_truncated_while_held_does_not_crash() {
     let binary = bin("c-buildid");
-    let id: String = readelf_build_id(&binary)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    let rel = format!("usr/lib/debug/.build-id/{}/{}.debug", &id[..2], &id[2..]);
-    let debug = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("testdata/debug")
-        .join(rel.strip_prefix("usr/lib/debug/").unwrap());
+    let (rel, debug) = build_id_debug_file(&binary);
     let base = 0x5600_0000_0000u64;
     let (_procfs, process) = fake_process(&binary, "/opt/app/c-buildid", 4848, base, "");
     let held = process.root_dir().join(&rel);
