@@ -505,35 +505,33 @@ fn a_debug_file_truncated_while_held_does_not_crash() {
         .iter()
         .map(|name| AbsAddr(base + nm_addr(&binary, name) + 1))
         .collect();
-    let untouched = Symbolizer::builder().build();
-    let want = format!(
-        "{:?}",
-        untouched.symbolize_process(&process, &later).unwrap()
-    );
+    let answers = |symbolizer: &Symbolizer, addrs: &[AbsAddr]| -> Vec<String> {
+        let results = support::in_process(symbolizer, &process, None, addrs).unwrap();
+        results.results().map(|r| format!("{r:?}")).collect()
+    };
+    let want = answers(&Symbolizer::builder().build(), &later);
 
     let symbolizer = Symbolizer::builder().build();
-    let loaded = symbolizer.symbolize_process(&process, &first).unwrap();
+    let loaded = support::in_process(&symbolizer, &process, None, &first).unwrap();
     assert!(
-        !loaded[0].sym().expect("checksum").frames.is_empty(),
-        "the debug file was found: {loaded:?}"
+        !loaded.get(0).expect("checksum").frames.is_empty(),
+        "the debug file was found: {:?}",
+        loaded.result(0)
     );
     let file = std::fs::OpenOptions::new().write(true).open(&held).unwrap();
     file.set_len(0).unwrap();
     std::fs::write(&held, b"garbage, not ELF").unwrap();
     drop(file);
-    let after = symbolizer.symbolize_process(&process, &later).unwrap();
     assert_eq!(
-        format!("{after:?}"),
+        answers(&symbolizer, &later),
         want,
         "answers from what was read before"
     );
 
     let fresh = Symbolizer::builder().build();
-    let ruined = fresh.symbolize_process(&process, &later).unwrap();
-    for result in &ruined {
-        let sym = result
-            .sym()
-            .expect("the binary's own .symtab still names it");
+    let ruined = support::in_process(&fresh, &process, None, &later).unwrap();
+    for sym in ruined.iter() {
+        let sym = sym.expect("the binary's own .symtab still names it");
         assert!(sym.frames.is_empty(), "{sym:?}");
     }
 }

@@ -21,10 +21,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use stacksym::addr::AbsAddr;
 use stacksym::elf::ElfFile;
 use stacksym::process::Process;
-use stacksym::symbolize::ProcessSymbol;
+use stacksym::NotFound;
 use stacksym::{Input, Source, Symbolizer};
 
 const THREADS: usize = 8;
@@ -59,13 +58,27 @@ fn shown_sym(sym: Option<stacksym::Sym<'_>>) -> Option<String> {
     sym.map(|s| format!("{}+{:#x} {:?}", s.name, s.offset, s.frames))
 }
 
-fn shown_process_sym(result: &ProcessSymbol) -> Result<Option<String>, String> {
-    match result {
-        ProcessSymbol::Found(s) => Ok(Some(format!("{}+{:#x} {:?}", s.name, s.offset, s.frames))),
-        ProcessSymbol::NoSymbol { .. } => Ok(None),
-        ProcessSymbol::FileError(e) => Err(e.to_string()),
-        other => panic!("unexpected {other:?}"),
+/// The answer at `index` of a process batch: as [`shown_sym`], or the error of a file that
+/// could not be read.
+fn shown_process_answer(
+    results: &stacksym::Symbols,
+    index: usize,
+) -> Result<Option<String>, String> {
+    match results.result(index) {
+        Ok(sym) => Ok(shown_sym(Some(sym))),
+        Err(NotFound::NoSymbol) => Ok(None),
+        Err(NotFound::FileError(e)) => Err(e.to_string()),
+        Err(other) => panic!("unexpected {other:?}"),
     }
+}
+
+/// The one façade call for a process's absolute addresses.
+fn in_process(
+    symbolizer: &Symbolizer,
+    process: &Process,
+    addrs: &[u64],
+) -> stacksym::Result<stacksym::Symbols> {
+    symbolizer.symbolize(&Source::process(process), Input::AbsAddrs(addrs))
 }
 
 /// File offsets in the executable segments of `path`, picked by `rng`.
@@ -259,21 +272,18 @@ fn shared_symbolizer_under_stress() {
                     u64::from_str_radix(hex, 16).ok()
                 });
                 let process = Process::new(child.id());
-                let addrs = [
-                    AbsAddr(target.unwrap_or(0)),
-                    AbsAddr(target.unwrap_or(0) + 1),
-                ];
-                if let Ok(results) = symbolizer.symbolize_process(&process, &addrs) {
-                    if let Some(sym) = results[0].sym() {
-                        assert_eq!(sym.name, "wait_target", "{results:?}");
+                let addrs = [target.unwrap_or(0), target.unwrap_or(0) + 1];
+                if let Ok(results) = in_process(&symbolizer, &process, &addrs) {
+                    if let Some(sym) = results.get(0) {
+                        assert_eq!(sym.name, "wait_target", "{sym:?}");
                     }
                 }
                 drop(child.stdin.take());
                 child.wait().unwrap();
                 // Gone now: an error or an answer from the cached maps, never a panic.
-                if let Ok(results) = symbolizer.symbolize_process(&process, &addrs) {
-                    if let Some(sym) = results[0].sym() {
-                        assert_eq!(sym.name, "wait_target", "{results:?}");
+                if let Ok(results) = in_process(&symbolizer, &process, &addrs) {
+                    if let Some(sym) = results.get(0) {
+                        assert_eq!(sym.name, "wait_target", "{sym:?}");
                     }
                 }
                 lives += 1;
@@ -304,13 +314,11 @@ fn shared_symbolizer_under_stress() {
                         let picks: Vec<usize> =
                             (0..batch).map(|_| rng.below(copy.offsets.len())).collect();
                         let base = copy.map.as_ptr() as u64;
-                        let addrs: Vec<AbsAddr> = picks
-                            .iter()
-                            .map(|&i| AbsAddr(base + copy.offsets[i]))
-                            .collect();
-                        let results = symbolizer.symbolize_process(&me, &addrs).unwrap();
-                        for (&i, result) in picks.iter().zip(&results) {
-                            match shown_process_sym(result) {
+                        let addrs: Vec<u64> =
+                            picks.iter().map(|&i| base + copy.offsets[i]).collect();
+                        let results = in_process(&symbolizer, &me, &addrs).unwrap();
+                        for (j, &i) in picks.iter().enumerate() {
+                            match shown_process_answer(&results, j) {
                                 Ok(got) => assert!(
                                     got == copy.want[0][i] || got == copy.want[1][i],
                                     "copy {} offset {:#x}: {got:?} is neither {:?} nor {:?}",
