@@ -333,9 +333,9 @@ fn debug_files_are_searched_inside_the_process_root_first() {
 }
 
 /// Links a process plants in its root must not lead the host out of it. For each place a
-/// process's file names another (its build-id debug file, its debuglink file, its split-DWARF
-/// `.dwo`, its perf map's directory), the test runs a fake procfs three ways: the file absent,
-/// the place holding a symbolic link (absolute, and relative with more `..` than the root is
+/// process's file names another (its build-id debug file, its debuglink file, its
+/// split-DWARF `.dwo`, its debug file's dwz supplementary file, its perf map's directory),
+/// the test runs a fake procfs three ways: the file absent, the place holding a symbolic link (absolute, and relative with more `..` than the root is
 /// deep) to a host-only copy of the right file or to a host secret, and the process's own
 /// copy in place. The links must read as absent (the host copy's DWARF never shows), the
 /// own copy must be used, and no result or error may name the host files or quote the secret.
@@ -361,9 +361,14 @@ fn links_planted_in_a_process_root_lead_nowhere_outside_it() {
         own: PathBuf,
         /// A host copy of it (or the secret).
         host: PathBuf,
+        /// The process's own files that the place is found through (in its root in every
+        /// run): its debug file, for the dwz case.
+        also: Vec<(String, PathBuf)>,
     }
     let buildid = bin("c-buildid");
     let (buildid_place, buildid_debug) = build_id_debug_file(&buildid);
+    let dwz_common =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/debug/.dwz/stacksym-c-dwz.debug");
     let cases = [
         Case {
             what: "build-id debug file",
@@ -371,6 +376,7 @@ fn links_planted_in_a_process_root_lead_nowhere_outside_it() {
             host: host_copy(&buildid_debug, "c-buildid.debug"),
             own: buildid_debug.clone(),
             binary: buildid.clone(),
+            also: Vec::new(),
         },
         Case {
             what: "build-id debug file, link to a secret",
@@ -378,6 +384,7 @@ fn links_planted_in_a_process_root_lead_nowhere_outside_it() {
             host: secret.clone(),
             own: buildid_debug,
             binary: buildid,
+            also: Vec::new(),
         },
         Case {
             what: "debuglink file",
@@ -385,6 +392,7 @@ fn links_planted_in_a_process_root_lead_nowhere_outside_it() {
             host: host_copy(&bin("c-debuglink.debug"), "c-debuglink.debug"),
             own: bin("c-debuglink.debug"),
             binary: bin("c-debuglink"),
+            also: Vec::new(),
         },
         Case {
             what: "split-DWARF .dwo",
@@ -392,6 +400,17 @@ fn links_planted_in_a_process_root_lead_nowhere_outside_it() {
             host: host_copy(&bin("c-split-dwarf.dwo"), "c-split-dwarf.dwo"),
             own: bin("c-split-dwarf.dwo"),
             binary: bin("c-split-dwarf"),
+            also: Vec::new(),
+        },
+        Case {
+            // c-dwz-a's debug file names ../../.dwz/stacksym-c-dwz.debug in its
+            // .gnu_debugaltlink (testdata/README.md, "dwz").
+            what: "dwz supplementary file",
+            place: "usr/lib/debug/.dwz/stacksym-c-dwz.debug".into(),
+            host: host_copy(&dwz_common, "stacksym-c-dwz.debug"),
+            own: dwz_common.clone(),
+            binary: bin("c-dwz-a"),
+            also: vec![build_id_debug_file(&bin("c-dwz-a"))],
         },
     ];
     let base = 0x5600_0000_0000u64;
@@ -401,8 +420,15 @@ fn links_planted_in_a_process_root_lead_nowhere_outside_it() {
             fake_process(&case.binary, &format!("/opt/app/{name}"), 4646, base, "");
         let place = process.root_dir().join(&case.place);
         std::fs::create_dir_all(place.parent().unwrap()).unwrap();
+        for (at, from) in &case.also {
+            let to = process.root_dir().join(at);
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(from, to).unwrap();
+        }
         // Every address of checksum(), which has inlined calls and lines.
-        let start = nm_addr(&case.binary, "checksum");
+        // A stripped binary's symbols are in its debug file.
+        let symbols = case.also.first().map_or(&case.binary, |(_, debug)| debug);
+        let start = nm_addr(symbols, "checksum");
         let addrs: Vec<AbsAddr> = (0..0x60).map(|i| AbsAddr(base + start + i)).collect();
         let run = || -> Vec<String> {
             let symbolizer = Symbolizer::builder().build();
