@@ -301,12 +301,14 @@ impl Process {
         Some(opened.map(|file| (file, shown)))
     }
 
-    /// The path through which this process's file behind `mapping` can be opened from here:
-    /// `<procfs_root>/<pid>/root/<path>` for a file (so a container process's own file), or
+    /// The host path that names this process's file behind `mapping`:
+    /// `<procfs_root>/<pid>/root/<path>` for a file, or
     /// `<procfs_root>/<pid>/map_files/<start>-<end>` for a deleted file or a memfd. `None`
     /// for a mapping not backed by a file.
     ///
-    /// Opening a `map_files` entry needs `CAP_SYS_ADMIN` (or `CAP_CHECKPOINT_RESTORE`).
+    /// Do not open it with the OS's path resolution: an absolute symbolic link inside the
+    /// process's root would lead to a host file. [`Process::open_mapped`] opens the file
+    /// (through `map_files`, or confined to the root); this is the name it is shown by.
     pub fn open_path(&self, mapping: &Mapping) -> Option<PathBuf> {
         match &mapping.kind {
             MappingKind::File {
