@@ -90,6 +90,26 @@ struct Skipped {
     bad_section: usize,
 }
 
+/// The file's header, byte order and section table, or an error naming the file: what both
+/// symbol walks (the address index here, `names.rs`' walk by name) start from.
+pub(crate) fn section_table<'d, Elf: FileHeader<Endian = Endianness>>(
+    path: &Path,
+    data: &'d [u8],
+) -> Result<(&'d Elf, Endianness, SectionTable<'d, Elf>)> {
+    let malformed = |what: String| Error::MalformedElf {
+        path: path.to_path_buf(),
+        what,
+    };
+    let raw = Elf::parse(data).map_err(|e| malformed(format!("ELF header: {e}")))?;
+    let endian = raw
+        .endian()
+        .map_err(|e| malformed(format!("ELF header: {e}")))?;
+    let sections = raw
+        .sections(endian, data)
+        .map_err(|e| malformed(format!("section headers: {e}")))?;
+    Ok((raw, endian, sections))
+}
+
 pub(crate) fn build_symbol_tables<Elf: FileHeader<Endian = Endianness>>(
     path: &Path,
     data: &[u8],
@@ -99,13 +119,8 @@ pub(crate) fn build_symbol_tables<Elf: FileHeader<Endian = Endianness>>(
         path: path.to_path_buf(),
         what,
     };
-    let raw = Elf::parse(data).map_err(|e| malformed(format!("ELF header: {e}")))?;
-    let endian = raw
-        .endian()
-        .map_err(|e| malformed(format!("ELF header: {e}")))?;
-    let sections = &raw
-        .sections(endian, data)
-        .map_err(|e| malformed(format!("section headers: {e}")))?;
+    let (raw, endian, sections) = section_table::<Elf>(path, data)?;
+    let sections = &sections;
     // Each table is read on its own: a broken .symtab leaves .dynsym usable (and says so in
     // the log); only when every table present is broken is the file an error.
     let mut broken_tables = Vec::new();

@@ -8,6 +8,7 @@ use object::read::SymbolIndex;
 use object::{elf, Endianness};
 
 use crate::addr::VirtAddr;
+use crate::elf::index_builder::section_table;
 use crate::elf::relocatable::section_addr;
 use crate::elf::{ElfFile, SymbolKind, SymbolOrigin};
 use crate::error::{Error, Result};
@@ -71,13 +72,7 @@ fn named_symbols<'d, Elf: FileHeader<Endian = Endianness>>(
         path: path.to_path_buf(),
         what,
     };
-    let raw = Elf::parse(data).map_err(|e| malformed(format!("ELF header: {e}")))?;
-    let endian = raw
-        .endian()
-        .map_err(|e| malformed(format!("ELF header: {e}")))?;
-    let sections = raw
-        .sections(endian, data)
-        .map_err(|e| malformed(format!("section headers: {e}")))?;
+    let (_, endian, sections) = section_table::<Elf>(path, data)?;
     let versions = sections.versions(endian, data).unwrap_or_else(|e| {
         log::debug!(
             "{}: ignoring unreadable symbol versions: {e}",

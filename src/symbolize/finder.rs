@@ -159,15 +159,7 @@ impl Symbolizer {
         match source {
             Source::Elf { path } => self.find_in_elf(path, pattern),
             Source::BuildId { build_id } => {
-                let found = self.build_ids.find_by_build_id(build_id)?.ok_or_else(|| {
-                    Error::Unsupported {
-                        path: source.describe(),
-                        what: format!(
-                            "no file with this build-id in {:?}",
-                            self.build_ids.debug_dirs()
-                        ),
-                    }
-                })?;
+                let found = self.file_with_build_id(source, build_id)?;
                 self.find_in_elf(&found.path, pattern)
             }
             Source::Kernel(kernel) => {

@@ -126,13 +126,6 @@ pub enum Input<'a> {
 }
 
 impl Input<'_> {
-    /// The addresses, whatever their kind.
-    pub fn addrs(&self) -> &[u64] {
-        match self {
-            Input::VirtAddrs(a) | Input::FileOffsets(a) | Input::AbsAddrs(a) => a,
-        }
-    }
-
     fn kind(&self) -> &'static str {
         match self {
             Input::VirtAddrs(_) => "virtual addresses (Input::VirtAddrs)",
@@ -346,18 +339,7 @@ impl Symbolizer {
                 self.symbolize_elf(path, input)
             }
             (Source::BuildId { build_id }, Input::VirtAddrs(_) | Input::FileOffsets(_)) => {
-                let not_found = || Error::Unsupported {
-                    path: source.describe(),
-                    what: format!(
-                        "no file with this build-id in {:?} (.build-id/xx/rest or \
-                         .build-id/xx/rest.debug)",
-                        self.build_ids.debug_dirs()
-                    ),
-                };
-                let found = self
-                    .build_ids
-                    .find_by_build_id(build_id)?
-                    .ok_or_else(not_found)?;
+                let found = self.file_with_build_id(source, build_id)?;
                 if found.is_debug_file() && matches!(input, Input::FileOffsets(_)) {
                     return Err(Error::Unsupported {
                         path: found.path,
@@ -396,6 +378,25 @@ impl Symbolizer {
                 ),
             }),
         }
+    }
+
+    /// The file `Source::BuildId` names (see [`DebugFinder::find_by_build_id`]), or an error
+    /// naming the build-id and the dirs searched.
+    fn file_with_build_id(
+        &self,
+        source: &Source<'_>,
+        build_id: &[u8],
+    ) -> Result<crate::debuginfo::DebugFile> {
+        self.build_ids
+            .find_by_build_id(build_id)?
+            .ok_or_else(|| Error::Unsupported {
+                path: source.describe(),
+                what: format!(
+                    "no file with this build-id in {:?} (.build-id/xx/rest or \
+                     .build-id/xx/rest.debug)",
+                    self.build_ids.debug_dirs()
+                ),
+            })
     }
 
     /// Symbolizes addresses of the ELF file at `path`, a path the caller gave.
