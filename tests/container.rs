@@ -454,7 +454,7 @@ fn container_process_symbolized_from_the_host_by_host_pid() {
     let target_virt = nm_addr(&wait, "wait_target");
     assert_eq!(target.addr.0, target_virt);
     assert_eq!(
-        target.file_offset,
+        target.file_offset(),
         Some(FileOffset(readelf_file_offset(&wait, target_virt)))
     );
     assert_eq!(name_of(&results, 1), "wait_target");

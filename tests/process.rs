@@ -661,7 +661,7 @@ fn files_are_opened_under_the_configured_procfs_root() {
     assert_eq!(sym.offset, 2);
     assert_eq!(sym.module, Path::new("/opt/app/my app"));
     assert_eq!(
-        sym.file_offset,
+        sym.file_offset(),
         Some(FileOffset(readelf_file_offset(
             &wait,
             nm_addr(&wait, "wait_target") + 2

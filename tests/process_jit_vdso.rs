@@ -332,7 +332,7 @@ fn routing_jit_and_vdso_addresses_on_a_fake_procfs() {
     assert_eq!(found.size, 0x100);
     assert_eq!(found.module, fake.container_map());
     assert_eq!(
-        found.file_offset.unwrap().0,
+        found.file_offset().unwrap().0,
         0x1010,
         "offset in the mapping"
     );
@@ -506,7 +506,7 @@ fn live_vdso_of_a_child_is_read_from_its_memory() {
     assert_eq!(found.offset, 1);
     assert_eq!(found.addr.0, target);
     assert_eq!(found.module, Path::new("[vdso]"));
-    assert_eq!(found.file_offset.unwrap().0, abs - start);
+    assert_eq!(found.file_offset().unwrap().0, abs - start);
 }
 
 #[test]

@@ -431,25 +431,23 @@ impl Symbolizer {
             _ => None,
         };
         let segments = file.elf.segments();
-        // Each address as a virtual address and a file offset (either may be unknown).
-        let addrs: Vec<(Option<VirtAddr>, Option<FileOffset>)> = match input {
-            Input::FileOffsets(offsets) => offsets
-                .iter()
-                .map(|&offset| {
-                    let offset = FileOffset(offset);
-                    (segments.file_offset_to_virt(offset), Some(offset))
-                })
-                .collect(),
-            Input::VirtAddrs(addrs) | Input::AbsAddrs(addrs) => addrs
-                .iter()
-                .map(|&addr| {
-                    let addr = VirtAddr(addr);
-                    (Some(addr), segments.virt_to_file_offset(addr))
-                })
-                .collect(),
+        // Each address as a virtual address and the file offset it was given as; the file
+        // offset of a virtual address is derived only where no symbol answers (for found ones
+        // `Symbols` derives it when read: see `Entry::file_offset`).
+        let (input_addrs, given_as_offsets) = match input {
+            Input::FileOffsets(offsets) => (offsets, true),
+            Input::VirtAddrs(addrs) | Input::AbsAddrs(addrs) => (addrs, false),
+        };
+        let to_virt_and_offset = |raw: u64| {
+            if given_as_offsets {
+                let offset = FileOffset(raw);
+                (segments.file_offset_to_virt(offset), Some(offset))
+            } else {
+                (Some(VirtAddr(raw)), None)
+            }
         };
         let mini = debug.mini.as_ref();
-        let mut symbols = Symbols::with_capacity(addrs.len(), self.demangle);
+        let mut symbols = Symbols::with_capacity(input_addrs.len(), self.demangle);
         let module = symbols.add_module(ModuleName {
             shown: path.to_path_buf(),
             opened_as: None,
@@ -461,8 +459,18 @@ impl Symbolizer {
             build_id: file.elf.build_id().map(Box::from),
             debug_file: debug.companion.as_ref().map(|c| c.elf.path().to_path_buf()),
             debug_error: None,
+            segments: segments.clone(),
         }));
-        for &(addr, file_offset) in &addrs {
+        // The DWARF lookups' order: (address, index) of every address with a virtual address.
+        let mut order: Vec<(VirtAddr, usize)> = Vec::new();
+        if dwarf.is_some() {
+            order.reserve(input_addrs.len());
+        }
+        for (i, &raw) in input_addrs.iter().enumerate() {
+            let (addr, file_offset) = to_virt_and_offset(raw);
+            if let (Some(addr), Some(_)) = (addr, &dwarf) {
+                order.push((addr, i));
+            }
             let mut entry = Entry {
                 answer: Answer::NoSymbol,
                 module,
@@ -494,6 +502,9 @@ impl Symbolizer {
                     };
                 }
             }
+            if let (Answer::NoSymbol, Some(addr), None) = (&entry.answer, addr, file_offset) {
+                entry.file_offset = segments.virt_to_file_offset(addr);
+            }
             symbols.entries.push(entry);
         }
         // Frames in address order, each distinct address once: neighbouring addresses share
@@ -501,12 +512,7 @@ impl Symbolizer {
         // CPU caches (and a profile's repeated addresses cost one lookup).
         if let Some(dwarf) = &dwarf {
             let frames = &mut symbols.frames;
-            frames.reserve(addrs.len() + addrs.len() / 4);
-            let mut order: Vec<(VirtAddr, usize)> = addrs
-                .iter()
-                .enumerate()
-                .filter_map(|(i, (addr, _))| Some(((*addr)?, i)))
-                .collect();
+            frames.reserve(order.len() + order.len() / 4);
             order.sort_unstable();
             let mut previous: Option<(VirtAddr, Range<u32>)> = None;
             for (addr, i) in order {

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use crate::addr::{AbsAddr, FileOffset, VirtAddr};
 use crate::dwarf::Frame;
-use crate::elf::{ElfFile, SymbolId, SymbolKind, SymbolOrigin};
+use crate::elf::{ElfFile, Segments, SymbolId, SymbolKind, SymbolOrigin};
 use crate::error::Error;
 use crate::kernel::Kallsyms;
 use crate::process::{MappingKind, PerfMap};
@@ -81,9 +81,8 @@ pub struct Sym<'a> {
     /// (when the file is stripped to `.dynsym` and the debug file has a `.symtab`), the
     /// kallsyms file, or the perf map.
     pub symbol_file: &'a Path,
-    /// The address's offset in `module`, where the address is in a file (`None` for the
-    /// kernel, and for a virtual address no segment of the file holds).
-    pub file_offset: Option<FileOffset>,
+    /// The address's offset in `module` ([`Sym::file_offset`]), derived only when asked.
+    pub(crate) file_offset_at: FileOffsetAt<'a>,
     /// The GNU build-id of `module`'s file, where it has one.
     pub build_id: Option<&'a [u8]>,
     /// For a kernel address in a module, the module's name (`ext4`, without brackets).
@@ -96,7 +95,39 @@ pub struct Sym<'a> {
     pub frames: &'a [Frame],
 }
 
+/// Where a [`Sym`]'s file offset comes from: known, or derived from the file's segments
+/// when asked (most callers never ask; deriving it for every address of a batch cost 7 % of
+/// a warm symbols-only batch in the symtab bench).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum FileOffsetAt<'a> {
+    Known(Option<FileOffset>),
+    InSegments(&'a Segments, VirtAddr),
+}
+
+impl FileOffsetAt<'_> {
+    fn get(self) -> Option<FileOffset> {
+        match self {
+            FileOffsetAt::Known(offset) => offset,
+            FileOffsetAt::InSegments(segments, addr) => segments.virt_to_file_offset(addr),
+        }
+    }
+}
+
+impl PartialEq for FileOffsetAt<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl Eq for FileOffsetAt<'_> {}
+
 impl Sym<'_> {
+    /// The address's offset in [`Sym::module`], where the address is in a file (`None` for
+    /// the kernel, and for a virtual address no segment of the file holds).
+    pub fn file_offset(&self) -> Option<FileOffset> {
+        self.file_offset_at.get()
+    }
+
     /// A copy that owns its strings and frames, to keep past the batch.
     #[allow(clippy::wrong_self_convention, clippy::should_implement_trait)]
     pub fn to_owned(&self) -> OwnedSym {
@@ -113,7 +144,7 @@ impl Sym<'_> {
             module: self.module.to_path_buf(),
             opened_as: self.opened_as.map(Path::to_path_buf),
             symbol_file: self.symbol_file.to_path_buf(),
-            file_offset: self.file_offset,
+            file_offset: self.file_offset(),
             build_id: self.build_id.map(<[u8]>::to_vec),
             kernel_module: self.kernel_module.map(str::to_string),
             frames: self.frames.to_vec(),
@@ -211,6 +242,10 @@ pub(crate) struct ElfPart {
     pub(crate) build_id: Option<Box<[u8]>>,
     pub(crate) debug_file: Option<PathBuf>,
     pub(crate) debug_error: Option<Error>,
+    /// The loadable segments of the file itself (not of its companion, whose program
+    /// headers may not match its contents): the file offsets of found addresses are
+    /// derived from them when read ([`Entry::file_offset`]).
+    pub(crate) segments: Segments,
 }
 
 /// How one module is named (see [`Sym::module`]).
@@ -227,6 +262,9 @@ pub(crate) struct Entry {
     pub(crate) answer: Answer,
     /// Index into [`Symbols::modules`]; [`NO_MODULE`] where the address is in none.
     pub(crate) module: u32,
+    /// The address's file offset, as given or computed; `None` also where an
+    /// [`Answer::Elf`] or [`Answer::DwarfOnly`] address's offset is derived when read from
+    /// its part's segments when asked ([`Sym::file_offset`]).
     pub(crate) file_offset: Option<FileOffset>,
     /// The address's range of [`Symbols::frames`] (also where nothing names it).
     pub(crate) frames: Range<u32>,
@@ -394,11 +432,13 @@ impl Symbols {
     pub fn lines(&self, index: usize) -> &[Frame] {
         self.entries
             .get(index)
-            .and_then(|entry| {
-                let range = entry.frames.start as usize..entry.frames.end as usize;
-                self.frames.get(range)
-            })
+            .map(|entry| self.entry_frames(entry))
             .unwrap_or_default()
+    }
+
+    fn entry_frames(&self, entry: &Entry) -> &[Frame] {
+        let range = entry.frames.start as usize..entry.frames.end as usize;
+        self.frames.get(range).unwrap_or_default()
     }
 
     /// The file the `index`-th address is in, as [`Sym::module`] names it, found or not;
@@ -410,7 +450,23 @@ impl Symbols {
 
     /// The `index`-th address's offset in its file ([`Sym::file_offset`]), found or not.
     pub fn file_offset(&self, index: usize) -> Option<FileOffset> {
-        self.entries.get(index)?.file_offset
+        self.entry_file_offset(self.entries.get(index)?).get()
+    }
+
+    /// `entry`'s file offset: stored, or to be derived from its ELF part's segments.
+    fn entry_file_offset(&self, entry: &Entry) -> FileOffsetAt<'_> {
+        if entry.file_offset.is_some() {
+            return FileOffsetAt::Known(entry.file_offset);
+        }
+        match &entry.answer {
+            Answer::Elf { part, addr, .. } | Answer::DwarfOnly { part, addr } => {
+                match self.parts.get(*part as usize) {
+                    Some(Part::Elf(elf)) => FileOffsetAt::InSegments(&elf.segments, *addr),
+                    _ => FileOffsetAt::Known(None),
+                }
+            }
+            _ => FileOffsetAt::Known(None),
+        }
     }
 
     /// Why the `index`-th address has no symbol; `None` where it has one (or `index` is out
@@ -428,7 +484,7 @@ impl Symbols {
         match &entry.answer {
             Answer::NotFound(reason) => Err(reason),
             Answer::NoSymbol => Err(&NO_SYMBOL),
-            _ => self.get_entry(entry, index).ok_or(&NO_SYMBOL),
+            _ => self.get_entry(entry).ok_or(&NO_SYMBOL),
         }
     }
 
@@ -440,16 +496,16 @@ impl Symbols {
     /// The symbol of the `index`-th input address; `None` if nothing covers it (see
     /// [`Symbols::not_found`] for why) or `index` is out of range.
     pub fn get(&self, index: usize) -> Option<Sym<'_>> {
-        self.get_entry(self.entries.get(index)?, index)
+        self.get_entry(self.entries.get(index)?)
     }
 
     /// The symbols in input order, `None` where nothing covers an address.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Option<Sym<'_>>> + '_ {
-        (0..self.entries.len()).map(|i| self.get(i))
+        self.entries.iter().map(|entry| self.get_entry(entry))
     }
 
-    fn get_entry(&self, entry: &Entry, index: usize) -> Option<Sym<'_>> {
-        let frames = self.lines(index);
+    fn get_entry(&self, entry: &Entry) -> Option<Sym<'_>> {
+        let frames = self.entry_frames(entry);
         let module = self.modules.get(entry.module as usize);
         let (module_path, opened_as, kernel_module) = match module {
             Some(m) => (
@@ -498,7 +554,7 @@ impl Symbols {
                     module: module_path,
                     opened_as,
                     symbol_file: file.elf.path(),
-                    file_offset: entry.file_offset,
+                    file_offset_at: self.entry_file_offset(entry),
                     build_id: elf.build_id.as_deref(),
                     kernel_module,
                     frames,
@@ -527,7 +583,7 @@ impl Symbols {
                     module: module_path,
                     opened_as,
                     symbol_file: elf.file.elf.path(),
-                    file_offset: entry.file_offset,
+                    file_offset_at: self.entry_file_offset(entry),
                     build_id: elf.build_id.as_deref(),
                     kernel_module,
                     frames,
@@ -551,7 +607,7 @@ impl Symbols {
                     module: module_path,
                     opened_as,
                     symbol_file: kallsyms.path(),
-                    file_offset: None,
+                    file_offset_at: FileOffsetAt::Known(None),
                     build_id: None,
                     kernel_module: sym.module,
                     frames,
@@ -575,7 +631,7 @@ impl Symbols {
                     module: module_path,
                     opened_as,
                     symbol_file: map.path(),
-                    file_offset: entry.file_offset,
+                    file_offset_at: self.entry_file_offset(entry),
                     build_id: None,
                     kernel_module,
                     frames,
@@ -603,7 +659,7 @@ impl Symbols {
                     module: module_path,
                     opened_as,
                     symbol_file: module_path,
-                    file_offset: entry.file_offset,
+                    file_offset_at: self.entry_file_offset(entry),
                     build_id: elf.build_id(),
                     kernel_module,
                     frames,
