@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the unwinder's perf-comparison programs (testdata/unwind/) from
-# testdata/src/unwind/: unwind-demo with its shared library, each with frame pointers
+# Builds the unwinder's test programs (testdata/unwind/) from testdata/src/unwind/:
+# unwind-demo with its shared library (perf comparison) and pstack-threads (the pstack
+# example's comparison with gdb: -g, for source lines and inlined frames), each with frame pointers
 # (-fno-omit-frame-pointer) and without (-fomit-frame-pointer), at -O2 with CFI
 # (.eh_frame, as every distribution builds). Called by testdata/build.sh; runnable alone.
 set -euo pipefail
@@ -21,5 +22,7 @@ for fp in fp nofp; do
     gcc -O2 -g0 "${flags[@]}" -ffile-prefix-map="$TD"=. -pthread \
         -o "$TD/unwind/unwind-demo-$fp" unwind-demo.c \
         -L"$TD/unwind" -lunwind-demo-$fp -Wl,-rpath,'$ORIGIN'
+    gcc -O2 -g "${flags[@]}" -ffile-prefix-map="$TD"=. -pthread \
+        -o "$TD/unwind/pstack-threads-$fp" pstack-threads.c
 done
 ls -l "$TD/unwind"
