@@ -156,7 +156,9 @@ fn parse_frame(line: &str) -> Option<(String, Option<u64>)> {
     if rest.starts_with("<signal handler called>") {
         return Some(("<signal handler called>".to_string(), addr));
     }
-    let name = rest.split([' ', '(']).next().unwrap_or("");
+    // gdb names a symbol-table function with its version (`clock_nanosleep@GLIBC_2.2.5`);
+    // pstack shows the name alone.
+    let name = rest.split([' ', '(', '@']).next().unwrap_or("");
     Some((name.to_string(), addr))
 }
 
