@@ -16,6 +16,9 @@
 //! Needs gdb and ptrace permission (root, or `kernel.yama.ptrace_scope` 0): skipped with a
 //! note otherwise, a failure under CI.
 
+// The test programs are x86_64 binaries, and the tail-call check reads x86_64 jumps.
+#![cfg(all(target_arch = "x86_64", target_os = "linux"))]
+
 mod support;
 
 use std::collections::BTreeMap;
