@@ -34,6 +34,14 @@ impl ProcessKey {
 }
 
 impl Symbolizer {
+    /// The maps of `process` as this symbolizer caches them for [`crate::Source::Process`]
+    /// (read now if not cached), to build the process's unwinding modules from
+    /// (`unwind::Modules::from_process_maps` with [`Symbolizer::process_file`]). A later
+    /// batch reads them again if one of its addresses lies outside every mapping known.
+    pub fn process_maps(&self, process: &Process) -> Result<Arc<ProcessMaps>> {
+        self.cached_maps(process, &[])
+    }
+
     /// The maps of `process`, from the cache when they cover every address of `addrs`, else
     /// read (again) and cached.
     pub(crate) fn cached_maps(&self, process: &Process, addrs: &[u64]) -> Result<Arc<ProcessMaps>> {

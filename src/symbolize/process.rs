@@ -49,6 +49,25 @@ impl Symbolizer {
         Ok(process.normalize_with(&maps, &addrs))
     }
 
+    /// The ELF file behind `mapping` of `process`, opened as [`crate::Source::Process`]
+    /// opens it ([`Process::open_mapped`]: `map_files`, else its path confined to the
+    /// process's root and checked against the maps line; read into memory) and cached: the
+    /// same `Arc<ElfFile>` later batches of the process symbolize with, to share with its
+    /// unwinder (`unwind::Modules::from_process_maps`). `Ok(None)` for a mapping not backed
+    /// by a file; an error names the file and why it cannot be used.
+    pub fn process_file(
+        &self,
+        process: &Process,
+        mapping: &Mapping,
+    ) -> Result<Option<Arc<ElfFile>>> {
+        let Some(opened) = process.open_mapped(mapping) else {
+            return Ok(None);
+        };
+        let (file, path) = opened?;
+        let loaded = self.open_process_file(&file, &path, &process.root())?;
+        Ok(Some(Arc::clone(&loaded.elf)))
+    }
+
     /// Symbolizes absolute addresses of `process` with `maps`. Each mapped file is
     /// symbolized with one ELF batch for all its addresses, opened through
     /// [`Process::open_mapped`] (`map_files`, else its path confined to the process's root and

@@ -102,8 +102,9 @@ impl Modules {
     }
 
     /// The modules of a process from its maps: each file mapping for which `open` gives the
-    /// ELF file (e.g. [`crate::Symbolizer::elf_file`] on
-    /// [`crate::process::Process::open_path`], so the symbolizer's cached file is shared).
+    /// ELF file. With a [`crate::Symbolizer`], give it the symbolizer's maps
+    /// ([`crate::Symbolizer::process_maps`]) and files ([`crate::Symbolizer::process_file`]:
+    /// opened confined to the process's root, and shared with its batches of the process).
     pub fn from_process_maps(
         maps: &ProcessMaps,
         finder: Option<DebugFinder>,

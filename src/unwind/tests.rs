@@ -452,6 +452,9 @@ fn garbage_registers_and_stacks_of_any_length_are_bounded() {
 /// - 0x100..0x200 `leaf`: nothing saved, the return address in the link register
 /// - 0x200..0x300 `signed`: paciasp (DW_CFA_AARCH64_negate_ra_state), then as `framed`
 /// - 0x300..0x400 `root`: x30 undefined
+/// - 0x400..0x500 `indirect`: CFA = [sp + 8] (an expression that reads memory: a `Full`
+///   rule), x29 at CFA − 16, x30 at CFA − 8
+/// - 0x500..0x600: no FDE; at 0x580 the rt_sigreturn trampoline (mov x8, #139; svc #0)
 fn aarch64_unwinder() -> Unwinder {
     let t = TEXT_OFFSET;
     let framed: &[u8] = &[0x41, 0x0e, 32, 0x9d, 4, 0x9e, 3, 0x41, 0x0d, 29];
@@ -461,6 +464,12 @@ fn aarch64_unwinder() -> Unwinder {
         (t + 0x100, 0x100, &[]),
         (t + 0x200, 0x100, signed),
         (t + 0x300, 0x100, &[0x07, 30]),
+        // DW_CFA_def_cfa_expression { DW_OP_breg31 8; DW_OP_deref }, x29 and x30 saved.
+        (
+            t + 0x400,
+            0x100,
+            &[0x0f, 3, 0x8f, 8, 0x06, 0x9d, 2, 0x9e, 1],
+        ),
     ];
     let cie = Cie {
         augmentation: "z",
@@ -470,8 +479,10 @@ fn aarch64_unwinder() -> Unwinder {
         instructions: &[0x0c, 31, 0],
     };
     let cfi = cfi_section(CfiKind::EhFrame, &cie, fdes);
-    let mut text = vec![0u8; 0x400];
-    text[0x380..0x388].copy_from_slice(&[0x68, 0x11, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4]);
+    let mut text = vec![0u8; 0x600];
+    let sigreturn = [0x68, 0x11, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4];
+    text[0x380..0x388].copy_from_slice(&sigreturn);
+    text[0x580..0x588].copy_from_slice(&sigreturn);
     module(183, &text, CfiKind::EhFrame, &cfi)
 }
 
@@ -501,6 +512,66 @@ fn aarch64_rows_compile_to_each_rule_kind() {
     assert_eq!(rule(0x204), Some(cfa(false, true, 0, 0, 0)));
     assert_eq!(rule(0x210), Some(cfa(true, true, 32, -32, -24)));
     assert_eq!(rule(0x300), Some(RuleAarch64::Root));
+    assert_eq!(rule(0x410), Some(RuleAarch64::Full));
+    assert_eq!(rule(0x510), None, "no FDE");
+}
+
+#[test]
+fn aarch64_cfa_expression_reading_memory_is_evaluated_in_full() {
+    let unwinder = aarch64_unwinder();
+    // pc in `indirect`: [SP + 8] holds the CFA, SP + 0x40; x29 and x30 saved below it.
+    let bytes = stack(0x80, &[(8, SP + 0x40), (0x30, 0x9999), (0x38, code(0x310))]);
+    let regs = RegsAarch64::new(code(0x420), SP, 0x1111, 0x2222);
+    let mut cache = UnwindCache::new();
+    let result = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut cache);
+    assert_eq!(
+        addrs(&result),
+        vec![
+            (code(0x420), false, Recovery::Registers),
+            (code(0x310), true, Recovery::Cfi),
+        ]
+    );
+    assert_eq!(result.stop, StopReason::Root);
+    // The CFA's word unreadable: the walk stops saying where.
+    let short = stack(8, &[]);
+    let result = unwinder.unwind(&regs, &StackCopy::new(SP, &short), &mut cache);
+    assert_eq!(result.frames.len(), 1);
+    assert_eq!(result.stop, StopReason::MemoryUnreadable { addr: SP + 8 });
+}
+
+#[test]
+fn aarch64_handler_returns_through_the_sigreturn_trampoline_to_the_interrupted_code() {
+    let unwinder = aarch64_unwinder();
+    // A leaf handler (pc in `leaf`, nothing saved) whose link register is the trampoline
+    // at 0x580 (no FDE there); at the trampoline sp points at the rt_sigframe, whose
+    // sigcontext (128 + 176 + 8 bytes in) holds the interrupted registers: pc in `framed`
+    // after its prologue (CFA = x29 + 32), x29 = sp = SP + 0x300, where the frame record
+    // holds a return address into `root`.
+    let regs_at = 128 + 176 + 8;
+    let bytes = stack(
+        0x400,
+        &[
+            (regs_at + 29 * 8, SP + 0x300),
+            (regs_at + 30 * 8, 0x3030),
+            (regs_at + 31 * 8, SP + 0x300),
+            (regs_at + 32 * 8, code(0x20)),
+            (0x300, 0),
+            (0x308, code(0x310)),
+        ],
+    );
+    let regs = RegsAarch64::new(code(0x120), SP, 0x1111, code(0x580));
+    let result = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+    assert_eq!(
+        addrs(&result),
+        vec![
+            (code(0x120), false, Recovery::Registers),
+            (code(0x580), true, Recovery::LinkRegister),
+            // Interrupted, not called: looked up at its own address.
+            (code(0x20), false, Recovery::SignalContext),
+            (code(0x310), true, Recovery::Cfi),
+        ]
+    );
+    assert_eq!(result.stop, StopReason::Root);
 }
 
 #[test]

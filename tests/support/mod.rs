@@ -439,6 +439,15 @@ pub fn writeln_stderr(args: std::fmt::Arguments<'_>) {
     let _ = err.write_all(b"\n");
 }
 
+/// Skips a comparison loudly (a tool or a permission is missing); under CI (`CI` set), fails
+/// instead, since CI is expected to provide it.
+pub fn skip_or_fail(test: &str, why: &str) {
+    if std::env::var_os("CI").is_some() {
+        panic!("{test}: {why}; CI is expected to provide it");
+    }
+    writeln_stderr(format_args!("{test}: SKIPPED: {why}"));
+}
+
 /// The example binary: `target/<profile>/examples/symbolize`, next to this test's
 /// `target/<profile>/deps/<test>-HASH`. See [`example_exe`].
 pub fn symbolize_exe() -> &'static Path {

@@ -1,0 +1,364 @@
+//! The stacks of every thread of a live process, like `eu-stack -p PID` or gdb's
+//! `thread apply all bt`: each thread is stopped with ptrace (`PTRACE_SEIZE` +
+//! `PTRACE_INTERRUPT`, so the process receives no signal), its registers read, its stack
+//! unwound through the process's memory (CFI, frame pointers where a module has none, signal
+//! frames), and every thread let go again before anything is symbolized, so the process is
+//! stopped for as short a time as possible. Frames are then named with source lines and
+//! inlined calls by one `Symbolizer::symbolize` call.
+//!
+//!   cargo run --release --example pstack -- PID
+//!
+//! The threads are detached on every path: a normal end, an error, a panic, and SIGINT,
+//! SIGTERM, SIGHUP or SIGQUIT (caught, the threads detached, then the signal raised again).
+//! A SIGKILL of pstack detaches them too (the kernel does, when a tracer exits).
+//!
+//! Output, per thread (caller frames at their return address; an inlined call is a frame of
+//! its own at the same address, marked `(inlined)`; a signal handler's return to the
+//! kernel's signal trampoline is `<signal handler called>`, as gdb prints it):
+//!
+//! ```text
+//! TID 4242 "worker":
+//! #0  0x00007f4c1d2e5a18 in __GI___clock_nanosleep at ../sysdeps/.../clock_nanosleep.c:78 (/usr/lib/x86_64-linux-gnu/libc.so.6)
+//! #1  0x000055d1c0a1b2c3 in sleeper at ./src/pstack/threads.c:40 (/tmp/threads)
+//! ```
+//!
+//! Reading another process's threads needs ptrace permission: the same user and
+//! `kernel.yama.ptrace_scope` 0, or `CAP_SYS_PTRACE` (root).
+
+mod ptrace;
+
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use stacksym::process::{MappingKind, Process};
+use stacksym::unwind::{Modules, ProcessMemory, Stack, StopReason, UnwindCache, Unwinder};
+use stacksym::{Input, Source, Symbolizer};
+
+#[derive(Parser, Debug)]
+#[command(
+    about = "Print the stack of every thread of a running process (like eu-stack -p, or gdb's \
+             `thread apply all bt`), unwound and symbolized by stacksym"
+)]
+struct Args {
+    /// The process id.
+    pid: u32,
+    /// Frame pointers only (what bpftrace and perf --call-graph fp do), no CFI.
+    #[arg(long)]
+    frame_pointers: bool,
+    /// Keep the threads stopped this many milliseconds after unwinding them, before letting
+    /// them go (to check that an interrupt or a kill still lets them go).
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    hold: u64,
+    /// Print why each thread's unwinding stopped, also where it reached the root.
+    #[arg(long)]
+    stop_reasons: bool,
+}
+
+/// The signal caught (0: none), set by `on_signal`.
+static CAUGHT: AtomicI32 = AtomicI32::new(0);
+
+/// The signals that make pstack let the threads go and then die of them.
+const FATAL_SIGNALS: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    // An atomic store is async-signal-safe; everything else happens in the main loop.
+    CAUGHT.store(sig, Ordering::SeqCst);
+}
+
+/// Catches the fatal signals (without `SA_RESTART`, so that a blocking call returns EINTR).
+fn catch_signals() {
+    for sig in FATAL_SIGNALS {
+        // SAFETY: a zeroed sigaction with the handler set is a valid argument; `on_signal`
+        // only stores to an atomic.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(sig, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Puts the default actions back, and dies of the signal caught if there was one.
+fn default_signals() {
+    for sig in FATAL_SIGNALS {
+        // SAFETY: SIG_DFL is a valid disposition for these signals.
+        unsafe { libc::signal(sig, libc::SIG_DFL) };
+    }
+    let sig = CAUGHT.load(Ordering::SeqCst);
+    if sig != 0 {
+        // SAFETY: raising a signal whose action is the default: the process ends.
+        unsafe { libc::raise(sig) };
+    }
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    catch_signals();
+    let result = run(&args);
+    // The threads were detached inside `run`; now a caught signal ends pstack.
+    default_signals();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("pstack: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// One thread's unwound stack.
+struct ThreadStack {
+    tid: i32,
+    stack: Result<Stack, String>,
+}
+
+fn run(args: &Args) -> Result<(), String> {
+    let pid = i32::try_from(args.pid).map_err(|_| format!("{}: not a process id", args.pid))?;
+    let process = Process::new(args.pid);
+    let symbolizer = Symbolizer::builder().build();
+    // Modules first (reading the maps, opening and reading the files), while the process
+    // still runs.
+    let maps = symbolizer
+        .process_maps(&process)
+        .map_err(|e| e.to_string())?;
+    let mut modules = Modules::from_process_maps(&maps, None, |mapping| {
+        match symbolizer.process_file(&process, mapping) {
+            Ok(elf) => elf,
+            Err(e) => {
+                eprintln!("pstack: note: {e}; frames there follow the frame pointer");
+                None
+            }
+        }
+    });
+    if let Some(vdso) = maps.mappings().iter().find(|m| m.kind == MappingKind::Vdso) {
+        match process.vdso(&maps) {
+            Ok(Some(elf)) => modules.add(vdso.range.start.0..vdso.range.end.0, 0, Arc::new(elf)),
+            Ok(None) => {}
+            Err(e) => eprintln!("pstack: note: {e}"),
+        }
+    }
+    let unwinder = Unwinder::new(modules);
+    let memory = ProcessMemory::new(args.pid);
+
+    let started = Instant::now();
+    let mut seized = match ptrace::Seized::stop_all(pid, &CAUGHT) {
+        Ok(seized) => seized,
+        Err(ptrace::StopError::Interrupted) => return Ok(()),
+        Err(ptrace::StopError::Failed(why)) => {
+            return Err(format!(
+                "cannot stop process {pid}: {why} (needs ptrace permission: the same user and \
+                 kernel.yama.ptrace_scope 0, or CAP_SYS_PTRACE)"
+            ))
+        }
+    };
+    let mut stacks = Vec::new();
+    let mut cache = UnwindCache::new();
+    for thread in &seized.threads {
+        if CAUGHT.load(Ordering::SeqCst) != 0 {
+            break;
+        }
+        let stack = if !thread.stopped {
+            Err("did not stop".to_string())
+        } else {
+            match thread.registers() {
+                Ok(raw) => {
+                    let regs = regs_of(&raw);
+                    Ok(if args.frame_pointers {
+                        unwinder.unwind_frame_pointers(&regs, &memory, &mut cache)
+                    } else {
+                        unwinder.unwind(&regs, &memory, &mut cache)
+                    })
+                }
+                Err(e) => Err(format!("registers: {e}")),
+            }
+        };
+        stacks.push(ThreadStack {
+            tid: thread.tid,
+            stack,
+        });
+    }
+    let hold_until = started + Duration::from_millis(args.hold);
+    while Instant::now() < hold_until && CAUGHT.load(Ordering::SeqCst) == 0 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let stopped_for = started.elapsed();
+    for failure in seized.detach_all() {
+        eprintln!("pstack: detach: {failure} (the kernel detaches it when pstack exits)");
+    }
+    drop(seized);
+    if CAUGHT.load(Ordering::SeqCst) != 0 {
+        return Ok(());
+    }
+    // Everything below runs with the process going again.
+    default_signals();
+    print_stacks(args, &symbolizer, &process, &stacks, stopped_for)
+}
+
+#[cfg(target_arch = "x86_64")]
+type Regs = stacksym::unwind::RegsX86_64;
+
+/// The unwinder's registers from the kernel's `user_regs_struct`.
+#[cfg(target_arch = "x86_64")]
+fn regs_of(raw: &libc::user_regs_struct) -> Regs {
+    use stacksym::unwind::Registers;
+    let mut regs = Regs::new(raw.rip, raw.rsp, raw.rbp);
+    // DWARF numbering: rax rdx rcx rbx rsi rdi rbp rsp r8..r15.
+    let values = [
+        raw.rax, raw.rdx, raw.rcx, raw.rbx, raw.rsi, raw.rdi, raw.rbp, raw.rsp, raw.r8, raw.r9,
+        raw.r10, raw.r11, raw.r12, raw.r13, raw.r14, raw.r15,
+    ];
+    for (reg, value) in (0u16..).zip(values) {
+        regs.set(reg, value);
+    }
+    regs
+}
+
+#[cfg(target_arch = "aarch64")]
+type Regs = stacksym::unwind::RegsAarch64;
+
+/// The unwinder's registers from the kernel's `user_pt_regs`.
+#[cfg(target_arch = "aarch64")]
+fn regs_of(raw: &libc::user_regs_struct) -> Regs {
+    use stacksym::unwind::Registers;
+    let mut regs = Regs::new(raw.pc, raw.sp, raw.regs[29], raw.regs[30]);
+    for (reg, value) in (0u16..).zip(raw.regs) {
+        regs.set(reg, value);
+    }
+    regs
+}
+
+/// What a thread is called (`/proc/PID/task/TID/comm`).
+fn thread_name(pid: i32, tid: i32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
+        .map(|name| name.trim_end().to_string())
+        .unwrap_or_default()
+}
+
+/// Symbolizes every frame of every thread in one batch and prints the threads.
+fn print_stacks(
+    args: &Args,
+    symbolizer: &Symbolizer,
+    process: &Process,
+    stacks: &[ThreadStack],
+    stopped_for: Duration,
+) -> Result<(), String> {
+    let pid = process.pid() as i32;
+    let addrs: Vec<u64> = stacks
+        .iter()
+        .filter_map(|thread| thread.stack.as_ref().ok())
+        .flat_map(|stack| stack.frames.iter().map(|frame| frame.lookup_addr()))
+        .collect();
+    let symbols = symbolizer
+        .symbolize(&Source::process(process), Input::AbsAddrs(&addrs))
+        .map_err(|e| e.to_string())?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut text = String::new();
+    use std::fmt::Write as _;
+    let _ = writeln!(
+        text,
+        "PID {pid} \"{}\": {} threads, stopped for {:.1} ms",
+        thread_name(pid, pid),
+        stacks.len(),
+        stopped_for.as_secs_f64() * 1000.0
+    );
+    let mut index = 0;
+    for thread in stacks {
+        let _ = writeln!(
+            text,
+            "\nTID {} \"{}\":",
+            thread.tid,
+            thread_name(pid, thread.tid)
+        );
+        let stack = match &thread.stack {
+            Ok(stack) => stack,
+            Err(why) => {
+                let _ = writeln!(text, "    (no stack: {why})");
+                continue;
+            }
+        };
+        let mut number = 0;
+        for (i, frame) in stack.frames.iter().enumerate() {
+            // The frame a signal interrupted is the one frame after the first that is not
+            // a return address: the frame before it is the signal trampoline the handler
+            // returns to (glibc's `__restore_rt`), shown as gdb shows it.
+            let trampoline = stack
+                .frames
+                .get(i + 1)
+                .is_some_and(|next| !next.is_return_address);
+            if trampoline {
+                index += 1;
+                let _ = writeln!(
+                    text,
+                    "#{number:<2} {:#018x} <signal handler called>",
+                    frame.addr
+                );
+                number += 1;
+                continue;
+            }
+            let found = symbols.get(index);
+            let lines = symbols.lines(index);
+            let module = symbols
+                .module(index)
+                .map_or(String::new(), |m| format!(" ({})", m.display()));
+            index += 1;
+            let symbol_name = found.map_or("??", |sym| sym.name);
+            if lines.is_empty() {
+                let _ = writeln!(
+                    text,
+                    "#{number:<2} {:#018x} in {symbol_name}{module}",
+                    frame.addr
+                );
+                number += 1;
+                continue;
+            }
+            for line in lines {
+                let name = line
+                    .function
+                    .as_ref()
+                    .map_or(symbol_name, |f| f.demangled.as_str());
+                let inlined = if line.inlined { " (inlined)" } else { "" };
+                let at = match (&line.file, line.line) {
+                    (Some(file), Some(n)) => format!(" at {file}:{n}"),
+                    (Some(file), None) => format!(" at {file}"),
+                    _ => String::new(),
+                };
+                let _ = writeln!(
+                    text,
+                    "#{number:<2} {:#018x} in {name}{inlined}{at}{module}",
+                    frame.addr
+                );
+                number += 1;
+            }
+        }
+        if args.stop_reasons || !matches!(stack.stop, StopReason::Root) {
+            let _ = writeln!(
+                text,
+                "    (unwinding stopped: {})",
+                describe_stop(&stack.stop)
+            );
+        }
+    }
+    use std::io::Write as _;
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| format!("writing: {e}"))
+}
+
+/// A stop reason in words.
+fn describe_stop(stop: &StopReason) -> String {
+    match stop {
+        StopReason::Root => "the outermost frame".to_string(),
+        StopReason::MemoryUnreadable { addr } => format!("memory at {addr:#x} not readable"),
+        StopReason::NoUnwindInfo { addr } => format!("no unwind information for {addr:#x}"),
+        StopReason::NoFramePointer => "no usable frame pointer".to_string(),
+        StopReason::InvalidUnwindInfo { addr, what } => {
+            format!("unusable unwind information at {addr:#x}: {what:?}")
+        }
+        StopReason::NoProgress => "no progress (a loop)".to_string(),
+        StopReason::DepthLimit => "depth limit".to_string(),
+    }
+}
