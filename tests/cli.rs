@@ -1654,7 +1654,7 @@ fn compare_dwarf_runs(
             assert_same_dwarf_text(&context, &xs, &ys, &rules, &mut t);
         }
         t.report(&context);
-        // The example reads discriminators itself (the library's frames have none).
+        // The library's frames carry the innermost row's discriminator, as llvm-symbolizer's.
         assert_eq!(t.discriminator, 0, "{context}: discriminators differ");
         total.add(&t);
     }

@@ -6,7 +6,8 @@
 //! same file (`Sym::frames`; the library finds the debug file itself, and names a frame
 //! without a function DIE from the symbol table, as llvm-symbolizer does). An address agrees
 //! when the whole inline chain agrees: the same number of frames and, per frame, the same
-//! function name (raw, as DWARF states it), file basename, line and column. Where DWARF
+//! function name (raw, as DWARF states it), file basename, line, column (a line-0 row's too)
+//! and discriminator. Where DWARF
 //! covers nothing, stacksym says `None` and llvm-symbolizer prints a frame with no file and
 //! line 0 (its name from the symbol table); that agrees too. At least 99.5 % must agree;
 //! disagreements are counted by kind and the first ones printed.
@@ -43,6 +44,8 @@ struct CmpFrame {
     file: Option<String>,
     line: u32,
     column: u32,
+    /// The line-table discriminator (0: none).
+    discriminator: u32,
 }
 
 impl std::fmt::Display for CmpFrame {
@@ -54,7 +57,11 @@ impl std::fmt::Display for CmpFrame {
             self.file.as_deref().unwrap_or("??"),
             self.line,
             self.column
-        )
+        )?;
+        if self.discriminator != 0 {
+            write!(f, " (discriminator {})", self.discriminator)?;
+        }
+        Ok(())
     }
 }
 
@@ -68,6 +75,7 @@ fn ours_to_cmp(frame: &Frame) -> CmpFrame {
         file: frame.file.as_deref().map(basename),
         line: frame.line.unwrap_or(0),
         column: frame.column.unwrap_or(0),
+        discriminator: frame.discriminator.unwrap_or(0),
     }
 }
 
@@ -107,6 +115,7 @@ fn llvm_chains(
                         .map(basename),
                     line: f["Line"].as_u64().unwrap_or(0) as u32,
                     column: f["Column"].as_u64().unwrap_or(0) as u32,
+                    discriminator: f["Discriminator"].as_u64().unwrap_or(0) as u32,
                 })
                 .collect()
         })
@@ -183,14 +192,10 @@ fn compare_chains(
             return Err(format!("{at}: line differs"));
         }
         if a.column != b.column {
-            if a.line == 0 && a.column == 0 {
-                // A line-0 row (compiler-made code, clang emits many): llvm-symbolizer
-                // prints its column, the addr2line crate drops it ("no line, no column").
-                // The issue compares function, file and line; counted apart.
-                kind = "line 0: llvm-symbolizer prints the row's column, stacksym none";
-                continue;
-            }
             return Err(format!("{at}: column differs (same line)"));
+        }
+        if a.discriminator != b.discriminator {
+            return Err(format!("{at}: discriminator differs"));
         }
     }
     Ok(kind)

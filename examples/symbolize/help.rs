@@ -53,8 +53,7 @@ OUTPUT (--output-style)
         DATA queries: the name, then START SIZE in decimal, then a blank line.
   GNU   the same without the blank line and the column: FILE:LINE (??:0 when unknown), and
         ` (discriminator N)` after the innermost frame's line when its line-table row has
-        one, as llvm-symbolizer's GNU style. (The library's frames carry no discriminator;
-        the GNU and JSON styles read them from .debug_line themselves, once per file.)
+        one, as llvm-symbolizer's GNU style.
   JSON  llvm-symbolizer's objects and keys (sorted, compact), one Symbol element per frame:
           {\"Address\":\"0x..\",\"ModuleName\":\"..\",\"Symbol\":[{\"Column\":..,\"Discriminator\":..,
            \"FileName\":\"..\",\"FunctionName\":\"..\",\"Line\":..,\"StartAddress\":\"0x..\",
@@ -114,8 +113,7 @@ OUTPUT (--output-style)
     default /sys/module, root only), with the .ko's or its build-id debug file's lines;
     where the .ko cannot be used, kallsyms' name (a note on stderr after the output says
     why). --pid answers have source lines and inlined frames from the mapped files'
-    DWARF (debug files searched inside the process's root first, then the debug dirs),
-    without discriminators.
+    DWARF (debug files searched inside the process's root first, then the debug dirs).
   Differences from GNU addr2line -f -i -C (which the GNU style resembles):
   - the outer frame is named by the symbol table (process_value.cold, demo_alias), as
     llvm-symbolizer names it; addr2line names it by DWARF (process_value, demo_impl);

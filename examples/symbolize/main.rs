@@ -20,7 +20,6 @@
 
 #[cfg(feature = "debuginfod")]
 mod debuginfod;
-mod discriminators;
 mod find;
 mod help;
 mod input;
@@ -256,9 +255,6 @@ struct Engine<W: Write> {
     folded: bool,
     /// Whether names are demangled (chooses the DWARF names' spelling).
     demangle: bool,
-    /// Line-table discriminators and line-0 columns (the library's frames have neither);
-    /// `None` for DATA-only runs never happens today, every style prints one or the other.
-    discriminators: Option<discriminators::Discriminators>,
 }
 
 impl<W: Write> Engine<W> {
@@ -459,10 +455,9 @@ impl<W: Write> Engine<W> {
         {
             Ok(symbols) => symbols
                 .iter()
-                .zip(&addrs)
                 .enumerate()
-                .map(|(i, (sym, &addr))| {
-                    let mut answer = match sym {
+                .map(|(i, sym)| {
+                    let answer = match sym {
                         Some(sym) => answer_of(&sym, symbols.debug_file(), self.demangle),
                         // Lines that no symbol or function covers: `??` at FILE:LINE, as
                         // llvm-symbolizer prints them.
@@ -478,14 +473,6 @@ impl<W: Write> Engine<W> {
                         },
                         None => return Outcome::NotFound,
                     };
-                    let innermost = answer.frames.as_mut().and_then(|f| f.first_mut());
-                    if let (Some(table), Some(frame)) = (&mut self.discriminators, innermost) {
-                        let extra = table.at(path, symbols.debug_file(), addr);
-                        frame.discriminator = extra.discriminator;
-                        if frame.line == 0 {
-                            frame.column = extra.line0_column;
-                        }
-                    }
                     Outcome::Found(answer)
                 })
                 .collect(),
@@ -746,7 +733,6 @@ fn run(args: Args, no_arguments: bool) -> io::Result<bool> {
         },
         folded: args.folded,
         demangle,
-        discriminators: Some(Default::default()),
     };
     let mut ok = true;
     if positional {
@@ -889,7 +875,7 @@ pub fn lines_of(frames: &[stacksym::dwarf::Frame], demangle: bool) -> Vec<Line> 
             file: frame.file.as_deref().map(str::to_string),
             line: frame.line.unwrap_or(0),
             column: frame.column.unwrap_or(0),
-            discriminator: 0,
+            discriminator: frame.discriminator.unwrap_or(0),
             decl_file: frame
                 .function
                 .as_ref()

@@ -18,6 +18,7 @@ use crate::addr::VirtAddr;
 use crate::confine::ConfinedRoot;
 use crate::demangle::demangle;
 use crate::dwarf::reader::{Reader, SectionBytes};
+use crate::dwarf::rows::{RowExtra, RowExtras};
 use crate::elf::{ElfFile, SectionContents};
 use crate::error::{Error, Result};
 
@@ -179,11 +180,24 @@ pub struct DwarfInfo {
     /// the sections (address, length), so each is converted and demangled once.
     names: Interned<(Arc<str>, Arc<str>)>,
     /// Functions met so far, keyed by their name's place and their DIE's offset (see
-    /// `function_name`), so each frame of one function shares one `FunctionName`.
-    functions: Interned<Arc<FunctionName>>,
+    /// `function_name`), so each frame of one function shares one `FunctionName`; with the
+    /// DIE's call discriminator (`Declaration::call_discriminator`).
+    functions: Interned<(Arc<FunctionName>, Option<u32>)>,
     /// File paths met so far, keyed by where `addr2line`'s line tables (which live as long as
     /// `context`) keep them.
-    files: Interned<Arc<str>>,
+    /// With each, the `row_tables` index of its unit's table: the addr2line crate keeps
+    /// file names per unit, so an address whose file is known needs no second unit lookup.
+    files: Interned<(Arc<str>, Option<usize>)>,
+    /// Per unit met so far, the rows of its line program that carry a discriminator or a
+    /// line-0 column, which the addr2line crate's tables drop; `row_table_of` finds a
+    /// program's table by where the program's bytes lie.
+    row_tables: RefCell<Vec<RowExtras>>,
+    row_table_of: Interned<usize>,
+    /// The sections the `context` reads (shared with it), for what it does not expose.
+    dwarf: Arc<gimli::Dwarf<Reader>>,
+    /// Skeleton units' line programs by their split unit's id (split DWARF only; see
+    /// `skeleton_line_program`).
+    skeletons: std::cell::OnceCell<Vec<(gimli::DwoId, gimli::IncompleteLineProgram<Reader>)>>,
 }
 
 /// A table of things read from the sections, keyed by where their bytes lie (address,
@@ -245,8 +259,14 @@ pub struct Frame {
     pub file: Option<Arc<str>>,
     /// The line, if known (line 0, "no line", reads as `None`).
     pub line: Option<u32>,
-    /// The column, if known.
+    /// The column, if known. On the innermost frame also for a line-table row of line 0
+    /// (code the compiler made), whose column llvm-symbolizer prints (`demo.c:0:5`).
     pub column: Option<u32>,
+    /// The innermost frame's line-table discriminator (which of several blocks on one
+    /// line the code is), as llvm-symbolizer prints it (` (discriminator 3)`); `None` when
+    /// the row has none (0), and on outer frames (llvm-symbolizer takes theirs from
+    /// `DW_AT_GNU_discriminator` of the inlined call, which is not read here).
+    pub discriminator: Option<u32>,
     /// True when this frame's function was inlined into the next frame's function; false
     /// for the last frame of the chain (the function whose machine code this is).
     pub inlined: bool,
@@ -279,6 +299,9 @@ pub struct FunctionName {
 /// What [`DwarfInfo::declaration`] reads from a function's DIEs.
 #[derive(Default)]
 struct Declaration {
+    /// `DW_AT_GNU_discriminator` of an inlined call: the discriminator of its call site,
+    /// the next frame's location (as LLVM writes it and llvm-symbolizer prints it).
+    call_discriminator: Option<u32>,
     short: Option<String>,
     file: Option<String>,
     line: Option<u32>,
@@ -329,7 +352,8 @@ impl DwarfInfo {
         if let Some(sup) = sup {
             dwarf.set_sup(sup.dwarf()?);
         }
-        let context = addr2line::Context::from_dwarf(dwarf)
+        let dwarf = Arc::new(dwarf);
+        let context = addr2line::Context::from_arc_dwarf(Arc::clone(&dwarf))
             .map_err(|e| malformed_dwarf(&sections.path, "unit headers", e))?;
         Ok(DwarfInfo {
             path: sections.path.clone(),
@@ -339,6 +363,10 @@ impl DwarfInfo {
             names: RefCell::default(),
             functions: RefCell::default(),
             files: RefCell::default(),
+            row_tables: RefCell::default(),
+            row_table_of: RefCell::default(),
+            dwarf,
+            skeletons: std::cell::OnceCell::new(),
         })
     }
 
@@ -381,32 +409,119 @@ impl DwarfInfo {
         };
         let mut iter = result
             .map_err(|e| malformed_dwarf(&self.path, &format!("functions at {addr:#x}"), e))?;
+        // The innermost frame's is the line-table row's, set below.
+        let mut caller_discriminator = None;
+        let mut innermost_rows = None;
         while let Some(frame) = iter
             .next()
             .map_err(|e| malformed_dwarf(&self.path, &format!("inlined frames at {addr:#x}"), e))?
         {
-            let function = match &frame.function {
-                Some(name) => Some(self.function_name(&name.name, frame.dw_die_offset, addr)?),
-                None => None,
+            let (function, call_discriminator) = match &frame.function {
+                Some(name) => {
+                    let (function, call_discriminator) =
+                        self.function_name(&name.name, frame.dw_die_offset, addr)?;
+                    (Some(function), call_discriminator)
+                }
+                None => (None, None),
             };
             let location = frame.location.as_ref();
+            let file = location
+                .and_then(|l| l.file)
+                .map(|file| self.file_name(file, addr));
+            if out.len() == start {
+                innermost_rows = file.as_ref().and_then(|(_, rows)| *rows);
+            }
             out.push(Frame {
                 function,
-                file: location
-                    .and_then(|l| l.file)
-                    .map(|file| self.file_name(file, addr)),
+                file: file.map(|(name, _)| name),
                 line: location.and_then(|l| l.line).filter(|&l| l != 0),
                 column: location.and_then(|l| l.column),
+                // An outer frame's location is the call site of the inlined call before it.
+                discriminator: caller_discriminator,
                 inlined: true,
             });
+            caller_discriminator = call_discriminator;
         }
-        match out[start..].last_mut() {
-            Some(last) => {
-                last.inlined = false;
-                Ok(true)
+        let Some(innermost) = out.get_mut(start) else {
+            return Ok(false);
+        };
+        if innermost.file.is_some() || innermost.line.is_some() {
+            // The innermost location is the line-table row's: add what the addr2line
+            // crate dropped from it.
+            let extra = self.row_extra(addr, innermost_rows);
+            innermost.discriminator = (extra.discriminator != 0).then_some(extra.discriminator);
+            if innermost.line.is_none() && extra.line0_column != 0 {
+                innermost.column = Some(extra.line0_column);
             }
-            None => Ok(false),
         }
+        if let Some(last) = out[start..].last_mut() {
+            last.inlined = false;
+        }
+        Ok(true)
+    }
+
+    /// What the line-table row at `addr` adds (`rows.rs`), from the table of the unit
+    /// `rows` names (found with the innermost function), else of the unit found at `addr`.
+    fn row_extra(&self, addr: VirtAddr, rows: Option<usize>) -> RowExtra {
+        let rows = rows.or_else(|| self.unit_at(addr).and_then(|unit| self.row_table(&unit)));
+        rows.and_then(|i| self.row_tables.borrow().get(i).map(|t| t.at(addr.0)))
+            .unwrap_or_default()
+    }
+
+    /// The index in `row_tables` of `unit`'s table, read on the unit's first use. `None`
+    /// when the unit has no line program. A program that cannot be run again (the addr2line
+    /// crate ran it already, so that is not expected) gives an empty table (`log::debug!`).
+    fn row_table(&self, unit: &gimli::UnitRef<'_, Reader>) -> Option<usize> {
+        let program = if unit.dwarf.file_type == gimli::DwarfFileType::Dwo {
+            // A split unit's rows are in its skeleton's line program, in this file.
+            self.skeleton_line_program(unit.dwo_id?)?
+        } else {
+            unit.line_program.clone()?
+        };
+        // Keyed by where the program's bytes lie, as the name tables are keyed.
+        let bytes = program.header().raw_program_buf();
+        let key = (bytes.as_ptr() as usize, bytes.len());
+        if let Some(&known) = self.row_table_of.borrow().get(&key) {
+            return Some(known);
+        }
+        let offset = program.header().offset().0;
+        let table = RowExtras::read(program).unwrap_or_else(|e| {
+            log::debug!(
+                "{}: line program at {offset:#x}: {e}; no discriminators from it",
+                self.path.display(),
+            );
+            RowExtras::default()
+        });
+        let mut tables = self.row_tables.borrow_mut();
+        tables.push(table);
+        let index = tables.len() - 1;
+        self.row_table_of.borrow_mut().insert(key, index);
+        Some(index)
+    }
+
+    /// The line program of the skeleton unit (in this file) of the split unit `dwo_id`.
+    /// The skeletons are found on the first call, by reading every unit's root DIE.
+    fn skeleton_line_program(
+        &self,
+        dwo_id: gimli::DwoId,
+    ) -> Option<gimli::IncompleteLineProgram<Reader>> {
+        let skeletons = self.skeletons.get_or_init(|| {
+            let mut skeletons = Vec::new();
+            let mut headers = self.dwarf.units();
+            while let Ok(Some(header)) = headers.next() {
+                let Ok(unit) = self.dwarf.unit(header) else {
+                    continue;
+                };
+                if let (Some(id), Some(program)) = (unit.dwo_id, unit.line_program) {
+                    skeletons.push((id, program));
+                }
+            }
+            skeletons
+        });
+        skeletons
+            .iter()
+            .find(|(id, _)| *id == dwo_id)
+            .map(|(_, program)| program.clone())
     }
 
     /// The file the DWARF was read from.
@@ -488,15 +603,15 @@ impl DwarfInfo {
         name: &Reader,
         die: Option<gimli::UnitOffset<usize>>,
         addr: VirtAddr,
-    ) -> Result<Arc<FunctionName>> {
+    ) -> Result<(Arc<FunctionName>, Option<u32>)> {
         let bytes: &[u8] = name;
         let name_key = (bytes.as_ptr() as usize, bytes.len());
         let key = (
             name_key.0 ^ die.map_or(0, |d| d.0.rotate_left(32)),
             name_key.1,
         );
-        if let Some(known) = self.functions.borrow().get(&key) {
-            return Ok(Arc::clone(known));
+        if let Some((known, call_discriminator)) = self.functions.borrow().get(&key) {
+            return Ok((Arc::clone(known), *call_discriminator));
         }
         let known_name = self.names.borrow().get(&name_key).cloned();
         let (raw, demangled) = match known_name {
@@ -530,8 +645,8 @@ impl DwarfInfo {
         });
         self.functions
             .borrow_mut()
-            .insert(key, Arc::clone(&interned));
-        Ok(interned)
+            .insert(key, (Arc::clone(&interned), declared.call_discriminator));
+        Ok((interned, declared.call_discriminator))
     }
 
     /// `DW_AT_name`, `DW_AT_decl_file` and `DW_AT_decl_line` of the DIE at `die` (in the unit
@@ -566,6 +681,12 @@ impl DwarfInfo {
                     }
                     constants::DW_AT_decl_line if found.line.is_none() => {
                         found.line = attr.udata_value().and_then(|l| u32::try_from(l).ok());
+                    }
+                    constants::DW_AT_GNU_discriminator if hop == 0 => {
+                        found.call_discriminator = attr
+                            .udata_value()
+                            .and_then(|d| u32::try_from(d).ok())
+                            .filter(|&d| d != 0);
                     }
                     constants::DW_AT_low_pc if hop == 0 => {
                         found.start = unit.attr_address(attr.value()).ok().flatten().map(VirtAddr);
@@ -632,17 +753,23 @@ impl DwarfInfo {
 
     /// The path of a line-table file as [`Frame::file`] gives it, interned. `file` is the
     /// addr2line crate's rendering, found at `addr` (whose unit holds the file's entry).
-    fn file_name(&self, file: &str, addr: VirtAddr) -> Arc<str> {
+    /// With it, the `row_tables` index of the unit's table (`row_table`).
+    fn file_name(&self, file: &str, addr: VirtAddr) -> (Arc<str>, Option<usize>) {
         let key = (file.as_ptr() as usize, file.len());
-        if let Some(known) = self.files.borrow().get(&key) {
-            return Arc::clone(known);
+        if let Some((known, rows)) = self.files.borrow().get(&key) {
+            return (Arc::clone(known), *rows);
         }
-        let shown: Arc<str> = match self.joined_like_other_tools(file, addr) {
+        let unit = self.unit_at(addr);
+        let joined = unit.and_then(|unit| self.joined_like_other_tools(&unit, file));
+        let shown: Arc<str> = match joined {
             Some(path) => Arc::from(path),
             None => Arc::from(file),
         };
-        self.files.borrow_mut().insert(key, Arc::clone(&shown));
-        shown
+        let rows = unit.and_then(|unit| self.row_table(&unit));
+        self.files
+            .borrow_mut()
+            .insert(key, (Arc::clone(&shown), rows));
+        (shown, rows)
     }
 
     /// A DWARF 5 line table's directory 0 is the compilation directory itself, so the
@@ -651,13 +778,16 @@ impl DwarfInfo {
     /// llvm-symbolizer, binutils' addr2line and elfutils' eu-addr2line (and perf, through
     /// them) join the compilation directory and directory 0 both: `./malloc/./malloc/malloc.c`.
     /// We print what they print. `None`: `file` stays as rendered.
-    fn joined_like_other_tools(&self, file: &str, addr: VirtAddr) -> Option<String> {
-        let unit = self.unit_at(addr)?;
+    fn joined_like_other_tools(
+        &self,
+        unit: &gimli::UnitRef<'_, Reader>,
+        file: &str,
+    ) -> Option<String> {
         let header = unit.line_program.as_ref()?.header();
         if header.version() < 5 {
             return None;
         }
-        let dir0 = attr_text(&unit, header.include_directories().first()?.clone())?;
+        let dir0 = attr_text(unit, header.include_directories().first()?.clone())?;
         if dir0.is_empty() || dir0.starts_with('/') {
             return None;
         }
@@ -668,9 +798,9 @@ impl DwarfInfo {
         // DWARF 5 numbers files from 0: the entry's position is its index.
         let index = header.file_names().iter().position(|entry| {
             entry.directory_index() == 0
-                && attr_text(&unit, entry.path_name()).as_deref() == Some(name)
+                && attr_text(unit, entry.path_name()).as_deref() == Some(name)
         })?;
-        self.render_file(&unit, u64::try_from(index).ok()?)
+        self.render_file(unit, u64::try_from(index).ok()?)
     }
 }
 

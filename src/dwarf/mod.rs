@@ -7,7 +7,9 @@
 //! [`DwarfInfo::frames`] answers "which source lines does this virtual address belong to":
 //! the inlined functions, innermost first, then the function that contains them, each with
 //! its name, file, line and column. As in llvm-symbolizer, an outer frame's location is the
-//! call site of the frame inside it.
+//! call site of the frame inside it; the innermost frame carries its line-table row's
+//! discriminator and, for a row of line 0, its column (`rows.rs`: the addr2line crate drops
+//! both), an outer frame the inlined call's `DW_AT_GNU_discriminator`.
 //!
 //! Where the DWARF comes from is the caller's business: the [`crate::elf::ElfFile`] may be
 //! the binary itself or its separate debug file (found by `debuginfo/`); both are read the
@@ -26,6 +28,8 @@
 mod info;
 /// The owned, zero-copy byte type gimli reads through.
 mod reader;
+/// Line-table discriminators and line-0 columns, which the addr2line crate drops.
+mod rows;
 pub(crate) use reader::SectionBytes;
 
 pub use info::{DwarfInfo, DwarfSections, Frame, FunctionName, MAX_INLINED_DEPTH};
