@@ -29,20 +29,21 @@ pub enum Kind {
     Data,
 }
 
-/// One parsed line.
+/// One parsed line; a module path is borrowed from the line (the caller looks each
+/// distinct path up once).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Parsed {
+pub enum Parsed<'a> {
     /// Blank or comment: print nothing.
     Skip,
     /// Look `addr` up in `module` (`None`: the `--obj` file).
     Query {
         kind: Kind,
-        module: Option<PathBuf>,
+        module: Option<&'a [u8]>,
         addr: u64,
     },
     /// Not understood: echoed back (as llvm-symbolizer does), explained on stderr.
     Invalid {
-        module: Option<PathBuf>,
+        module: Option<&'a [u8]>,
         reason: String,
     },
 }
@@ -77,7 +78,7 @@ pub fn bytes_to_path(bytes: &[u8]) -> PathBuf {
 
 /// Parses one line (without its line terminator). `have_obj`: `--obj` was given, so lines
 /// hold no module path (except sanitizer frames, which always name theirs).
-pub fn parse_line(line: &[u8], have_obj: bool) -> Parsed {
+pub fn parse_line(line: &[u8], have_obj: bool) -> Parsed<'_> {
     if let Some((module, addr)) = sanitizer_frame(line) {
         return Parsed::Query {
             kind: Kind::Code,
@@ -123,12 +124,12 @@ pub fn parse_line(line: &[u8], have_obj: bool) -> Parsed {
                     };
                 };
                 rest = &inner[end + 1..];
-                Some(bytes_to_path(&inner[..end]))
+                Some(&inner[..end])
             }
             _ => {
                 let (name, after) = split_token(rest);
                 rest = after;
-                Some(bytes_to_path(name))
+                Some(name)
             }
         }
     };
@@ -138,7 +139,7 @@ pub fn parse_line(line: &[u8], have_obj: bool) -> Parsed {
         let reason = match &module {
             Some(m) => format!(
                 "no address after the module path `{}` (without --obj a line is `PATH ADDRESS`)",
-                m.display()
+                String::from_utf8_lossy(m)
             ),
             None => "no address".to_string(),
         };
@@ -192,7 +193,7 @@ pub fn parse_number(token: &[u8]) -> Option<u64> {
 /// address. For a non-PIE executable the sanitizers print base 0, so the "offset" is the
 /// absolute address, which is again the ELF virtual address. A file offset would differ from
 /// both as soon as a segment's p_offset differs from its p_vaddr (every data segment).
-pub fn sanitizer_frame(line: &[u8]) -> Option<(PathBuf, u64)> {
+pub fn sanitizer_frame(line: &[u8]) -> Option<(&[u8], u64)> {
     let mut from = 0;
     while let Some(open) = line[from..].iter().position(|&b| b == b'(') {
         let start = from + open + 1;
@@ -205,7 +206,7 @@ pub fn sanitizer_frame(line: &[u8]) -> Option<(PathBuf, u64)> {
                     .ok()
                     .and_then(|h| u64::from_str_radix(h, 16).ok())
                 {
-                    return Some((bytes_to_path(path), offset));
+                    return Some((path, offset));
                 }
             }
         }

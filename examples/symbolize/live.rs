@@ -31,7 +31,7 @@ pub enum Route {
 pub enum Resolved {
     /// A symbol, and the module to report: the mapped file's path (process) or the kallsyms
     /// path (kernel).
-    Found(Answer, String),
+    Found(Answer<'static>, String),
     /// No symbol; the module to report (empty when the address is not in a file).
     NotFound(String),
     /// The file mapped at the address cannot be read: its path and the error.
@@ -111,8 +111,8 @@ impl Live {
                         has_symbol: true,
                         // Lines where vmlinux or a .ko had DWARF; ??:0 with --vmlinux.
                         frames: (self.vmlinux.is_some() || !sym.frames.is_empty())
-                            .then(|| crate::lines_of(sym.frames, demangle)),
-                        name: sym.name.to_string(),
+                            .then(|| crate::owned_lines(sym.frames, demangle)),
+                        name: sym.name.to_string().into(),
                     },
                     module,
                 ),
@@ -151,7 +151,7 @@ fn resolved(results: &Symbols, i: usize, addr: u64, demangle: bool) -> Resolved 
     match results.result(i) {
         Ok(sym) => Resolved::Found(
             Answer {
-                name: sym.name.to_string(),
+                name: sym.name.to_string().into(),
                 // The absolute start, so that it compares with the address asked.
                 start: addr.wrapping_sub(sym.offset),
                 size: sym.size,
@@ -159,7 +159,7 @@ fn resolved(results: &Symbols, i: usize, addr: u64, demangle: bool) -> Resolved 
                 version: None,
                 origin: Origin::Elf,
                 has_symbol: true,
-                frames: Some(crate::lines_of(sym.frames, demangle)),
+                frames: Some(crate::owned_lines(sym.frames, demangle)),
             },
             module(),
         ),

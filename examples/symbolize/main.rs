@@ -28,6 +28,7 @@ mod output;
 mod stack_parse;
 mod stacks;
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::fs::File;
@@ -42,7 +43,9 @@ use stacksym::{Input, Source, Symbolizer};
 use help::{ABOUT, AFTER_LONG_HELP, LONG_ABOUT};
 use input::{parse_line, Kind, Parsed};
 use live::{Live, Resolved, Route};
-use output::{Answer, Functions, Line, Origin, Outcome, Paths, Printer, PrinterOptions, Style};
+use output::{
+    Answer, Functions, Line, Lines, Origin, Outcome, Paths, Printer, PrinterOptions, Style,
+};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -214,20 +217,44 @@ fn normalize_args(args: impl Iterator<Item = OsString>) -> Vec<OsString> {
 enum Item {
     Query {
         kind: Kind,
-        /// The module as the input named it (printed in JSON).
-        module: PathBuf,
-        /// The path to open (differs from `module` only for the demo's relative paths).
-        open: PathBuf,
         /// Where the address is looked up.
         route: Route,
         /// The address as given (printed).
         addr: u64,
-        outcome: Option<Outcome>,
+        /// `Route::Elf`: the module's index in `Engine::modules`.
+        module: usize,
+        /// `--pid` and `--kernel` queries: the module to report and the outcome, once
+        /// looked up.
+        live: Option<(String, Outcome<'static>)>,
     },
     Invalid {
         line: Vec<u8>,
         module: String,
     },
+}
+
+/// A module the input named (or `--obj`), looked up once per distinct path.
+struct Module {
+    /// The path as the input gave it.
+    given: Vec<u8>,
+    /// The path to open (differs from `given` only for the demo's relative paths).
+    open: PathBuf,
+    /// The name printed in JSON (`ModuleName`).
+    name: String,
+    /// It failed to open: reported once, not retried (as llvm-symbolizer does).
+    failed: bool,
+    /// The current batch's queries of this module, as indexes into `Engine::pending`.
+    queued: Vec<usize>,
+}
+
+/// What one batch's library call gave for a module.
+enum ModuleAnswers {
+    /// No query of the batch named the module.
+    Unused,
+    Symbols(stacksym::Symbols),
+    /// The module cannot be read: the message for its first query (JSON prints it there,
+    /// as llvm-symbolizer does), then `None`.
+    Failed(Option<String>),
 }
 
 /// Largest batch; bounds memory when a huge dump arrives all at once.
@@ -241,9 +268,18 @@ struct Engine<W: Write> {
     adjust_vma: u64,
     /// Demo mode: where relative module paths are looked up when not found from the cwd.
     fallback_dir: Option<PathBuf>,
-    /// Modules that failed to open: reported once, not retried (as llvm-symbolizer does).
-    failed: HashSet<PathBuf>,
+    /// Live modules (`--pid`, `--kernel`) that failed to open: reported once.
+    failed: HashSet<String>,
+    /// Every module met so far; `module_index` finds one by its path as given, `last_module`
+    /// is the one the previous query named (input usually names one module many times).
+    modules: Vec<Module>,
+    module_index: HashMap<Vec<u8>, usize>,
+    last_module: Option<usize>,
     pending: Vec<Item>,
+    /// Per pending query of `Route::Elf`: its place in its module's batch.
+    position: Vec<usize>,
+    /// The addresses of one module's batch (reused).
+    addrs: Vec<u64>,
     /// `--pid` and `--kernel`.
     live: Live,
     /// Set when the `--pid` process could not be inspected (it exited): exit code 1.
@@ -268,32 +304,21 @@ impl<W: Write> Engine<W> {
                     Some(_) => Route::Elf,
                     None => self.live.route(addr.wrapping_sub(self.adjust_vma)),
                 };
-                if route != Route::Elf {
-                    let module = match route {
-                        Route::Kernel => PathBuf::from(self.live.kallsyms_name()),
-                        _ => PathBuf::new(), // set from the lookup's answer
-                    };
-                    self.pending.push(Item::Query {
-                        kind,
-                        open: module.clone(),
-                        module,
-                        route,
-                        addr,
-                        outcome: None,
-                    });
-                    return;
-                }
-                let Some(module) = module.or_else(|| self.obj.clone()) else {
-                    return; // the parser returns a module whenever --obj is absent
+                let module = if route == Route::Elf {
+                    // The parser returns a module whenever --obj is absent.
+                    match self.module(module) {
+                        Some(module) => module,
+                        None => return,
+                    }
+                } else {
+                    0
                 };
-                let open = self.resolve(&module);
                 self.pending.push(Item::Query {
                     kind,
-                    module,
-                    open,
                     route,
                     addr,
-                    outcome: None,
+                    module,
+                    live: None,
                 });
             }
             Parsed::Invalid { module, reason } => {
@@ -302,16 +327,56 @@ impl<W: Write> Engine<W> {
                     origin(),
                     String::from_utf8_lossy(line)
                 );
-                let module = module
-                    .or_else(|| self.obj.clone())
-                    .map(|m| m.to_string_lossy().into_owned())
-                    .unwrap_or_default();
+                let module = match module {
+                    Some(given) => String::from_utf8_lossy(given).into_owned(),
+                    None => self
+                        .obj
+                        .as_ref()
+                        .map(|m| m.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                };
                 self.pending.push(Item::Invalid {
                     line: line.to_vec(),
                     module,
                 });
             }
         }
+    }
+
+    /// The index in `modules` of the module `given` names (`None`: `--obj`), added on its
+    /// first mention; `None` without either.
+    fn module(&mut self, given: Option<&[u8]>) -> Option<usize> {
+        let obj_bytes;
+        let given = match given {
+            Some(given) => given,
+            None => {
+                obj_bytes = self.obj.as_ref()?.as_os_str().as_encoded_bytes();
+                obj_bytes
+            }
+        };
+        if let Some(last) = self.last_module {
+            if self.modules[last].given == given {
+                return Some(last);
+            }
+        }
+        let index = match self.module_index.get(given) {
+            Some(&index) => index,
+            None => {
+                let path = input::bytes_to_path(given);
+                let index = self.modules.len();
+                self.modules.push(Module {
+                    given: given.to_vec(),
+                    open: self.resolve(&path),
+                    name: path.to_string_lossy().into_owned(),
+                    failed: false,
+                    queued: Vec::new(),
+                });
+                self.module_index.insert(given.to_vec(), index);
+                index
+            }
+        };
+        self.last_module = Some(index);
+        Some(index)
     }
 
     fn resolve(&self, module: &Path) -> PathBuf {
@@ -324,53 +389,110 @@ impl<W: Write> Engine<W> {
     }
 
     /// Answers and prints everything queued: one `symbolize` call per module, then the
-    /// answers in input order.
+    /// answers in input order, printed from the library's results as they are (nothing
+    /// copied per address).
     fn flush(&mut self) -> io::Result<()> {
-        let mut groups: Vec<(PathBuf, Vec<usize>)> = Vec::new();
-        let mut group_of: HashMap<PathBuf, usize> = HashMap::new();
+        self.position.clear();
+        self.position.resize(self.pending.len(), 0);
         for (i, item) in self.pending.iter().enumerate() {
             if let Item::Query {
-                open,
                 route: Route::Elf,
+                module,
                 ..
             } = item
             {
-                let g = *group_of.entry(open.clone()).or_insert_with(|| {
-                    groups.push((open.clone(), Vec::new()));
-                    groups.len() - 1
-                });
-                groups[g].1.push(i);
+                let queued = &mut self.modules[*module].queued;
+                self.position[i] = queued.len();
+                queued.push(i);
             }
         }
-        for (path, items) in groups {
-            let outcomes = self.lookup(&path, &items);
-            for (i, outcome) in items.into_iter().zip(outcomes) {
-                if let Item::Query { outcome: slot, .. } = &mut self.pending[i] {
-                    *slot = Some(outcome);
-                }
-            }
-        }
+        let answers: Vec<ModuleAnswers> = (0..self.modules.len()).map(|m| self.lookup(m)).collect();
         self.lookup_live();
-        for item in std::mem::take(&mut self.pending) {
-            match item {
+        let mut pending = std::mem::take(&mut self.pending);
+        let printed = self.print(&pending, &answers);
+        pending.clear();
+        self.pending = pending;
+        printed?;
+        self.out.flush()
+    }
+
+    /// Prints the answers of `pending`, in order.
+    fn print(&mut self, pending: &[Item], answers: &[ModuleAnswers]) -> io::Result<()> {
+        let Engine {
+            printer,
+            out,
+            modules,
+            position,
+            demangle,
+            ..
+        } = self;
+        let mut messages: Vec<Option<String>> = answers
+            .iter()
+            .map(|a| match a {
+                ModuleAnswers::Failed(message) => message.clone(),
+                _ => None,
+            })
+            .collect();
+        // One frame buffer for every answer.
+        let mut lines: Vec<Line<'_>> = Vec::new();
+        for (i, item) in pending.iter().enumerate() {
+            let (kind, addr, module, symbols) = match item {
+                Item::Invalid { line, module } => {
+                    printer.invalid(out, line, module)?;
+                    continue;
+                }
                 Item::Query {
                     kind,
-                    module,
                     addr,
-                    outcome,
+                    live: Some((module, outcome)),
                     ..
                 } => {
-                    let outcome = outcome.unwrap_or(Outcome::NotFound);
-                    let module = module.to_string_lossy();
-                    self.printer
-                        .answer(&mut self.out, kind, &module, addr, &outcome)?;
+                    printer.answer(out, *kind, module, *addr, outcome)?;
+                    continue;
                 }
-                Item::Invalid { line, module } => {
-                    self.printer.invalid(&mut self.out, &line, &module)?;
+                Item::Query {
+                    kind, addr, module, ..
+                } => (*kind, *addr, *module, &answers[*module]),
+            };
+            let name = &modules[module].name;
+            let symbols = match symbols {
+                ModuleAnswers::Symbols(symbols) => symbols,
+                ModuleAnswers::Failed(_) | ModuleAnswers::Unused => {
+                    let outcome = Outcome::ModuleError(messages[module].take());
+                    printer.answer(out, kind, name, addr, &outcome)?;
+                    continue;
                 }
-            }
+            };
+            let at = position[i];
+            lines.clear();
+            let answer = match symbols.get(at) {
+                Some(sym) => {
+                    lines.extend(sym.frames.iter().map(|f| line_of(f, *demangle)));
+                    answer_of(&sym, symbols.debug_file(), &lines)
+                }
+                // Lines that no symbol or function covers: `??` at FILE:LINE, as
+                // llvm-symbolizer prints them.
+                None if !symbols.lines(at).is_empty() => {
+                    lines.extend(symbols.lines(at).iter().map(|f| line_of(f, *demangle)));
+                    Answer {
+                        name: Cow::Borrowed(""),
+                        start: 0,
+                        size: 0,
+                        offset: 0,
+                        version: None,
+                        origin: Origin::Elf,
+                        has_symbol: false,
+                        frames: Some(Lines::Borrowed(&lines)),
+                    }
+                }
+                None => {
+                    printer.answer(out, kind, name, addr, &Outcome::NotFound)?;
+                    continue;
+                }
+            };
+            printer.answer(out, kind, name, addr, &Outcome::Found(answer))?;
         }
-        self.out.flush()
+        Ok(())
     }
 
     /// Answers the queued `--pid` and `--kernel` queries.
@@ -379,11 +501,7 @@ impl<W: Write> Engine<W> {
         let mut process_addrs = Vec::new();
         for (i, item) in self.pending.iter_mut().enumerate() {
             let Item::Query {
-                route,
-                addr,
-                module,
-                outcome,
-                ..
+                route, addr, live, ..
             } = item
             else {
                 continue;
@@ -392,12 +510,10 @@ impl<W: Write> Engine<W> {
             match route {
                 Route::Elf => {}
                 Route::Kernel => {
-                    let (m, o) = resolved_outcome(
+                    *live = Some(resolved_outcome(
                         self.live.kernel(&self.symbolizer, addr, self.demangle),
                         &mut self.failed,
-                    );
-                    *module = m;
-                    *outcome = Some(o);
+                    ));
                 }
                 Route::Process => {
                     process_items.push(i);
@@ -426,56 +542,33 @@ impl<W: Write> Engine<W> {
         let results =
             results.unwrap_or_else(|| vec![Resolved::NotFound(String::new()); process_items.len()]);
         for (i, resolved) in process_items.into_iter().zip(results) {
-            if let Item::Query {
-                module, outcome, ..
-            } = &mut self.pending[i]
-            {
-                let (m, o) = resolved_outcome(resolved, &mut self.failed);
-                *module = m;
-                *outcome = Some(o);
+            if let Item::Query { live, .. } = &mut self.pending[i] {
+                *live = Some(resolved_outcome(resolved, &mut self.failed));
             }
         }
     }
 
-    /// The outcomes of the queued queries `items`, all of module `path`.
-    fn lookup(&mut self, path: &Path, items: &[usize]) -> Vec<Outcome> {
-        if self.failed.contains(path) {
-            return vec![Outcome::ModuleError(None); items.len()];
+    /// One library call for the queued queries of module `m` (emptied).
+    fn lookup(&mut self, m: usize) -> ModuleAnswers {
+        let module = &mut self.modules[m];
+        if module.queued.is_empty() {
+            return ModuleAnswers::Unused;
         }
-        let addrs: Vec<u64> = items
-            .iter()
-            .map(|&i| match &self.pending[i] {
-                Item::Query { addr, .. } => addr.wrapping_sub(self.adjust_vma),
-                Item::Invalid { .. } => 0,
-            })
-            .collect();
-        match self
-            .symbolizer
-            .symbolize(&Source::Elf { path }, Input::VirtAddrs(&addrs))
-        {
-            Ok(symbols) => symbols
-                .iter()
-                .enumerate()
-                .map(|(i, sym)| {
-                    let answer = match sym {
-                        Some(sym) => answer_of(&sym, symbols.debug_file(), self.demangle),
-                        // Lines that no symbol or function covers: `??` at FILE:LINE, as
-                        // llvm-symbolizer prints them.
-                        None if !symbols.lines(i).is_empty() => Answer {
-                            name: String::new(),
-                            start: 0,
-                            size: 0,
-                            offset: 0,
-                            version: None,
-                            origin: Origin::Elf,
-                            has_symbol: false,
-                            frames: Some(lines_of(symbols.lines(i), self.demangle)),
-                        },
-                        None => return Outcome::NotFound,
-                    };
-                    Outcome::Found(answer)
-                })
-                .collect(),
+        self.addrs.clear();
+        for &i in &module.queued {
+            if let Item::Query { addr, .. } = &self.pending[i] {
+                self.addrs.push(addr.wrapping_sub(self.adjust_vma));
+            }
+        }
+        module.queued.clear();
+        if module.failed {
+            return ModuleAnswers::Failed(None);
+        }
+        match self.symbolizer.symbolize(
+            &Source::Elf { path: &module.open },
+            Input::VirtAddrs(&self.addrs),
+        ) {
+            Ok(symbols) => ModuleAnswers::Symbols(symbols),
             Err(err) => {
                 // The error's text names the path and the problem.
                 eprintln!("symbolize: error reading file: {err}");
@@ -484,10 +577,8 @@ impl<W: Write> Engine<W> {
                 let text = err.to_string();
                 let prefix = format!("{}: ", err.path().display());
                 let message = text.strip_prefix(&prefix).unwrap_or(&text).to_string();
-                self.failed.insert(path.to_path_buf());
-                let mut outcomes = vec![Outcome::ModuleError(None); items.len()];
-                outcomes[0] = Outcome::ModuleError(Some(message));
-                outcomes
+                module.failed = true;
+                ModuleAnswers::Failed(Some(message))
             }
         }
     }
@@ -563,12 +654,14 @@ impl<W: Write> Engine<W> {
 
 /// A `--pid`/`--kernel` answer as the printer takes it: the module to report and the outcome.
 /// A file that cannot be read is reported on stderr once (`failed` remembers it).
-fn resolved_outcome(resolved: Resolved, failed: &mut HashSet<PathBuf>) -> (PathBuf, Outcome) {
+fn resolved_outcome(
+    resolved: Resolved,
+    failed: &mut HashSet<String>,
+) -> (String, Outcome<'static>) {
     match resolved {
-        Resolved::Found(answer, module) => (PathBuf::from(module), Outcome::Found(answer)),
-        Resolved::NotFound(module) => (PathBuf::from(module), Outcome::NotFound),
+        Resolved::Found(answer, module) => (module, Outcome::Found(answer)),
+        Resolved::NotFound(module) => (module, Outcome::NotFound),
         Resolved::Error(module, message) => {
-            let module = PathBuf::from(module);
             if failed.insert(module.clone()) {
                 eprintln!("symbolize: error reading file: {message}");
                 (module, Outcome::ModuleError(Some(message)))
@@ -723,7 +816,12 @@ fn run(args: Args, no_arguments: bool) -> io::Result<bool> {
         adjust_vma: args.adjust_vma.unwrap_or(0),
         fallback_dir: None,
         failed: HashSet::new(),
+        modules: Vec::new(),
+        module_index: HashMap::new(),
+        last_module: None,
         pending: Vec::new(),
+        position: Vec::new(),
+        addrs: Vec::new(),
         live,
         live_failed: false,
         stacks: if positional {
@@ -772,7 +870,11 @@ fn run(args: Args, no_arguments: bool) -> io::Result<bool> {
             eprintln!("symbolize: note: module {name}: kallsyms names only: {error}");
         }
     }
-    Ok(ok && !engine.live_failed)
+    let ok = ok && !engine.live_failed;
+    // The output is written; freeing the symbolizer's caches (every name met, the DWARF
+    // tables) would only delay the exit (5 % of a run over 100,000 addresses, measured).
+    std::mem::forget(engine);
+    Ok(ok)
 }
 
 fn main() -> ExitCode {
@@ -806,33 +908,36 @@ fn main() -> ExitCode {
 /// `@VER` / `@@VER` suffix, which the library reports apart. A name from a separate debug
 /// file's `.symtab` (`debug_file`) does not: llvm-symbolizer names symbols from the binary's
 /// own tables, where `.dynsym` keeps versions apart.
-fn shown_name(sym: &stacksym::Sym<'_>, debug_file: Option<&Path>) -> String {
+fn shown_name<'a>(sym: &stacksym::Sym<'a>, debug_file: Option<&Path>) -> Cow<'a, str> {
     let from_debug_file = debug_file == Some(sym.symbol_file);
     match (sym.origin, sym.version) {
         (stacksym::NameOrigin::Table(stacksym::elf::SymbolOrigin::Symtab), Some(version))
             if !from_debug_file =>
         {
             let at = if sym.version_hidden { "@" } else { "@@" };
-            format!("{}{at}{version}", sym.name)
+            Cow::Owned(format!("{}{at}{version}", sym.name))
         }
-        _ => sym.name.to_string(),
+        _ => Cow::Borrowed(sym.name),
     }
 }
 
-/// An answer from the library's `Sym`: the symbol, and its DWARF frames with names spelled
-/// as `demangle` says.
-fn answer_of(sym: &stacksym::Sym<'_>, debug_file: Option<&Path>, demangle: bool) -> Answer {
+/// An answer from the library's `Sym`: the symbol, and its DWARF frames `lines` (made by
+/// [`line_of`] from `sym.frames`).
+fn answer_of<'a>(
+    sym: &stacksym::Sym<'a>,
+    debug_file: Option<&Path>,
+    lines: &'a [Line<'a>],
+) -> Answer<'a> {
     let has_symbol = matches!(sym.origin, stacksym::NameOrigin::Table(_));
-    let frames = lines_of(sym.frames, demangle);
     Answer {
         name: shown_name(sym, debug_file),
         start: sym.addr.0,
         size: sym.size,
         offset: sym.offset,
-        version: sym.version.map(str::to_string),
+        version: sym.version.map(Cow::Borrowed),
         origin: Origin::Elf,
         has_symbol,
-        frames: Some(frames),
+        frames: Some(Lines::Borrowed(lines)),
     }
 }
 
@@ -852,40 +957,40 @@ fn kernel_modules(args: &Args) -> stacksym::kernel::KernelModules {
     KernelModules::new(dirs, sys_module)
 }
 
-/// The library's frames as the printer takes them; function names demangled or not as
-/// `demangle` says.
-pub fn lines_of(frames: &[stacksym::dwarf::Frame], demangle: bool) -> Vec<Line> {
-    frames
-        .iter()
-        .map(|frame| Line {
-            function: frame.function.as_ref().map(|f| {
-                if demangle {
-                    f.demangled.clone()
-                } else {
-                    f.raw.clone()
-                }
-            }),
-            // DW_AT_name, as llvm-symbolizer's `--functions=short`; derived from the
-            // demangled name where the library could not read it.
-            short: frame.function.as_ref().map(|f| {
-                f.short
-                    .clone()
-                    .unwrap_or_else(|| output::short_name(&f.raw, &f.demangled))
-            }),
-            file: frame.file.as_deref().map(str::to_string),
-            line: frame.line.unwrap_or(0),
-            column: frame.column.unwrap_or(0),
-            discriminator: frame.discriminator.unwrap_or(0),
-            decl_file: frame
-                .function
-                .as_ref()
-                .and_then(|f| f.decl_file.as_deref().map(str::to_string)),
-            decl_line: frame
-                .function
-                .as_ref()
-                .and_then(|f| f.decl_line)
-                .unwrap_or(0),
-            start: frame.function.as_ref().and_then(|f| f.start).map(|s| s.0),
-        })
-        .collect()
+/// A library frame as the printer takes it, borrowed; the function name demangled or not
+/// as `demangle` says.
+pub fn line_of(frame: &stacksym::dwarf::Frame, demangle: bool) -> Line<'_> {
+    let function = frame.function.as_deref();
+    Line {
+        function: function.map(|f| {
+            Cow::Borrowed(if demangle {
+                f.demangled.as_str()
+            } else {
+                f.raw.as_str()
+            })
+        }),
+        // DW_AT_name, as llvm-symbolizer's `--functions=short`; derived from the
+        // demangled name where the library could not read it.
+        short: function.map(|f| match &f.short {
+            Some(short) => Cow::Borrowed(short.as_str()),
+            None => Cow::Owned(output::short_name(&f.raw, &f.demangled)),
+        }),
+        file: frame.file.as_deref().map(Cow::Borrowed),
+        line: frame.line.unwrap_or(0),
+        column: frame.column.unwrap_or(0),
+        discriminator: frame.discriminator.unwrap_or(0),
+        decl_file: function.and_then(|f| f.decl_file.as_deref().map(Cow::Borrowed)),
+        decl_line: function.and_then(|f| f.decl_line).unwrap_or(0),
+        start: function.and_then(|f| f.start).map(|s| s.0),
+    }
+}
+
+/// Frames that outlive their batch (`--pid`, kernel and stack-dump answers), owned.
+pub fn owned_lines(frames: &[stacksym::dwarf::Frame], demangle: bool) -> Lines<'static> {
+    Lines::Owned(
+        frames
+            .iter()
+            .map(|f| line_of(f, demangle).into_owned())
+            .collect(),
+    )
 }

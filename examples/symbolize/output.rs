@@ -9,6 +9,7 @@
 //! (JSON), exactly what llvm-symbolizer prints for an address it finds only in the symbol
 //! table.
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 use clap::ValueEnum;
@@ -74,14 +75,15 @@ impl Paths {
     }
 }
 
-/// One DWARF frame of an answer, copied out of the library's `dwarf::Frame`.
+/// One DWARF frame of an answer, borrowed from the library's `dwarf::Frame` (owned where it
+/// must outlive the batch: `--pid`, kernel and stack-dump answers).
 #[derive(Debug, Clone, Default)]
-pub struct Line {
+pub struct Line<'a> {
     /// The function's name (demangled unless --no-demangle); `None` if DWARF names none.
-    pub function: Option<String>,
+    pub function: Option<Cow<'a, str>>,
     /// Its short name (`--functions=short`).
-    pub short: Option<String>,
-    pub file: Option<String>,
+    pub short: Option<Cow<'a, str>>,
+    pub file: Option<Cow<'a, str>>,
     /// 0: unknown.
     pub line: u32,
     /// 0: unknown.
@@ -90,29 +92,83 @@ pub struct Line {
     pub discriminator: u32,
     /// Where the function is declared (`DW_AT_decl_file`, `DW_AT_decl_line`; 0: unknown):
     /// JSON's `StartFileName` and `StartLine`.
-    pub decl_file: Option<String>,
+    pub decl_file: Option<Cow<'a, str>>,
     pub decl_line: u32,
     /// Where this copy of the function starts (`DW_AT_low_pc`; an inlined copy's own):
     /// JSON's `StartAddress` where DWARF names the frame.
     pub start: Option<u64>,
 }
 
-/// The symbol an address resolved to, copied out of the library's `Sym`.
+/// The location of a frame DWARF does not cover: `??:0:0`.
+const NO_LINE: Line<'static> = Line {
+    function: None,
+    short: None,
+    file: None,
+    line: 0,
+    column: 0,
+    discriminator: 0,
+    decl_file: None,
+    decl_line: 0,
+    start: None,
+};
+
+fn owned(text: Option<Cow<'_, str>>) -> Option<Cow<'static, str>> {
+    text.map(|t| Cow::Owned(t.into_owned()))
+}
+
+impl Line<'_> {
+    /// The same frame, owning its text.
+    pub fn into_owned(self) -> Line<'static> {
+        Line {
+            function: owned(self.function),
+            short: owned(self.short),
+            file: owned(self.file),
+            line: self.line,
+            column: self.column,
+            discriminator: self.discriminator,
+            decl_file: owned(self.decl_file),
+            decl_line: self.decl_line,
+            start: self.start,
+        }
+    }
+}
+
+/// The symbol an address resolved to, borrowed from the library's `Sym` (owned where it
+/// must outlive the batch).
 #[derive(Debug, Clone)]
-pub struct Answer {
+pub struct Answer<'a> {
     /// The symbol table's name (for a DWARF-only answer: the outermost DWARF name).
-    pub name: String,
+    pub name: Cow<'a, str>,
     pub start: u64,
     pub size: u64,
     pub offset: u64,
-    pub version: Option<String>,
+    pub version: Option<Cow<'a, str>>,
     pub origin: Origin,
     /// False when no symbol covers the address and only DWARF named it: then `start`,
     /// `size` and `offset` mean nothing.
     pub has_symbol: bool,
     /// The DWARF frames, innermost first; `Some(empty)` when DWARF does not cover the
     /// address, `None` when DWARF was not consulted (`--pid`, kernel).
-    pub frames: Option<Vec<Line>>,
+    pub frames: Option<Lines<'a>>,
+}
+
+/// An answer's frames: borrowed from a batch, or owned (not `Cow`, which would make
+/// `Answer` invariant in its lifetime).
+#[derive(Debug, Clone)]
+pub enum Lines<'a> {
+    Borrowed(&'a [Line<'a>]),
+    Owned(Vec<Line<'a>>),
+}
+
+impl<'a> std::ops::Deref for Lines<'a> {
+    type Target = [Line<'a>];
+
+    fn deref(&self) -> &[Line<'a>] {
+        match self {
+            Lines::Borrowed(lines) => lines,
+            Lines::Owned(lines) => lines,
+        }
+    }
 }
 
 /// Where an answer's symbol came from; kernel symbols print their module.
@@ -126,14 +182,15 @@ pub enum Origin {
     KernelModule(String),
 }
 
-impl Answer {
-    /// The name line of the LLVM and GNU styles: `name`, or `name [module]` for a kernel
-    /// module's symbol.
-    pub fn display_name(&self) -> String {
-        match &self.origin {
-            Origin::KernelModule(module) => format!("{} [{module}]", self.name),
-            Origin::Elf | Origin::KernelImage => self.name.clone(),
+impl Answer<'_> {
+    /// Writes the name line of the LLVM and GNU styles: `name`, or `name [module]` for a
+    /// kernel module's symbol.
+    fn write_name(&self, w: &mut impl Write) -> io::Result<()> {
+        w.write_all(self.name.as_bytes())?;
+        if let Origin::KernelModule(module) = &self.origin {
+            write!(w, " [{module}]")?;
         }
+        Ok(())
     }
 }
 
@@ -144,17 +201,17 @@ enum ShownName<'a> {
     #[default]
     Unknown,
     /// The symbol table's (text: with a kernel module's ` [module]`).
-    Table(&'a Answer),
+    Table(&'a Answer<'a>),
     /// DWARF's.
-    Dwarf(String),
+    Dwarf(&'a str),
 }
 
 impl ShownName<'_> {
-    fn text(&self) -> String {
+    fn write_text(&self, w: &mut impl Write) -> io::Result<()> {
         match self {
-            ShownName::Unknown => "??".to_string(),
-            ShownName::Table(answer) => answer.display_name(),
-            ShownName::Dwarf(name) => name.clone(),
+            ShownName::Unknown => w.write_all(b"??"),
+            ShownName::Table(answer) => answer.write_name(w),
+            ShownName::Dwarf(name) => w.write_all(name.as_bytes()),
         }
     }
 
@@ -171,11 +228,11 @@ impl ShownName<'_> {
 #[derive(Debug, Default)]
 struct Shown<'a> {
     name: ShownName<'a>,
-    line: Option<&'a Line>,
+    line: Option<&'a Line<'a>>,
     /// JSON's `StartAddress`.
     start: Option<u64>,
     /// The symbol, when this frame is the one it names (JSON's `Offset`, `Size`, ...).
-    symbol: Option<&'a Answer>,
+    symbol: Option<&'a Answer<'a>>,
 }
 
 /// The short name (DW_AT_name) of a function from its DWARF name: the name itself when it
@@ -266,8 +323,8 @@ pub fn short_name(raw: &str, demangled: &str) -> String {
 
 /// What became of one query.
 #[derive(Debug, Clone)]
-pub enum Outcome {
-    Found(Answer),
+pub enum Outcome<'a> {
+    Found(Answer<'a>),
     NotFound,
     /// The module could not be read. `Some(message)` on the first query that hit the error
     /// (JSON reports it there, as llvm-symbolizer does); `None` on later ones.
@@ -316,7 +373,8 @@ impl Printer {
         }
     }
 
-    /// The frames llvm-symbolizer prints for `found` (at least one).
+    /// Frame `i` of those llvm-symbolizer prints for `found` (at least one: see
+    /// [`Printer::shown_count`]); one at a time, so that printing allocates nothing.
     ///
     /// - Without DWARF for the address: one frame, named by the symbol table with
     ///   `--functions=linkage`; with `short`, unnamed (`??`) when DWARF was read but does not
@@ -329,19 +387,19 @@ impl Printer {
     ///   `linkage` without a symbol), as llvm-symbolizer 14 does; in the GNU style, the
     ///   innermost frame whole (named by its own DWARF function), as llvm-symbolizer's GNU
     ///   style and addr2line without `-i` do.
-    fn shown_frames<'a>(&self, found: Option<&'a Answer>) -> Vec<Shown<'a>> {
+    fn shown_frame<'a>(&self, found: Option<&'a Answer<'a>>, i: usize) -> Shown<'a> {
         let Some(a) = found else {
-            return vec![Shown::default()];
+            return Shown::default();
         };
         let linkage = self.functions == Functions::Linkage;
         let table_name = a.has_symbol.then_some(ShownName::Table(a));
         let table_start = a.has_symbol.then_some(a.start);
         let symbol = (a.has_symbol && self.functions != Functions::None).then_some(a);
-        let frames = match &a.frames {
+        let frames = match a.frames.as_deref() {
             Some(frames) if !frames.is_empty() => frames,
             _ => {
                 let named = linkage || (self.functions == Functions::Short && a.frames.is_none());
-                return vec![if named {
+                return if named {
                     Shown {
                         name: ShownName::Table(a),
                         line: None,
@@ -350,18 +408,18 @@ impl Printer {
                     }
                 } else {
                     Shown::default()
-                }];
+                };
             }
         };
-        let dwarf_name = |line: &Line| {
+        let dwarf_name = |line: &'a Line<'a>| {
             let name = match self.functions {
-                Functions::Linkage => line.function.clone(),
-                Functions::Short => line.short.clone(),
+                Functions::Linkage => line.function.as_deref(),
+                Functions::Short => line.short.as_deref(),
                 Functions::None => None,
             };
             name.map_or(ShownName::Unknown, ShownName::Dwarf)
         };
-        let or_dwarf = |table: Option<ShownName<'a>>, line: &Line| match table {
+        let or_dwarf = |table: Option<ShownName<'a>>, line: &'a Line<'a>| match table {
             Some(name) => name,
             None => dwarf_name(line),
         };
@@ -375,42 +433,43 @@ impl Printer {
             // The start is the named function's: the symbol's (`linkage`), else the named
             // DWARF function's own (an inlined copy's, for an inlined frame).
             let start = if linkage { table_start } else { inner.start };
-            return vec![Shown {
+            return Shown {
                 name,
                 line: Some(inner),
                 start,
                 symbol,
-            }];
+            };
         }
         // GNU with --no-inlines: the innermost frame of the chain, whole (its own name), as
-        // llvm-symbolizer's GNU style does, like addr2line without -i.
-        let count = if self.inlines { frames.len() } else { 1 };
-        frames
-            .iter()
-            .take(count)
-            .enumerate()
-            .map(|(i, line)| {
-                let is_outer = i == outer;
-                let name = if is_outer && linkage {
-                    or_dwarf(a.has_symbol.then_some(ShownName::Table(a)), line)
-                } else {
-                    dwarf_name(line)
-                };
-                // The symbol's start where the symbol names the frame (the outer one, with
-                // `linkage`), else the DWARF function's (llvm-symbolizer's DW_AT_low_pc).
-                let start = if is_outer && linkage {
-                    table_start.or(line.start)
-                } else {
-                    line.start
-                };
-                Shown {
-                    name,
-                    line: Some(line),
-                    start,
-                    symbol: if is_outer { symbol } else { None },
-                }
-            })
-            .collect()
+        // llvm-symbolizer's GNU style does, like addr2line without -i (`shown_count`: 1).
+        let line = &frames[i.min(outer)];
+        let is_outer = i == outer;
+        let name = if is_outer && linkage {
+            or_dwarf(table_name, line)
+        } else {
+            dwarf_name(line)
+        };
+        // The symbol's start where the symbol names the frame (the outer one, with
+        // `linkage`), else the DWARF function's (llvm-symbolizer's DW_AT_low_pc).
+        let start = if is_outer && linkage {
+            table_start.or(line.start)
+        } else {
+            line.start
+        };
+        Shown {
+            name,
+            line: Some(line),
+            start,
+            symbol: if is_outer { symbol } else { None },
+        }
+    }
+
+    /// How many frames llvm-symbolizer prints for `found` ([`Printer::shown_frame`]).
+    fn shown_count(&self, found: Option<&Answer<'_>>) -> usize {
+        match found.and_then(|a| a.frames.as_deref()) {
+            Some(frames) if !frames.is_empty() && self.inlines => frames.len(),
+            _ => 1,
+        }
     }
 
     /// Prints the answer for `addr` (the address as the input gave it).
@@ -420,7 +479,7 @@ impl Printer {
         kind: Kind,
         module: &str,
         addr: u64,
-        outcome: &Outcome,
+        outcome: &Outcome<'_>,
     ) -> io::Result<()> {
         if self.style == Style::Json {
             let value = self.json_answer(kind, module, addr, outcome);
@@ -439,34 +498,39 @@ impl Printer {
         }
         match kind {
             Kind::Code => {
-                for (i, frame) in self.shown_frames(found).iter().enumerate() {
+                for i in 0..self.shown_count(found) {
+                    let frame = self.shown_frame(found, i);
                     if self.functions != Functions::None {
                         if self.pretty && i > 0 {
                             w.write_all(b" (inlined by) ")?;
                         }
-                        w.write_all(frame.name.text().as_bytes())?;
+                        frame.name.write_text(w)?;
                         w.write_all(if self.pretty { b" at " } else { b"\n" })?;
                     }
-                    let line = frame.line.cloned().unwrap_or_default();
+                    let line = frame.line.unwrap_or(&NO_LINE);
                     let file = line.file.as_deref().map_or("??", |f| self.paths.apply(f));
+                    w.write_all(file.as_bytes())?;
                     match self.style {
                         Style::Gnu => {
-                            write!(w, "{file}:{}", line.line)?;
+                            write!(w, ":{}", line.line)?;
                             if line.discriminator != 0 {
                                 write!(w, " (discriminator {})", line.discriminator)?;
                             }
                             w.write_all(b"\n")?;
                         }
-                        _ => writeln!(w, "{file}:{}:{}", line.line, line.column)?,
+                        _ => writeln!(w, ":{}:{}", line.line, line.column)?,
                     }
                 }
             }
             Kind::Data => {
                 // llvm-symbolizer prints the data name even with --functions=none, and the
                 // start and size in decimal.
-                let name = found.map_or_else(|| "??".to_string(), Answer::display_name);
+                match found {
+                    Some(answer) => answer.write_name(w)?,
+                    None => w.write_all(b"??")?,
+                }
                 let (start, size) = found.map_or((0, 0), |a| (a.start, a.size));
-                writeln!(w, "{name}\n{start} {size}")?;
+                writeln!(w, "\n{start} {size}")?;
             }
         }
         if self.style == Style::Llvm {
@@ -522,7 +586,7 @@ impl Printer {
     /// (the ELF symbol version, only for versioned symbols). Addresses and sizes are
     /// hex strings like llvm-symbolizer's `Address`, `StartAddress` and `Data.Size`.
     /// Keys are written in sorted order, as llvm-symbolizer writes them.
-    fn json_answer(&self, kind: Kind, module: &str, addr: u64, outcome: &Outcome) -> Value {
+    fn json_answer(&self, kind: Kind, module: &str, addr: u64, outcome: &Outcome<'_>) -> Value {
         let address = hex(addr);
         let found = match outcome {
             Outcome::ModuleError(Some(message)) => {
@@ -541,7 +605,7 @@ impl Printer {
         match kind {
             Kind::Data => {
                 let mut data = json!({
-                    "Name": found.map_or("", |a| a.name.as_str()),
+                    "Name": found.map_or("", |a| &*a.name),
                     "Size": hex(found.map_or(0, |a| a.size)),
                     "Start": hex(found.map_or(0, |a| a.start)),
                 });
@@ -551,10 +615,8 @@ impl Printer {
                 json!({ "Address": address, "Data": data, "ModuleName": module })
             }
             Kind::Code => {
-                let frames: Vec<Value> = self
-                    .shown_frames(found)
-                    .iter()
-                    .map(|frame| self.json_frame(frame))
+                let frames: Vec<Value> = (0..self.shown_count(found))
+                    .map(|i| self.json_frame(&self.shown_frame(found, i)))
                     .collect();
                 json!({ "Address": address, "ModuleName": module, "Symbol": frames })
             }
@@ -564,7 +626,7 @@ impl Printer {
     /// One element of JSON's `Symbol` list: llvm-symbolizer's keys, and ours on the frame
     /// the symbol names.
     fn json_frame(&self, frame: &Shown<'_>) -> Value {
-        let line = frame.line.cloned().unwrap_or_default();
+        let line = frame.line.unwrap_or(&NO_LINE);
         let file = line.file.as_deref().map_or("", |f| self.paths.apply(f));
         let mut value = json!({
             "Column": line.column,
