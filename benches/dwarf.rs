@@ -11,14 +11,19 @@
 //!   follow build-ids, so its `Loader` is opened on the debug file directly (a head start);
 //!   blazesym is given `libc.so.6` and finds the debug file through `.gnu_debuglink` in its
 //!   default debug dirs.
-//! - warm: the same batch again on the symbolizer of a cold run.
+//! - warm, new addresses: a second batch of 20,000 different random addresses (another
+//!   seed) on the symbolizer of a cold run: what a profiler meets (new samples, the same
+//!   binaries).
+//! - warm, same batch: the cold run's batch again on its symbolizer (everything it needs is
+//!   cached), reported apart.
 //!
 //! Before timing, the peers' chains are compared (frame counts, innermost function names
-//! and lines) and the agreement printed. Peak memory: each peer's cold run is repeated in a
-//! child process of this bench and its peak resident set (`VmHWM`) reported.
-//! After the criterion groups, interleaved rounds run the peers in turn and the summary
-//! prints medians and the ratios against the targets (cold and warm ≥ 2× faster than the
-//! addr2line crate and ≥ 3× faster than blazesym; peak memory not above blazesym's).
+//! and lines) and the agreement printed. Peak memory: each peer's cold run and its second
+//! batch are repeated in a child process of this bench and its peak resident set (`VmHWM`)
+//! reported. After the criterion groups, interleaved rounds run the peers in turn and the
+//! summary prints medians and the ratios against the targets (cold and warm with new
+//! addresses ≥ 2× faster than the addr2line crate and ≥ 3× faster than blazesym; peak
+//! memory not above the addr2line crate's).
 //!
 //! Needs libc6-dbg (the bench says so and stops without it).
 //! `cargo bench --bench dwarf` takes about a minute; `-- --test` runs each once.
@@ -31,64 +36,26 @@ use std::time::{Duration, Instant};
 use blazesym::symbolize::source::{Elf as BlazeElf, Source as BlazeSource};
 use blazesym::symbolize::{Input as BlazeInput, Symbolized, Symbolizer as BlazeSymbolizer};
 use criterion::{Criterion, SamplingMode};
-use object::{Object, ObjectSymbol, SymbolKind};
 use stacksym::{Input, Source, Symbolizer};
 
 mod common;
-use common::{consume, median as median_of, mode, XorShift};
+use common::{
+    consume, function_addresses, libc_debug_file as debug_file, median as median_of, mode,
+    DEBUG_DIR, LIBC,
+};
 
-const LIBC: &str = "/usr/lib/x86_64-linux-gnu/libc.so.6";
-const DEBUG_DIR: &str = "/usr/lib/debug";
 /// How many addresses every peer symbolizes.
 const ADDRESS_COUNT: usize = 20_000;
 /// Fixed seed of the address generator, so every run uses the same addresses.
 const SEED: u64 = 0x0d1a_ce5e_ed5e_ed01;
+/// The seed of the second batch (warm, new addresses).
+const SECOND_SEED: u64 = 0x5ec0_4d5e_ed5e_ed02;
 /// Argument that makes this bench a child that measures one peer's peak memory.
 const PEAK_CHILD: &str = "--peak-memory-of";
 
-/// libc's debug file, by the build-id of libc.so.6 (read with the object crate).
-fn debug_file() -> Result<PathBuf, String> {
-    let bytes = std::fs::read(LIBC).map_err(|e| format!("{LIBC}: {e}"))?;
-    let file = object::File::parse(&*bytes).map_err(|e| format!("{LIBC}: {e}"))?;
-    let id = file
-        .build_id()
-        .ok()
-        .flatten()
-        .ok_or_else(|| format!("{LIBC} has no build-id"))?;
-    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
-    let path = PathBuf::from(format!(
-        "{DEBUG_DIR}/.build-id/{}/{}.debug",
-        &hex[..2],
-        &hex[2..]
-    ));
-    if path.is_file() {
-        Ok(path)
-    } else {
-        Err(format!(
-            "{} does not exist (apt-get install libc6-dbg)",
-            path.display()
-        ))
-    }
-}
-
-/// Random addresses inside sized FUNC symbols of the debug file's `.symtab`.
-fn pick_addresses(debug: &Path) -> Vec<u64> {
-    let bytes = std::fs::read(debug).expect("debug file readable");
-    let file = object::File::parse(&*bytes).expect("debug file parses");
-    let mut funcs: Vec<(u64, u64)> = file
-        .symbols()
-        .filter(|s| s.kind() == SymbolKind::Text && s.size() > 0 && s.is_definition())
-        .map(|s| (s.address(), s.size()))
-        .collect();
-    funcs.sort_unstable();
-    funcs.dedup();
-    let mut rng = XorShift(SEED);
-    (0..ADDRESS_COUNT)
-        .map(|_| {
-            let (start, size) = funcs[(rng.next() % funcs.len() as u64) as usize];
-            start + rng.next() % size
-        })
-        .collect()
+/// The bench's addresses in libc (see the module docs); `seed` picks the batch.
+fn pick_addresses(debug: &Path, seed: u64) -> Vec<u64> {
+    function_addresses(debug, ADDRESS_COUNT, seed).expect("libc's debug file has functions")
 }
 
 /// One address's answer, reduced for comparing the peers: (frames, innermost function,
@@ -289,6 +256,37 @@ impl Peer {
         };
         start.elapsed()
     }
+
+    /// A new symbolizer: `first` (cold), then `second` (new addresses on the opened file);
+    /// both timed.
+    fn cold_then_new(self, debug: &Path, first: &[u64], second: &[u64]) -> (Duration, Duration) {
+        fn timed(run: impl FnOnce() -> usize) -> Duration {
+            let start = Instant::now();
+            black_box(run());
+            start.elapsed()
+        }
+        match self {
+            Peer::Stacksym => {
+                let mut s = None;
+                let cold = timed(|| stacksym_run(s.insert(stacksym_new()), first, None));
+                let s = s.expect("set by the cold run");
+                (cold, timed(|| stacksym_run(&s, second, None)))
+            }
+            Peer::Addr2line => {
+                let mut s = None;
+                let cold = timed(|| addr2line_run(s.insert(addr2line_new(debug)), first, None));
+                let s = s.expect("set by the cold run");
+                (cold, timed(|| addr2line_run(&s, second, None)))
+            }
+            Peer::Blazesym => {
+                let mut s = None;
+                let source = blazesym_source();
+                let cold = timed(|| blazesym_run(s.insert(blazesym_new()), &source, first, None));
+                let s = s.expect("set by the cold run");
+                (cold, timed(|| blazesym_run(&s, &source, second, None)))
+            }
+        }
+    }
 }
 
 /// Warm symbolizers of every peer, each after one cold run.
@@ -335,21 +333,22 @@ fn peak_rss_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// Child mode: one cold run of `peer`, then its peak RSS on stdout.
+/// Child mode: one cold run of `peer` and its second batch, then its peak RSS on stdout.
 fn peak_child(peer: &str) {
     let debug = debug_file().expect("the parent checked the debug file");
-    let addrs = pick_addresses(&debug);
+    let addrs = pick_addresses(&debug, SEED);
+    let second = pick_addresses(&debug, SECOND_SEED);
     let before = peak_rss_kib().unwrap_or(0);
     let peer = Peer::ALL
         .into_iter()
         .find(|p| p.name() == peer)
         .expect("a peer's name");
-    peer.cold(&debug, &addrs);
+    peer.cold_then_new(&debug, &addrs, &second);
     println!("{} {before}", peak_rss_kib().unwrap_or(0));
 }
 
-/// Peak RSS of a cold run of `peer`, in KiB, measured in a child process: (peak, the
-/// child's peak before the run, which every peer shares).
+/// Peak RSS of a cold run of `peer` and its second batch, in KiB, measured in a child
+/// process: (peak, the child's peak before the run, which every peer shares).
 fn peak_of(peer: Peer) -> Option<(u64, u64)> {
     let exe = std::env::current_exe().ok()?;
     let out = Command::new(exe)
@@ -380,11 +379,13 @@ fn main() {
             return;
         }
     };
-    let addrs = pick_addresses(&debug);
+    let addrs = pick_addresses(&debug, SEED);
+    let second = pick_addresses(&debug, SECOND_SEED);
 
     if !listing {
         println!(
-            "{LIBC} with {}: {} addresses in sized functions, seed {SEED:#x}",
+            "{LIBC} with {}: {} addresses in sized functions, seed {SEED:#x} (the second \
+             batch: seed {SECOND_SEED:#x})",
             debug.display(),
             addrs.len()
         );
@@ -436,7 +437,22 @@ fn main() {
         group.finish();
     }
     {
-        let mut group = criterion.benchmark_group("dwarf-warm");
+        // Each sample: new symbolizers, the first batch (not timed), the second one timed.
+        let mut group = criterion.benchmark_group("dwarf-warm-new-addresses");
+        group.sampling_mode(SamplingMode::Flat);
+        for peer in Peer::ALL {
+            group.bench_function(peer.name(), |b| {
+                b.iter_custom(|iters| {
+                    (0..iters)
+                        .map(|_| peer.cold_then_new(&debug, &addrs, &second).1)
+                        .sum()
+                })
+            });
+        }
+        group.finish();
+    }
+    {
+        let mut group = criterion.benchmark_group("dwarf-warm-same-batch");
         group.sampling_mode(SamplingMode::Flat);
         let warm = Warm::new(&debug, &addrs);
         for peer in Peer::ALL {
@@ -454,26 +470,27 @@ fn main() {
     // Interleaved rounds: the peers take turns, so load from elsewhere falls on all.
     let rounds = if quick { 1 } else { 7 };
     let warm = Warm::new(&debug, &addrs);
-    let mut cold: [Vec<f64>; 3] = Default::default();
-    let mut hot: [Vec<f64>; 3] = Default::default();
-    let mut cold_ratio: [Vec<f64>; 2] = Default::default();
-    let mut hot_ratio: [Vec<f64>; 2] = Default::default();
+    // Per measure (cold, warm with new addresses, warm with the same batch), per peer.
+    let mut times: [[Vec<f64>; 3]; 3] = Default::default();
+    // Per measure, the addr2line crate's and blazesym's time over stacksym's.
+    let mut ratios: [[Vec<f64>; 2]; 3] = Default::default();
     for _ in 0..rounds {
-        let c: Vec<f64> = Peer::ALL
-            .iter()
-            .map(|p| p.cold(&debug, &addrs).as_secs_f64())
-            .collect();
-        let h: Vec<f64> = Peer::ALL
-            .iter()
-            .map(|&p| warm.time(p, &addrs).as_secs_f64())
-            .collect();
-        for i in 0..3 {
-            cold[i].push(c[i]);
-            hot[i].push(h[i]);
+        let mut round = [[0.0; 3]; 3];
+        for (i, peer) in Peer::ALL.into_iter().enumerate() {
+            let (cold, new) = peer.cold_then_new(&debug, &addrs, &second);
+            round[0][i] = cold.as_secs_f64();
+            round[1][i] = new.as_secs_f64();
         }
-        for i in 0..2 {
-            cold_ratio[i].push(c[i + 1] / c[0]);
-            hot_ratio[i].push(h[i + 1] / h[0]);
+        for (i, &peer) in Peer::ALL.iter().enumerate() {
+            round[2][i] = warm.time(peer, &addrs).as_secs_f64();
+        }
+        for m in 0..3 {
+            for i in 0..3 {
+                times[m][i].push(round[m][i]);
+            }
+            for i in 0..2 {
+                ratios[m][i].push(round[m][i + 1] / round[m][0]);
+            }
         }
     }
     let peaks: Vec<Option<(u64, u64)>> = Peer::ALL.iter().map(|&p| peak_of(p)).collect();
@@ -483,7 +500,7 @@ fn main() {
     let verdict = |ratio: f64, target: f64| if ratio >= target { "met" } else { "MISSED" };
     println!();
     println!(
-        "summary ({rounds} interleaved round(s){}; {} addresses):",
+        "summary ({rounds} interleaved round(s){}; {} addresses per batch):",
         if quick {
             ", quick run: indicative only"
         } else {
@@ -495,16 +512,21 @@ fn main() {
     println!("|---|---|---|---|");
     println!(
         "| cold (open + find debug file + all frames), ms | {:.1} | {:.1} | {:.1} |",
-        ms(&cold[0]),
-        ms(&cold[1]),
-        ms(&cold[2])
+        ms(&times[0][0]),
+        ms(&times[0][1]),
+        ms(&times[0][2])
     );
-    println!(
-        "| warm, µs/address | {:.2} | {:.2} | {:.2} |",
-        us_per_addr(&hot[0]),
-        us_per_addr(&hot[1]),
-        us_per_addr(&hot[2])
-    );
+    for (m, what) in [
+        (1, "warm, new addresses (a second batch on the opened file)"),
+        (2, "warm, the same batch again"),
+    ] {
+        println!(
+            "| {what}, µs/address | {:.2} | {:.2} | {:.2} |",
+            us_per_addr(&times[m][0]),
+            us_per_addr(&times[m][1]),
+            us_per_addr(&times[m][2])
+        );
+    }
     let peak = |p: &Option<(u64, u64)>| {
         p.map_or_else(
             || "?".to_string(),
@@ -518,7 +540,8 @@ fn main() {
         )
     };
     println!(
-        "| peak RSS of a cold run, MiB (+ over the child's baseline) | {} | {} | {} |",
+        "| peak RSS of a cold run and a second batch, MiB (+ over the child's baseline) | {} | \
+         {} | {} |",
         peak(&peaks[0]),
         peak(&peaks[1]),
         peak(&peaks[2])
@@ -529,19 +552,19 @@ fn main() {
         .into_iter()
         .enumerate()
     {
-        let (c, h) = (median(cold_ratio[i].clone()), median(hot_ratio[i].clone()));
-        println!(
-            "| cold ≥ {target}× faster than the {name} | {c:.2}× | {} |",
-            verdict(c, target)
-        );
-        println!(
-            "| warm ≥ {target}× faster than the {name} | {h:.2}× | {} |",
-            verdict(h, target)
-        );
+        for (m, what) in [(0, "cold"), (1, "warm (new addresses)")] {
+            let r = median(ratios[m][i].clone());
+            println!(
+                "| {what} ≥ {target}× faster than the {name} | {r:.2}× | {} |",
+                verdict(r, target)
+            );
+        }
+        let r = median(ratios[2][i].clone());
+        println!("| (warm, the same batch: not a target) vs the {name} | {r:.2}× | |");
     }
-    if let (Some((ours, _)), Some((theirs, _))) = (peaks[0], peaks[2]) {
+    if let (Some((ours, _)), Some((theirs, _))) = (peaks[0], peaks[1]) {
         println!(
-            "| peak memory not above blazesym's | {:.1} vs {:.1} MiB | {} |",
+            "| peak memory not above the addr2line crate's | {:.1} vs {:.1} MiB | {} |",
             ours as f64 / 1024.0,
             theirs as f64 / 1024.0,
             if ours <= theirs { "met" } else { "MISSED" }

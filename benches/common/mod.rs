@@ -1,6 +1,65 @@
 //! What the benches share: the fixed-seed address generator, the way results are read, the
-//! median of interleaved rounds, and the command-line mode. `mod common;` in each bench.
+//! median of interleaved rounds, the command-line mode, and the system libc with its debug
+//! file. `mod common;` in each bench.
 #![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use object::{Object, ObjectSymbol, SymbolKind};
+
+/// The system libc, whose DWARF is in libc6-dbg's debug file.
+pub const LIBC: &str = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+/// Where libc6-dbg puts it.
+pub const DEBUG_DIR: &str = "/usr/lib/debug";
+
+/// libc's debug file, by the build-id of libc.so.6 (read with the object crate).
+pub fn libc_debug_file() -> Result<PathBuf, String> {
+    let bytes = std::fs::read(LIBC).map_err(|e| format!("{LIBC}: {e}"))?;
+    let file = object::File::parse(&*bytes).map_err(|e| format!("{LIBC}: {e}"))?;
+    let id = file
+        .build_id()
+        .ok()
+        .flatten()
+        .ok_or_else(|| format!("{LIBC} has no build-id"))?;
+    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+    let path = PathBuf::from(format!(
+        "{DEBUG_DIR}/.build-id/{}/{}.debug",
+        &hex[..2],
+        &hex[2..]
+    ));
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "{} does not exist (apt-get install libc6-dbg)",
+            path.display()
+        ))
+    }
+}
+
+/// `count` random addresses inside sized FUNC symbols of `path`'s symbol tables: a
+/// function picked uniformly (fixed-seed xorshift), then an offset inside it.
+pub fn function_addresses(path: &Path, count: usize, seed: u64) -> Result<Vec<u64>, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let file = object::File::parse(&*bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut funcs: Vec<(u64, u64)> = file
+        .symbols()
+        .filter(|s| s.kind() == SymbolKind::Text && s.size() > 0 && s.is_definition())
+        .map(|s| (s.address(), s.size()))
+        .collect();
+    funcs.sort_unstable();
+    funcs.dedup();
+    if funcs.is_empty() {
+        return Err(format!("{} has no sized functions", path.display()));
+    }
+    let mut rng = XorShift(seed);
+    Ok((0..count)
+        .map(|_| {
+            let (start, size) = funcs[(rng.next() % funcs.len() as u64) as usize];
+            start + rng.next() % size
+        })
+        .collect())
+}
 
 /// Fixed-seed xorshift64 (the same seed gives the same addresses in every run).
 pub struct XorShift(pub u64);
