@@ -1,0 +1,339 @@
+//! Reading a `perf record --call-graph dwarf` recording (perf.data) for the unwinder, through
+//! the linux-perf-data crate: the header checked here first (so a wrong or truncated file is
+//! named with the offset of what is missing), then the records the unwinder needs as plain
+//! values ([`PerfEvent`]): COMM, FORK, MMAP/MMAP2 (a mapping of a file: what
+//! `stacksym::unwind::Modules::add` takes) and SAMPLE (the user registers as perf's `perf_regs`
+//! mask and values, the stack copy cut to its `dyn_size`, the kernel part of the callchain).
+//! [`Sample::unwind_input`] makes registers and a `StackCopy` of a sample.
+//!
+//! Shared by examples/perf_unwind.rs, benches/unwind.rs and the `perf_data` fuzz target
+//! (`#[path]`), so all three read recordings the same way. Errors are messages naming the
+//! file; nothing here panics on any input.
+#![allow(dead_code)] // each user takes what it needs
+
+use std::borrow::Cow;
+use std::io::{Read, Seek};
+use std::path::{Path, PathBuf};
+
+use linux_perf_data::linux_perf_event_reader::{CpuMode, EventRecord};
+use linux_perf_data::{PerfFile, PerfFileReader, PerfFileRecord, PerfRecordIter};
+use stacksym::unwind::{Registers, RegsAarch64, RegsX86_64, StackCopy};
+
+/// perf's callchain context markers (`PERF_CONTEXT_*`), as u64.
+const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
+const PERF_CONTEXT_USER: u64 = -512i64 as u64;
+
+/// Size of perf.data's file header (`struct perf_file_header`).
+const HEADER_SIZE: usize = 104;
+
+/// The architecture a recording was made on (its `arch` header feature; x86_64 when absent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordedArch {
+    X86_64,
+    Aarch64,
+}
+
+/// An open recording.
+pub struct PerfData<R: Read> {
+    path: PathBuf,
+    perf_file: PerfFile,
+    records: PerfRecordIter<R>,
+    /// Records read so far (for errors).
+    count: u64,
+    /// The user registers' mask of each event attribute (`sample_regs_user`).
+    regs_masks: Vec<u64>,
+}
+
+/// One record the unwinder uses.
+#[derive(Debug)]
+pub enum PerfEvent<'a> {
+    /// A thread's name (`COMM`).
+    Comm { tid: i32, name: String },
+    /// A new thread or process (`FORK`).
+    Fork {
+        pid: i32,
+        ppid: i32,
+        tid: i32,
+        ptid: i32,
+    },
+    /// A mapping (`MMAP`, `MMAP2`): `len` bytes at `start` from file offset `pgoff` of `path`
+    /// (a path, or perf's `[vdso]`, `//anon`...).
+    Mmap {
+        pid: i32,
+        start: u64,
+        len: u64,
+        pgoff: u64,
+        path: Vec<u8>,
+    },
+    /// A sample.
+    Sample(Sample<'a>),
+    /// A record the unwinder does not use.
+    Other,
+}
+
+/// One sample.
+#[derive(Debug)]
+pub struct Sample<'a> {
+    pub pid: i32,
+    pub tid: i32,
+    /// The sample interrupted user code.
+    pub in_user_mode: bool,
+    /// The sample's `ip`.
+    pub ip: Option<u64>,
+    /// The kernel frames of the callchain, innermost first (context markers left out).
+    pub kernel_callchain: Vec<u64>,
+    /// The user registers' `perf_regs` mask and values (mask 0: none recorded).
+    pub regs_mask: u64,
+    pub regs: Vec<u64>,
+    /// The user stack copy from the stack pointer up, `dyn_size` bytes of it.
+    pub stack: Cow<'a, [u8]>,
+}
+
+impl Sample<'_> {
+    /// The registers and stack copy to unwind, when the sample recorded both.
+    pub fn unwind_input<A: FromPerfRegs>(&self) -> Option<(A, StackCopy<'_>)> {
+        if self.regs_mask == 0 {
+            return None;
+        }
+        let regs = A::from_perf_regs(self.regs_mask, &self.regs);
+        let sp = regs.sp().unwrap_or(0);
+        Some((regs, StackCopy::new(sp, &self.stack)))
+    }
+}
+
+/// Registers made from perf's `perf_regs` mask and values.
+pub trait FromPerfRegs: Registers {
+    fn from_perf_regs(mask: u64, values: &[u64]) -> Self;
+}
+
+impl FromPerfRegs for RegsX86_64 {
+    fn from_perf_regs(mask: u64, values: &[u64]) -> Self {
+        RegsX86_64::from_perf(mask, values)
+    }
+}
+
+impl FromPerfRegs for RegsAarch64 {
+    fn from_perf_regs(mask: u64, values: &[u64]) -> Self {
+        RegsAarch64::from_perf(mask, values)
+    }
+}
+
+/// Opens the recording at `path`.
+pub fn open(path: &Path) -> Result<PerfData<std::io::BufReader<std::fs::File>>, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let len = file
+        .metadata()
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .len();
+    let mut reader = std::io::BufReader::new(file);
+    let mut header = [0u8; HEADER_SIZE];
+    let read =
+        read_up_to(&mut reader, &mut header).map_err(|e| format!("{}: {e}", path.display()))?;
+    check_header(path, &header[..read], len)?;
+    reader
+        .rewind()
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    PerfData::new(path, reader)
+}
+
+/// Reads a recording held in memory; `name` names it in errors.
+pub fn from_bytes<'a>(
+    name: &Path,
+    bytes: &'a [u8],
+) -> Result<PerfData<std::io::Cursor<&'a [u8]>>, String> {
+    check_header(name, bytes, bytes.len() as u64)?;
+    PerfData::new(name, std::io::Cursor::new(bytes))
+}
+
+fn read_up_to(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match reader.read(&mut buf[filled..])? {
+            0 => break,
+            n => filled += n,
+        }
+    }
+    Ok(filled)
+}
+
+/// Checks the start of a perf.data file (`len` bytes long): its magic, and that the data
+/// section its header names is inside the file.
+fn check_header(path: &Path, start: &[u8], len: u64) -> Result<(), String> {
+    let Some(header) = start.get(..HEADER_SIZE) else {
+        return Err(format!(
+            "{}: not a perf.data file: {len} bytes, shorter than the {HEADER_SIZE}-byte header \
+             at offset 0",
+            path.display()
+        ));
+    };
+    if &header[..8] != b"PERFILE2" {
+        return Err(format!(
+            "{}: not a perf.data file: offset 0 holds {:?}, not the magic \"PERFILE2\"",
+            path.display(),
+            String::from_utf8_lossy(&header[..8])
+        ));
+    }
+    let word = |at: usize| {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(&header[at..at + 8]);
+        u64::from_le_bytes(bytes)
+    };
+    let (data_offset, data_size) = (word(40), word(48));
+    let end = data_offset.saturating_add(data_size);
+    if end > len {
+        return Err(format!(
+            "{}: truncated perf.data: the data section (offset {data_offset:#x}, {data_size} \
+             bytes) ends at offset {end:#x}, the file at {len:#x}",
+            path.display()
+        ));
+    }
+    Ok(())
+}
+
+impl<R: Read + Seek> PerfData<R> {
+    fn new(path: &Path, reader: R) -> Result<PerfData<R>, String> {
+        let PerfFileReader {
+            perf_file,
+            record_iter,
+        } = PerfFileReader::parse_file(reader)
+            .map_err(|e| format!("{}: not a readable perf.data file: {e}", path.display()))?;
+        let regs_masks = perf_file
+            .event_attributes()
+            .iter()
+            .map(|attr| attr.attr.sample_regs_user)
+            .collect();
+        Ok(PerfData {
+            path: path.to_path_buf(),
+            perf_file,
+            records: record_iter,
+            count: 0,
+            regs_masks,
+        })
+    }
+}
+
+impl<R: Read> PerfData<R> {
+    /// The architecture recorded in the header (x86_64 when it says none).
+    pub fn arch(&self) -> RecordedArch {
+        match self.perf_file.arch() {
+            Ok(Some("aarch64" | "arm64")) => RecordedArch::Aarch64,
+            _ => RecordedArch::X86_64,
+        }
+    }
+
+    /// The build-ids the header lists: (path, build-id).
+    pub fn build_ids(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut ids: Vec<_> = match self.perf_file.build_ids() {
+            Ok(ids) => ids
+                .into_values()
+                .map(|info| (info.path, info.build_id))
+                .collect(),
+            Err(_) => vec![],
+        };
+        ids.sort();
+        ids
+    }
+
+    /// The next record; `Ok(None)` at the end.
+    pub fn next_event(&mut self) -> Result<Option<PerfEvent<'_>>, String> {
+        let record = match self.records.next_record(&mut self.perf_file) {
+            Ok(Some(record)) => record,
+            Ok(None) => return Ok(None),
+            Err(e) => {
+                return Err(format!(
+                    "{}: record {} (after the header) is unreadable: {e}",
+                    self.path.display(),
+                    self.count
+                ))
+            }
+        };
+        self.count += 1;
+        let PerfFileRecord::EventRecord { record, attr_index } = record else {
+            return Ok(Some(PerfEvent::Other));
+        };
+        let parsed = record.parse().map_err(|e| {
+            format!(
+                "{}: record {}: malformed: {e}",
+                self.path.display(),
+                self.count
+            )
+        })?;
+        Ok(Some(match parsed {
+            EventRecord::Comm(comm) => PerfEvent::Comm {
+                tid: comm.tid,
+                name: String::from_utf8_lossy(&comm.name.as_slice()).into_owned(),
+            },
+            EventRecord::Fork(fork) => PerfEvent::Fork {
+                pid: fork.pid,
+                ppid: fork.ppid,
+                tid: fork.tid,
+                ptid: fork.ptid,
+            },
+            EventRecord::Mmap(mmap) => PerfEvent::Mmap {
+                pid: mmap.pid,
+                start: mmap.address,
+                len: mmap.length,
+                pgoff: mmap.page_offset,
+                path: mmap.path.as_slice().into_owned(),
+            },
+            EventRecord::Mmap2(mmap) => PerfEvent::Mmap {
+                pid: mmap.pid,
+                start: mmap.address,
+                len: mmap.length,
+                pgoff: mmap.page_offset,
+                path: mmap.path.as_slice().into_owned(),
+            },
+            EventRecord::Sample(sample) => {
+                let (Some(pid), Some(tid)) = (sample.pid, sample.tid) else {
+                    return Ok(Some(PerfEvent::Other));
+                };
+                let mut kernel_callchain = Vec::new();
+                if let Some(callchain) = &sample.callchain {
+                    let mut in_user = false;
+                    for i in 0..callchain.len() {
+                        let Some(ip) = callchain.get(i) else { break };
+                        if ip >= PERF_CONTEXT_MAX {
+                            in_user = ip == PERF_CONTEXT_USER;
+                        } else if !in_user {
+                            kernel_callchain.push(ip);
+                        }
+                    }
+                }
+                let (mut regs_mask, mut regs) = (0u64, Vec::new());
+                if let Some(user_regs) = &sample.user_regs {
+                    let mask = self.regs_masks.get(attr_index).copied().unwrap_or(u64::MAX);
+                    for reg in (0..64).filter(|reg| mask & (1 << reg) != 0) {
+                        if let Some(value) = user_regs.get(reg) {
+                            regs_mask |= 1 << reg;
+                            regs.push(value);
+                        }
+                    }
+                }
+                let stack = match sample.user_stack {
+                    Some((stack, dyn_size)) => {
+                        let len = usize::try_from(dyn_size).unwrap_or(usize::MAX);
+                        match stack.as_slice() {
+                            Cow::Borrowed(bytes) => Cow::Borrowed(&bytes[..len.min(bytes.len())]),
+                            Cow::Owned(mut bytes) => {
+                                bytes.truncate(len);
+                                Cow::Owned(bytes)
+                            }
+                        }
+                    }
+                    None => Cow::Borrowed(&[][..]),
+                };
+                PerfEvent::Sample(Sample {
+                    pid,
+                    tid,
+                    in_user_mode: matches!(sample.cpu_mode, CpuMode::User),
+                    ip: sample.ip,
+                    kernel_callchain,
+                    regs_mask,
+                    regs,
+                    stack,
+                })
+            }
+            _ => PerfEvent::Other,
+        }))
+    }
+}
