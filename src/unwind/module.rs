@@ -147,10 +147,6 @@ impl Modules {
         self.cfis.get(module.cfi as usize)
     }
 
-    pub(crate) fn cfi_index(module: &Module) -> u32 {
-        module.cfi
-    }
-
     /// How many distinct files are mapped.
     pub fn file_count(&self) -> usize {
         self.cfis.len()
