@@ -319,7 +319,9 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
         let Some(elf) = modules.elf(module) else {
             return unknown(addr);
         };
-        let offset = module.file_offset_of(addr).0;
+        let Some(offset) = module.file_offset_of(addr).map(|offset| offset.0) else {
+            return unknown(addr);
+        };
         let path = elf.path().to_path_buf();
         let is_vdso = self.vdso.as_ref().is_some_and(|v| Arc::ptr_eq(v, elf));
         let dso = if is_vdso {
