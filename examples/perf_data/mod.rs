@@ -12,10 +12,12 @@
 #![allow(dead_code)] // each user takes what it needs
 
 use std::borrow::Cow;
-use std::io::{Read, Seek};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use linux_perf_data::linux_perf_event_reader::{CpuMode, EventRecord};
+use linux_perf_data::linux_perf_event_reader::{
+    CpuMode, EventRecord, RawEventRecord, ReadFormat, RecordType, SampleFormat,
+};
 use linux_perf_data::{PerfFile, PerfFileReader, PerfFileRecord, PerfRecordIter};
 use stacksym::unwind::{Registers, RegsAarch64, RegsX86_64, StackCopy};
 
@@ -126,13 +128,7 @@ pub fn open(path: &Path) -> Result<PerfData<std::io::BufReader<std::fs::File>>, 
         .map_err(|e| format!("{}: {e}", path.display()))?
         .len();
     let mut reader = std::io::BufReader::new(file);
-    let mut header = [0u8; HEADER_SIZE];
-    let read =
-        read_up_to(&mut reader, &mut header).map_err(|e| format!("{}: {e}", path.display()))?;
-    check_header(path, &header[..read], len)?;
-    reader
-        .rewind()
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+    check_layout(path, &mut reader, len)?;
     PerfData::new(path, reader)
 }
 
@@ -141,8 +137,156 @@ pub fn from_bytes<'a>(
     name: &Path,
     bytes: &'a [u8],
 ) -> Result<PerfData<std::io::Cursor<&'a [u8]>>, String> {
-    check_header(name, bytes, bytes.len() as u64)?;
-    PerfData::new(name, std::io::Cursor::new(bytes))
+    let mut reader = std::io::Cursor::new(bytes);
+    check_layout(name, &mut reader, bytes.len() as u64)?;
+    PerfData::new(name, reader)
+}
+
+/// `perf_file_header.attr_size` and `HEADER_EVENT_DESC`'s: at least `PERF_ATTR_SIZE_VER0`;
+/// at most a page (perf's attrs are 136 bytes today).
+const ATTR_SIZES: std::ops::RangeInclusive<u64> = 64..=4096;
+const HEADER_EVENT_DESC: u32 = 12;
+const HEADER_SIMPLEPERF_META_INFO: u32 = 129;
+
+/// Checks what linux-perf-data reads before the first record, so that it never allocates
+/// or seeks by a size the file does not back (it trusts sizes and counts: an attr size of 0
+/// divides by zero, a feature section of 2^60 bytes is allocated before it is read):
+/// the magic; the attr, data and event-type sections and every feature section inside the
+/// file; the attr size; the walk of `HEADER_EVENT_DESC` (counts, names and id lists within
+/// the section). Rewinds `reader` to the start.
+fn check_layout<R: Read + Seek>(path: &Path, reader: &mut R, len: u64) -> Result<(), String> {
+    let io = |e: std::io::Error| format!("{}: {e}", path.display());
+    let mut header = [0u8; HEADER_SIZE];
+    reader.rewind().map_err(io)?;
+    let read = read_up_to(reader, &mut header).map_err(io)?;
+    if read < HEADER_SIZE {
+        return Err(format!(
+            "{}: not a perf.data file: {len} bytes, shorter than the {HEADER_SIZE}-byte header \
+             at offset 0",
+            path.display()
+        ));
+    }
+    if &header[..8] != b"PERFILE2" {
+        return Err(format!(
+            "{}: not a perf.data file: offset 0 holds {:?}, not the magic \"PERFILE2\"",
+            path.display(),
+            String::from_utf8_lossy(&header[..8])
+        ));
+    }
+    let word = |at: usize| le_u64(&header[at..at + 8]);
+    let bad = |what: String| Err(format!("{}: malformed perf.data: {what}", path.display()));
+    let (data_offset, data_size) = (word(40), word(48));
+    let data_end = data_offset.saturating_add(data_size);
+    if data_end > len {
+        return Err(format!(
+            "{}: truncated perf.data: the data section (offset {data_offset:#x}, {data_size} \
+             bytes) ends at offset {data_end:#x}, the file at {len:#x}",
+            path.display()
+        ));
+    }
+    let attr_size = word(16);
+    if !ATTR_SIZES.contains(&attr_size) {
+        return bad(format!("attr size {attr_size} at offset 0x10"));
+    }
+    for (name, at) in [("attr", 24), ("event types", 56)] {
+        let (offset, size) = (word(at), word(at + 8));
+        if offset.checked_add(size).is_none_or(|end| end > len) {
+            return bad(format!(
+                "the {name} section (offset {offset:#x}, {size} bytes; header offset {at:#x}) \
+                 is not inside the file ({len:#x} bytes)"
+            ));
+        }
+    }
+    let features: Vec<u32> = (0..256u32)
+        .filter(|&bit| header[72 + (bit / 8) as usize] & (1 << (bit % 8)) != 0)
+        .collect();
+    if features.contains(&HEADER_SIMPLEPERF_META_INFO) {
+        return bad("a simpleperf recording (not read here)".to_string());
+    }
+    // The feature sections' table follows the data section: (offset, size) per feature bit.
+    let table_len = 16 * features.len() as u64;
+    if data_end.saturating_add(table_len) > len {
+        return Err(format!(
+            "{}: truncated perf.data: the table of {} feature sections at offset {data_end:#x} \
+             ends past the file's end at {len:#x}",
+            path.display(),
+            features.len()
+        ));
+    }
+    reader.seek(SeekFrom::Start(data_end)).map_err(io)?;
+    let mut table = vec![0u8; table_len as usize];
+    reader.read_exact(&mut table).map_err(io)?;
+    for (i, &feature) in features.iter().enumerate() {
+        let (offset, size) = (le_u64(&table[16 * i..]), le_u64(&table[16 * i + 8..]));
+        if offset.checked_add(size).is_none_or(|end| end > len) {
+            return bad(format!(
+                "feature section {feature} (offset {offset:#x}, {size} bytes; table entry at \
+                 {:#x}) is not inside the file ({len:#x} bytes)",
+                data_end + 16 * i as u64
+            ));
+        }
+        if feature == HEADER_EVENT_DESC {
+            reader.seek(SeekFrom::Start(offset)).map_err(io)?;
+            let mut section = vec![0u8; size as usize];
+            reader.read_exact(&mut section).map_err(io)?;
+            check_event_desc(&section).map_err(|at| {
+                format!(
+                    "{}: malformed perf.data: the event description \
+                     (offset {offset:#x}) is cut short or inconsistent at its byte {at}",
+                    path.display()
+                )
+            })?;
+        }
+    }
+    reader.rewind().map_err(io)
+}
+
+/// Walks `HEADER_EVENT_DESC` (`nr`, `attr_size`, then per event the attr, `nr_ids`, a
+/// length-prefixed name and the ids); `Err(position)` where it leaves the section.
+fn check_event_desc(section: &[u8]) -> Result<(), usize> {
+    let u32_at = |at: usize| -> Result<u64, usize> {
+        let bytes = section.get(at..at.checked_add(4).ok_or(at)?).ok_or(at)?;
+        Ok(u64::from(u32::from_le_bytes([
+            bytes[0], bytes[1], bytes[2], bytes[3],
+        ])))
+    };
+    let nr = u32_at(0)?;
+    let attr_size = u32_at(4)?;
+    if !ATTR_SIZES.contains(&attr_size) {
+        return Err(4);
+    }
+    let mut at = 8usize;
+    let advance = |at: usize, by: u64| -> Result<usize, usize> {
+        let next = usize::try_from(by)
+            .ok()
+            .and_then(|by| at.checked_add(by))
+            .ok_or(at)?;
+        if next > section.len() {
+            return Err(at);
+        }
+        Ok(next)
+    };
+    for _ in 0..nr {
+        // The attr's own size (its second u32) must fit the slot it is given.
+        if u32_at(at + 4)? > attr_size {
+            return Err(at + 4);
+        }
+        at = advance(at, attr_size)?;
+        let nr_ids = u32_at(at)?;
+        at = advance(at, 4)?;
+        let name_len = u32_at(at)?;
+        at = advance(at, 4 + name_len)?;
+        at = advance(at, 8 * nr_ids)?;
+    }
+    Ok(())
+}
+
+fn le_u64(bytes: &[u8]) -> u64 {
+    let mut word = [0u8; 8];
+    for (to, from) in word.iter_mut().zip(bytes) {
+        *to = *from;
+    }
+    u64::from_le_bytes(word)
 }
 
 fn read_up_to(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -154,40 +298,6 @@ fn read_up_to(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> 
         }
     }
     Ok(filled)
-}
-
-/// Checks the start of a perf.data file (`len` bytes long): its magic, and that the data
-/// section its header names is inside the file.
-fn check_header(path: &Path, start: &[u8], len: u64) -> Result<(), String> {
-    let Some(header) = start.get(..HEADER_SIZE) else {
-        return Err(format!(
-            "{}: not a perf.data file: {len} bytes, shorter than the {HEADER_SIZE}-byte header \
-             at offset 0",
-            path.display()
-        ));
-    };
-    if &header[..8] != b"PERFILE2" {
-        return Err(format!(
-            "{}: not a perf.data file: offset 0 holds {:?}, not the magic \"PERFILE2\"",
-            path.display(),
-            String::from_utf8_lossy(&header[..8])
-        ));
-    }
-    let word = |at: usize| {
-        let mut bytes = [0u8; 8];
-        bytes.copy_from_slice(&header[at..at + 8]);
-        u64::from_le_bytes(bytes)
-    };
-    let (data_offset, data_size) = (word(40), word(48));
-    let end = data_offset.saturating_add(data_size);
-    if end > len {
-        return Err(format!(
-            "{}: truncated perf.data: the data section (offset {data_offset:#x}, {data_size} \
-             bytes) ends at offset {end:#x}, the file at {len:#x}",
-            path.display()
-        ));
-    }
-    Ok(())
 }
 
 impl<R: Read + Seek> PerfData<R> {
@@ -251,6 +361,13 @@ impl<R: Read> PerfData<R> {
         let PerfFileRecord::EventRecord { record, attr_index } = record else {
             return Ok(Some(PerfEvent::Other));
         };
+        if record.record_type == RecordType::SAMPLE && !callchain_fits(&record) {
+            return Err(format!(
+                "{}: record {}: malformed: a callchain longer than its sample",
+                self.path.display(),
+                self.count
+            ));
+        }
         let parsed = record.parse().map_err(|e| {
             format!(
                 "{}: record {}: malformed: {e}",
@@ -336,4 +453,75 @@ impl<R: Read> PerfData<R> {
             _ => PerfEvent::Other,
         }))
     }
+}
+
+/// Whether a SAMPLE record's callchain length (if it has one) fits in the record: the
+/// reader multiplies it by 8 unchecked (overflowing, a panic with overflow checks on, for a
+/// length of 2^61 or more). The fields before it are skipped as linux-perf-event-reader 0.10
+/// reads them (its `READ` layout included).
+fn callchain_fits(record: &RawEventRecord<'_>) -> bool {
+    let info = &record.parse_info;
+    let format = info.sample_format;
+    if !format.contains(SampleFormat::CALLCHAIN) {
+        return true;
+    }
+    let bytes = record.data.as_slice();
+    let little = matches!(
+        info.endian,
+        linux_perf_data::linux_perf_event_reader::Endianness::LittleEndian
+    );
+    let word = |at: usize| -> Option<u64> {
+        let slice: [u8; 8] = bytes.get(at..at.checked_add(8)?)?.try_into().ok()?;
+        Some(if little {
+            u64::from_le_bytes(slice)
+        } else {
+            u64::from_be_bytes(slice)
+        })
+    };
+    let mut at = 0usize;
+    for field in [
+        SampleFormat::IDENTIFIER,
+        SampleFormat::IP,
+        SampleFormat::TID,
+        SampleFormat::TIME,
+        SampleFormat::ADDR,
+        SampleFormat::ID,
+        SampleFormat::STREAM_ID,
+        SampleFormat::CPU,
+        SampleFormat::PERIOD,
+    ] {
+        if format.contains(field) {
+            at += 8;
+        }
+    }
+    if format.contains(SampleFormat::READ) {
+        let read = info.read_format;
+        let optional = [
+            ReadFormat::TOTAL_TIME_ENABLED,
+            ReadFormat::TOTAL_TIME_RUNNING,
+        ]
+        .iter()
+        .filter(|&&flag| read.contains(flag))
+        .count();
+        if read.contains(ReadFormat::GROUP) {
+            at += 8 * (1 + optional + usize::from(read.contains(ReadFormat::ID)));
+        } else {
+            let Some(nr) = word(at) else { return false };
+            let per_value = 8 * (1 + u64::from(read.contains(ReadFormat::ID)));
+            let Some(values) = nr.checked_mul(per_value) else {
+                return false;
+            };
+            let Some(next) = usize::try_from(values)
+                .ok()
+                .and_then(|values| (at + 8 + 8 * optional).checked_add(values))
+            else {
+                return false;
+            };
+            at = next;
+        }
+    }
+    let Some(length) = word(at) else { return false };
+    length
+        .checked_mul(8)
+        .is_some_and(|len| len <= (bytes.len().saturating_sub(at + 8)) as u64)
 }
