@@ -38,7 +38,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use criterion::{Criterion, SamplingMode, Throughput};
+use criterion::{SamplingMode, Throughput};
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{ExplicitModuleSectionInfo, Module as FramehopModule, Unwinder as _};
 use object::{Object, ObjectSection, ObjectSegment};
@@ -49,7 +49,7 @@ use stacksym::unwind::{
 };
 
 mod common;
-use common::{median, mode};
+use common::{median, mode, quick_note};
 
 #[path = "../examples/perf_data/mod.rs"]
 mod perf_data;
@@ -500,12 +500,7 @@ fn printed_samples(command: &mut Command) -> usize {
 
 fn main() {
     let (listing, quick) = mode();
-    let mut criterion = Criterion::default()
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_secs(2))
-        .without_plots()
-        .configure_from_args();
+    let mut criterion = common::criterion(Duration::from_secs(2));
 
     let dir = tempfile::tempdir().expect("a temporary dir");
     let prepared = install_program()
@@ -658,11 +653,7 @@ fn main() {
     println!(
         "summary ({rounds} interleaved round(s){}; {} samples, frames found: stacksym \
          {our_frames}, framehop {their_frames}):",
-        if quick {
-            ", quick run: indicative only"
-        } else {
-            ""
-        },
+        quick_note(quick),
         samples.len(),
     );
     println!("| ns/frame | stacksym | framehop | framehop/stacksym | target |");

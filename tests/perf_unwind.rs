@@ -243,6 +243,10 @@ fn perf_unwind_names_a_bad_file_and_the_offset() {
     // multiplies it by 8 unchecked: a panic with overflow checks on).
     let long_callchain = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("testdata/fuzz/perf_data/regression-callchain-length.data");
+    // Its third: an MMAP2 record whose build-id length byte says more than 20 (the reader
+    // asserts it is not: a panic in release builds too).
+    let long_build_id = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/fuzz/perf_data/regression-build-id-length.data");
     for (file, expected) in [
         (&not_perf, "offset 0"),
         (&truncated, "ends at offset 0x6000"),
@@ -255,6 +259,10 @@ fn perf_unwind_names_a_bad_file_and_the_offset() {
         (
             &long_callchain,
             "record 48: malformed: a callchain longer than its sample",
+        ),
+        (
+            &long_build_id,
+            "record 42: malformed: an MMAP2 build-id longer than 20 bytes",
         ),
     ] {
         let out = Command::new(&example)

@@ -361,9 +361,9 @@ impl<R: Read> PerfData<R> {
         let PerfFileRecord::EventRecord { record, attr_index } = record else {
             return Ok(Some(PerfEvent::Other));
         };
-        if record.record_type == RecordType::SAMPLE && !callchain_fits(&record) {
+        if let Err(what) = check_record(&record) {
             return Err(format!(
-                "{}: record {}: malformed: a callchain longer than its sample",
+                "{}: record {}: malformed: {what}",
                 self.path.display(),
                 self.count
             ));
@@ -453,6 +453,24 @@ impl<R: Read> PerfData<R> {
             _ => PerfEvent::Other,
         }))
     }
+}
+
+/// Checks what linux-perf-event-reader 0.10 trusts in a record: a SAMPLE's callchain length
+/// ([`callchain_fits`]), an MMAP2 build-id's length (it asserts it is at most 20).
+fn check_record(record: &RawEventRecord<'_>) -> Result<(), &'static str> {
+    const PERF_RECORD_MISC_MMAP_BUILD_ID: u16 = 1 << 14;
+    if record.record_type == RecordType::SAMPLE && !callchain_fits(record) {
+        return Err("a callchain longer than its sample");
+    }
+    if record.record_type == RecordType::MMAP2 && record.misc & PERF_RECORD_MISC_MMAP_BUILD_ID != 0
+    {
+        // pid, tid (4 bytes each), address, length, page offset (8 each), build-id length.
+        let build_id_len = record.data.as_slice().get(32).copied();
+        if build_id_len.is_some_and(|len| len > 20) {
+            return Err("an MMAP2 build-id longer than 20 bytes");
+        }
+    }
+    Ok(())
 }
 
 /// Whether a SAMPLE record's callchain length (if it has one) fits in the record: the
