@@ -1,9 +1,10 @@
 //! Unwinding: stacksym's `Unwinder` against framehop's `UnwinderX86_64` on the same samples,
 //! and the whole `perf_unwind` example against `perf script` on the same recording.
 //!
-//! The samples are those of `testdata/unwind/perf-nofp.data.zst`: `unwind-demo-nofp` (no frame
-//! pointers: every frame needs CFI; a deep chain, recursion, a shared library through the PLT,
-//! qsort's callback, a VLA, a signal handler, two threads, the vDSO) recorded for 300 ms with
+//! The samples are those of `testdata/recordings/perf-nofp.data.zst`: `unwind-demo-nofp` (no
+//! frame pointers: every frame needs CFI; a deep chain, recursion, a shared library through
+//! the PLT, qsort's callback, a VLA, a signal handler, two threads, the vDSO) recorded for
+//! 300 ms with
 //! `perf record -e cpu-clock --call-graph dwarf,16384` by testdata/record-unwind.sh, which
 //! ran it from `/tmp/stacksym-unwind-bench/`; the bench puts the two files back there (the
 //! recording's MMAP records name them) and checks the recorded build-ids. libc and ld.so are
@@ -58,7 +59,7 @@ use perf_data::{PerfEvent, RecordedArch};
 /// The committed recording (zstd).
 const RECORDING: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/testdata/unwind/perf-nofp.data.zst"
+    "/testdata/recordings/perf-nofp.data.zst"
 );
 /// Where testdata/record-unwind.sh ran the program, and the files it ran.
 const RUN_DIR: &str = "/tmp/stacksym-unwind-bench";

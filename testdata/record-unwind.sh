@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Records testdata/unwind/perf-nofp.data.zst, the committed perf recording benches/unwind.rs
+# Records testdata/recordings/perf-nofp.data.zst, the committed perf recording benches/unwind.rs
 # reads, and the seeds of the perf_data fuzz target (testdata/fuzz/perf_data/, below).
 #
 # The bench's recording: unwind/unwind-demo-nofp (with libunwind-demo-nofp.so) working for
@@ -23,9 +23,10 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 perf record -q --no-buildid-cache -e cpu-clock --call-graph dwarf,16384 -o "$tmp/perf.data" \
     "$RUN_DIR/unwind-demo-nofp" 300
-zstd -q -19 -f "$tmp/perf.data" -o unwind/perf-nofp.data.zst
+mkdir -p recordings # not in unwind/, which build-unwind.sh makes anew
+zstd -q -19 -f "$tmp/perf.data" -o recordings/perf-nofp.data.zst
 perf report -i "$tmp/perf.data" --stats 2>/dev/null | grep -m1 'SAMPLE events' || true
-ls -l unwind/perf-nofp.data.zst
+ls -l recordings/perf-nofp.data.zst
 
 # Fuzz seeds (libFuzzer inputs should be small): the same program for 20 ms at 500 Hz with
 # 1 KiB stack copies (a complete file of a few dozen samples); the first 104 bytes (the
@@ -53,5 +54,5 @@ cp "$SEEDS/small-half.data" "$SEEDS/small-half-fitted.data"
 data_offset=$(od -An -t u8 -j 40 -N 8 "$SEEDS/small-half.data" | tr -d ' ')
 le64 $(($(stat -c %s "$SEEDS/small-half.data") - data_offset)) |
     dd of="$SEEDS/small-half-fitted.data" bs=1 seek=48 conv=notrunc status=none
-chmod 644 "$SEEDS"/* unwind/perf-nofp.data.zst
+chmod 644 "$SEEDS"/* recordings/perf-nofp.data.zst
 ls -l "$SEEDS"
