@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use blazesym::symbolize::source::{Elf as BlazeElf, Source as BlazeSource};
 use blazesym::symbolize::{Input as BlazeInput, Symbolized, Symbolizer as BlazeSymbolizer};
-use criterion::{Criterion, SamplingMode};
+use criterion::SamplingMode;
 use stacksym::{Input, Source, Symbolizer};
 
 mod common;
@@ -420,12 +420,7 @@ fn main() {
         }
     }
 
-    let mut criterion = Criterion::default()
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_secs(3))
-        .without_plots()
-        .configure_from_args();
+    let mut criterion = common::criterion(Duration::from_secs(3));
     {
         let mut group = criterion.benchmark_group("dwarf-cold");
         group.sampling_mode(SamplingMode::Flat);

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use blazesym::symbolize::source::{Kernel, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
 use blazesym::MaybeDefault;
-use criterion::{Criterion, SamplingMode};
+use criterion::SamplingMode;
 use stacksym::kernel::{Kallsyms, PROC_KALLSYMS};
 
 mod common;
@@ -217,12 +217,7 @@ fn main() {
         );
     }
 
-    let mut criterion = Criterion::default()
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_secs(2))
-        .without_plots()
-        .configure_from_args();
+    let mut criterion = common::criterion(Duration::from_secs(2));
     {
         let mut group = criterion.benchmark_group("parse");
         group.sampling_mode(SamplingMode::Flat);

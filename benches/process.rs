@@ -33,13 +33,13 @@ use std::time::{Duration, Instant};
 use blazesym::symbolize::source::{Process as BlazeProcess, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer as BlazeSymbolizer};
 use blazesym::Pid;
-use criterion::{Criterion, SamplingMode};
+use criterion::SamplingMode;
 use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
 use stacksym::process::Process;
 use stacksym::Symbolizer;
 
 mod common;
-use common::{consume, median, mode, XorShift};
+use common::{consume, median, mode, quick_note, XorShift};
 
 /// How many addresses every peer symbolizes.
 const ADDRESS_COUNT: usize = 100_000;
@@ -311,12 +311,7 @@ fn main() {
     let (listing, quick) = mode();
 
     // Arguments first: a bad one exits before there is a child to leave behind.
-    let mut criterion = Criterion::default()
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_secs(2))
-        .without_plots()
-        .configure_from_args();
+    let mut criterion = common::criterion(Duration::from_secs(2));
 
     let child = match Waiter::spawn() {
         Ok(child) => child,
@@ -446,11 +441,7 @@ fn main() {
     println!();
     println!(
         "summary ({rounds} interleaved round(s){}; {} addresses per call, demangling off):",
-        if quick {
-            ", quick run: indicative only"
-        } else {
-            ""
-        },
+        quick_note(quick),
         addrs.len(),
     );
     println!("| | stacksym | blazesym (map_files, default) | blazesym (map_files off) |");

@@ -15,21 +15,22 @@
 //! A file that is not perf.data, or is truncated, is an error naming the file and offset.
 
 use std::collections::HashMap;
-use std::io::{BufWriter, Read, Seek, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser;
-use linux_perf_data::linux_perf_event_reader::{CpuMode, EventRecord};
-use linux_perf_data::{PerfFileReader, PerfFileRecord};
 use stacksym::elf::ElfFile;
 use stacksym::kernel::Kallsyms;
 use stacksym::process::Process;
 use stacksym::unwind::{
-    Frame, Modules, RegsAarch64, RegsX86_64, StackCopy, UnwindArch, UnwindCache, Unwinder,
+    Frame, Modules, RegsAarch64, RegsX86_64, UnwindArch, UnwindCache, Unwinder,
 };
 use stacksym::{Input, Source, Symbolizer};
+
+mod perf_data;
+use perf_data::{FromPerfRegs, PerfEvent, RecordedArch};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -53,10 +54,6 @@ struct Args {
     #[arg(long, default_value = "/proc/kallsyms")]
     kallsyms: PathBuf,
 }
-
-/// perf's callchain context markers (`PERF_CONTEXT_*`), as u64.
-const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
-const PERF_CONTEXT_USER: u64 = -512i64 as u64;
 
 /// One process: its modules, an unwinder over them and its cache, per architecture.
 struct Proc<A: UnwindArch> {
@@ -94,57 +91,8 @@ fn main() -> ExitCode {
     }
 }
 
-/// Checks the perf.data header ourselves, so that a wrong or truncated file is named with the
-/// offset of what is missing.
-fn check_header(path: &Path, file: &mut std::fs::File) -> Result<(), String> {
-    let len = file
-        .metadata()
-        .map_err(|e| format!("{}: {e}", path.display()))?
-        .len();
-    let mut header = [0u8; 104];
-    file.read_exact(&mut header).map_err(|_| {
-        format!(
-            "{}: not a perf.data file: {len} bytes, shorter than the 104-byte header at offset 0",
-            path.display()
-        )
-    })?;
-    if &header[..8] != b"PERFILE2" {
-        return Err(format!(
-            "{}: not a perf.data file: offset 0 holds {:?}, not the magic \"PERFILE2\"",
-            path.display(),
-            String::from_utf8_lossy(&header[..8])
-        ));
-    }
-    let word = |at: usize| u64::from_le_bytes(header[at..at + 8].try_into().unwrap_or_default());
-    let (data_offset, data_size) = (word(40), word(48));
-    let end = data_offset.saturating_add(data_size);
-    if end > len {
-        return Err(format!(
-            "{}: truncated perf.data: the data section (offset {data_offset:#x}, {data_size} bytes) \
-             ends at offset {end:#x}, the file at {len:#x}",
-            path.display()
-        ));
-    }
-    file.rewind()
-        .map_err(|e| format!("{}: {e}", path.display()))
-}
-
 fn run(args: &Args) -> Result<(), String> {
-    let path = &args.input;
-    let mut file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    check_header(path, &mut file)?;
-    let reader = std::io::BufReader::new(file);
-    let PerfFileReader {
-        mut perf_file,
-        mut record_iter,
-    } = PerfFileReader::parse_file(reader)
-        .map_err(|e| format!("{}: not a readable perf.data file: {e}", path.display()))?;
-    let arch = perf_file
-        .arch()
-        .ok()
-        .flatten()
-        .unwrap_or("x86_64")
-        .to_string();
+    let mut recording = perf_data::open(&args.input)?;
     let kallsyms = if args.no_kernel {
         None
     } else {
@@ -158,59 +106,47 @@ fn run(args: &Args) -> Result<(), String> {
     };
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    macro_rules! go {
-        ($A:ty, $regs:expr) => {{
-            let mut state: State<$A> = State {
-                symbolizer: Symbolizer::builder().source_lines(false).build(),
-                procs: HashMap::new(),
-                comms: HashMap::new(),
-                files: HashMap::new(),
-                vdso: own_vdso(),
-                kallsyms,
-                names: HashMap::new(),
-                folded: HashMap::new(),
-            };
-            let mut count = 0u64;
-            loop {
-                let record = match record_iter.next_record(&mut perf_file) {
-                    Ok(Some(record)) => record,
-                    Ok(None) => break,
-                    Err(e) => {
-                        return Err(format!(
-                            "{}: record {count} (after the header) is unreadable: {e}",
-                            path.display()
-                        ))
-                    }
-                };
-                count += 1;
-                let PerfFileRecord::EventRecord { record, .. } = record else {
-                    continue;
-                };
-                let parsed = record
-                    .parse()
-                    .map_err(|e| format!("{}: record {count}: malformed: {e}", path.display()))?;
-                state
-                    .record(parsed, args, &mut out, $regs)
-                    .map_err(|e| format!("writing: {e}"))?;
-            }
-            if args.folded {
-                let mut lines: Vec<_> = state.folded.into_iter().collect();
-                lines.sort();
-                for (stack, n) in lines {
-                    writeln!(out, "{stack} {n}").map_err(|e| format!("writing: {e}"))?;
-                }
-            }
-        }};
-    }
-    match arch.as_str() {
-        "aarch64" | "arm64" => go!(RegsAarch64, |mask, values: &[u64]| RegsAarch64::from_perf(
-            mask, values
-        )),
-        _ => go!(RegsX86_64, |mask, values: &[u64]| RegsX86_64::from_perf(
-            mask, values
-        )),
+    match recording.arch() {
+        RecordedArch::Aarch64 => {
+            unwind_all::<RegsAarch64, _>(&mut recording, args, kallsyms, &mut out)?
+        }
+        RecordedArch::X86_64 => {
+            unwind_all::<RegsX86_64, _>(&mut recording, args, kallsyms, &mut out)?
+        }
     }
     out.flush().map_err(|e| format!("writing: {e}"))
+}
+
+/// Prints every sample of `recording`, unwound with registers of type `A`.
+fn unwind_all<A: UnwindArch + FromPerfRegs, R: std::io::Read>(
+    recording: &mut perf_data::PerfData<R>,
+    args: &Args,
+    kallsyms: Option<Kallsyms>,
+    out: &mut impl Write,
+) -> Result<(), String> {
+    let mut state: State<A> = State {
+        symbolizer: Symbolizer::builder().source_lines(false).build(),
+        procs: HashMap::new(),
+        comms: HashMap::new(),
+        files: HashMap::new(),
+        vdso: own_vdso(),
+        kallsyms,
+        names: HashMap::new(),
+        folded: HashMap::new(),
+    };
+    while let Some(event) = recording.next_event()? {
+        state
+            .record(event, args, out)
+            .map_err(|e| format!("writing: {e}"))?;
+    }
+    if args.folded {
+        let mut lines: Vec<_> = state.folded.into_iter().collect();
+        lines.sort();
+        for (stack, n) in lines {
+            writeln!(out, "{stack} {n}").map_err(|e| format!("writing: {e}"))?;
+        }
+    }
+    Ok(())
 }
 
 /// This machine's vDSO (the one a recording made here saw).
@@ -220,101 +156,73 @@ fn own_vdso() -> Option<Arc<ElfFile>> {
     process.vdso(&maps).ok().flatten().map(Arc::new)
 }
 
-impl<A: UnwindArch> State<A> {
+impl<A: UnwindArch + FromPerfRegs> State<A> {
     fn record(
         &mut self,
-        record: EventRecord<'_>,
+        event: PerfEvent<'_>,
         args: &Args,
         out: &mut impl Write,
-        regs_of: impl Fn(u64, &[u64]) -> A,
     ) -> std::io::Result<()> {
-        match record {
-            EventRecord::Comm(comm) => {
-                let name = String::from_utf8_lossy(&comm.name.as_slice()).into_owned();
-                self.comms.insert(comm.tid, name);
+        match event {
+            PerfEvent::Comm { tid, name } => {
+                self.comms.insert(tid, name);
             }
-            EventRecord::Fork(fork) => {
-                if fork.pid != fork.ppid {
-                    if let Some(parent) = self.procs.get(&fork.ppid) {
+            PerfEvent::Fork {
+                pid,
+                ppid,
+                tid,
+                ptid,
+            } => {
+                if pid != ppid {
+                    if let Some(parent) = self.procs.get(&ppid) {
                         let modules = parent.unwinder.modules().clone();
-                        self.procs.insert(fork.pid, new_proc(modules));
+                        self.procs.insert(pid, new_proc(modules));
                     }
                 }
-                if let Some(comm) = self.comms.get(&fork.ptid).cloned() {
-                    self.comms.insert(fork.tid, comm);
+                if let Some(comm) = self.comms.get(&ptid).cloned() {
+                    self.comms.insert(tid, comm);
                 }
             }
-            EventRecord::Mmap(mmap) => {
-                let path = mmap.path.as_slice().into_owned();
-                self.add_mapping(mmap.pid, mmap.address, mmap.length, mmap.page_offset, &path);
-            }
-            EventRecord::Mmap2(mmap) => {
-                let path = mmap.path.as_slice().into_owned();
-                self.add_mapping(mmap.pid, mmap.address, mmap.length, mmap.page_offset, &path);
-            }
-            EventRecord::Sample(sample) => {
-                let (Some(pid), Some(tid)) = (sample.pid, sample.tid) else {
-                    return Ok(());
-                };
+            PerfEvent::Mmap {
+                pid,
+                start,
+                len,
+                pgoff,
+                path,
+            } => self.add_mapping(pid, start, len, pgoff, &path),
+            PerfEvent::Sample(sample) => {
+                let (pid, tid) = (sample.pid, sample.tid);
                 let mut shown: Vec<Shown> = Vec::new();
-                if let Some(callchain) = &sample.callchain {
-                    let mut in_user = false;
-                    for i in 0..callchain.len() {
-                        let Some(ip) = callchain.get(i) else { break };
-                        if ip >= PERF_CONTEXT_MAX {
-                            in_user = ip == PERF_CONTEXT_USER;
-                            continue;
-                        }
-                        if in_user {
-                            continue;
-                        }
-                        if !args.no_kernel {
-                            shown.push(self.kernel_frame(ip));
-                        }
+                if !args.no_kernel {
+                    for &ip in &sample.kernel_callchain {
+                        shown.push(self.kernel_frame(ip));
                     }
                 }
-                let is_user = matches!(sample.cpu_mode, CpuMode::User);
-                if let (Some(user_regs), Some((stack, dyn_size))) =
-                    (&sample.user_regs, &sample.user_stack)
-                {
-                    let mut mask = 0u64;
-                    let mut values = Vec::new();
-                    for reg in 0..64 {
-                        if let Some(value) = user_regs.get(reg) {
-                            mask |= 1 << reg;
-                            values.push(value);
-                        }
-                    }
-                    if mask != 0 {
-                        let regs = regs_of(mask, &values);
-                        let bytes = stack.as_slice();
-                        let len = (*dyn_size as usize).min(bytes.len());
-                        let sp = regs.sp().unwrap_or(0);
-                        let memory = StackCopy::new(sp, &bytes[..len]);
-                        let frames = match self.procs.get_mut(&pid) {
-                            Some(proc) => {
-                                let stack = proc.unwinder.unwind(&regs, &memory, &mut proc.cache);
-                                if args.stop_reasons {
-                                    eprintln!(
-                                        "{tid}: {} frames, {:?} sp {sp:#x} copy {len} of {}",
-                                        stack.frames.len(),
-                                        stack.stop,
-                                        bytes.len()
-                                    );
-                                }
-                                stack.frames
+                if let Some((regs, memory)) = sample.unwind_input::<A>() {
+                    let frames = match self.procs.get_mut(&pid) {
+                        Some(proc) => {
+                            let stack = proc.unwinder.unwind(&regs, &memory, &mut proc.cache);
+                            if args.stop_reasons {
+                                eprintln!(
+                                    "{tid}: {} frames, {:?} sp {:#x} copy {}",
+                                    stack.frames.len(),
+                                    stack.stop,
+                                    memory.start(),
+                                    memory.bytes().len(),
+                                );
                             }
-                            None => vec![Frame {
-                                addr: regs.ip(),
-                                is_return_address: false,
-                                recovered: stacksym::unwind::Recovery::Registers,
-                            }],
-                        };
-                        for frame in frames {
-                            shown.push(self.user_frame(pid, frame.lookup_addr()));
+                            stack.frames
                         }
+                        None => vec![Frame {
+                            addr: regs.ip(),
+                            is_return_address: false,
+                            recovered: stacksym::unwind::Recovery::Registers,
+                        }],
+                    };
+                    for frame in frames {
+                        shown.push(self.user_frame(pid, frame.lookup_addr()));
                     }
-                } else if is_user {
+                } else if sample.in_user_mode {
                     if let Some(ip) = sample.ip {
                         shown.push(self.user_frame(pid, ip));
                     }
@@ -339,7 +247,7 @@ impl<A: UnwindArch> State<A> {
                     writeln!(out)?;
                 }
             }
-            _ => {}
+            PerfEvent::Other => {}
         }
         Ok(())
     }
@@ -411,7 +319,9 @@ impl<A: UnwindArch> State<A> {
         let Some(elf) = modules.elf(module) else {
             return unknown(addr);
         };
-        let offset = module.file_offset_of(addr).0;
+        let Some(offset) = module.file_offset_of(addr).map(|offset| offset.0) else {
+            return unknown(addr);
+        };
         let path = elf.path().to_path_buf();
         let is_vdso = self.vdso.as_ref().is_some_and(|v| Arc::ptr_eq(v, elf));
         let dso = if is_vdso {

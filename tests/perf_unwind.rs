@@ -218,9 +218,52 @@ fn perf_unwind_names_a_bad_file_and_the_offset() {
     header[40..48].copy_from_slice(&0x1000u64.to_le_bytes()); // data offset
     header[48..56].copy_from_slice(&0x5000u64.to_le_bytes()); // data size
     std::fs::write(&truncated, &header).expect("written");
+    // Sizes linux-perf-data would trust (found by the perf_data fuzz target): an attr size
+    // of 0 (it divides by it), and a feature section far past the end (it allocates it).
+    let header = |attr_size: u64, features: u64| {
+        let mut header = b"PERFILE2".to_vec();
+        header.resize(104, 0);
+        header[16..24].copy_from_slice(&attr_size.to_le_bytes());
+        header[40..48].copy_from_slice(&104u64.to_le_bytes()); // data offset, 0 bytes
+        header[72..80].copy_from_slice(&features.to_le_bytes());
+        header
+    };
+    let zero_attr_size = dir.path().join("zero-attr-size.data");
+    std::fs::write(&zero_attr_size, header(0, 0)).expect("written");
+    let huge_feature = dir.path().join("huge-feature.data");
+    let mut bytes = header(136, 1 << 2); // HEADER_BUILD_ID
+    bytes.extend(0u64.to_le_bytes()); // its offset
+    bytes.extend((1u64 << 60).to_le_bytes()); // its size
+    std::fs::write(&huge_feature, bytes).expect("written");
+    // The fuzz target's first find: a small recording mutated so that its feature section
+    // table names a section of 0x508002100000000 bytes (linux-perf-data allocated it).
+    let found = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/fuzz/perf_data/regression-feature-size.data");
+    // Its second: a sample whose callchain length is 2^61 or more (linux-perf-event-reader
+    // multiplies it by 8 unchecked: a panic with overflow checks on).
+    let long_callchain = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/fuzz/perf_data/regression-callchain-length.data");
+    // Its third: an MMAP2 record whose build-id length byte says more than 20 (the reader
+    // asserts it is not: a panic in release builds too).
+    let long_build_id = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/fuzz/perf_data/regression-build-id-length.data");
     for (file, expected) in [
         (&not_perf, "offset 0"),
         (&truncated, "ends at offset 0x6000"),
+        (&zero_attr_size, "attr size 0 at offset 0x10"),
+        (
+            &huge_feature,
+            "feature section 2 (offset 0x0, 1152921504606846976 bytes",
+        ),
+        (&found, "malformed perf.data"),
+        (
+            &long_callchain,
+            "record 48: malformed: a callchain longer than its sample",
+        ),
+        (
+            &long_build_id,
+            "record 42: malformed: an MMAP2 build-id longer than 20 bytes",
+        ),
     ] {
         let out = Command::new(&example)
             .arg("-i")

@@ -125,7 +125,7 @@ fn names(
                 return "[unknown]".to_string();
             };
             let path = elf.path();
-            let offset = module.file_offset_of(addr).0;
+            let offset = module.file_offset_of(addr).expect("found in this module").0;
             let symbols = symbolizer
                 .symbolize(&Source::Elf { path }, Input::FileOffsets(&[offset]))
                 .expect("a mapped file symbolizes");

@@ -93,3 +93,23 @@ pub fn mode() -> (bool, bool) {
     let quick = args.iter().any(|a| a == "--test") || !args.iter().any(|a| a == "--bench");
     (listing, quick)
 }
+
+/// What a summary line says about a quick run (`--test`): its one round is indicative only.
+pub fn quick_note(quick: bool) -> &'static str {
+    if quick {
+        ", quick run: indicative only"
+    } else {
+        ""
+    }
+}
+
+/// The benches' criterion settings: 10 samples, 300 ms of warm-up, `measurement` per
+/// function, no plots; the command line's options on top.
+pub fn criterion(measurement: std::time::Duration) -> criterion::Criterion {
+    criterion::Criterion::default()
+        .sample_size(10)
+        .warm_up_time(std::time::Duration::from_millis(300))
+        .measurement_time(measurement)
+        .without_plots()
+        .configure_from_args()
+}

@@ -108,22 +108,33 @@ pub struct Mapping {
     pub kind: MappingKind,
 }
 
+/// The offset in a mapped file of the absolute address `addr`, for a mapping of `range`
+/// whose start is the file's offset `start_offset`: `addr - start + start_offset`, as
+/// `/proc/PID/maps` and perf's MMAP records state mappings. This is the one place an
+/// absolute process address becomes a file offset ([`Mapping::file_offset`], the unwinder's
+/// `Module`). `None` if `addr` is outside the mapping (or the sum overflows, which only a
+/// made-up mapping can cause).
+pub fn file_offset_in(
+    range: &Range<AbsAddr>,
+    start_offset: FileOffset,
+    addr: AbsAddr,
+) -> Option<FileOffset> {
+    if !(range.start <= addr && addr < range.end) {
+        return None;
+    }
+    let into = addr.0 - range.start.0;
+    start_offset.0.checked_add(into).map(FileOffset)
+}
+
 impl Mapping {
     /// Whether `addr` lies in this mapping.
     pub fn contains(&self, addr: AbsAddr) -> bool {
         self.range.start <= addr && addr < self.range.end
     }
 
-    /// The offset in the backing file of the absolute address `addr`:
-    /// `addr - start + file_offset`. This is the one place an absolute process address becomes
-    /// a file offset. `None` if `addr` is outside the mapping (or the sum overflows, which
-    /// only a made-up maps line can cause).
+    /// The offset in the backing file of the absolute address `addr` ([`file_offset_in`]).
     pub fn file_offset(&self, addr: AbsAddr) -> Option<FileOffset> {
-        if !self.contains(addr) {
-            return None;
-        }
-        let into = addr.0 - self.range.start.0;
-        self.file_offset.0.checked_add(into).map(FileOffset)
+        file_offset_in(&self.range, self.file_offset, addr)
     }
 
     /// Whether the mapping is backed by a file that can be opened (a file, deleted or not, or

@@ -33,7 +33,7 @@ use std::fs::File;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-pub use maps::{parse_maps, Dev, Mapping, MappingKind, Perms};
+pub use maps::{file_offset_in, parse_maps, Dev, Mapping, MappingKind, Perms};
 pub use perfmap::{parse_perf_map, PerfMap, PerfMapSym, MAX_PERF_MAP_BYTES};
 pub use vdso::MAX_VDSO_BYTES;
 

@@ -132,10 +132,54 @@ pub enum RuleX86_64 {
         /// The offset in a 16-byte entry from which the extra 8 applies.
         threshold: u8,
     },
+    /// A signal trampoline whose CFI restores every register from the kernel's ucontext at
+    /// `rsp` (glibc's `__restore_rt`: CFA = `[rsp + 160]`, each register at its `gregs`
+    /// slot): the same as [`UnwindArch::restore_signal_context`].
+    SignalContext,
     /// The return address is undefined: the outermost frame.
     Root,
     /// Evaluate the row in full.
     Full,
+}
+
+/// Where the kernel's x86_64 ucontext keeps each register, relative to `rsp` at the signal
+/// trampoline: `uc_mcontext.gregs` starts 40 bytes in, ordered r8..r15, rdi, rsi, rbp, rbx,
+/// rdx, rax, rcx, rsp, rip (as DWARF numbers).
+const X86_64_GREGS_OFFSET: u64 = 40;
+const X86_64_GREGS_TO_DWARF: [u16; 17] = [8, 9, 10, 11, 12, 13, 14, 15, 5, 4, 6, 3, 1, 0, 2, 7, 16];
+
+/// `DW_OP_breg7 (rsp) N` (and nothing else), as N.
+fn rsp_plus(expr: &[u8]) -> Option<u64> {
+    let (&op, rest) = expr.split_first()?;
+    if op != 0x77 {
+        return None;
+    }
+    let mut rest = gimli::EndianSlice::new(rest, gimli::LittleEndian);
+    let offset = gimli::Reader::read_sleb128(&mut rest).ok()?;
+    rest.is_empty()
+        .then_some(offset)
+        .and_then(|o| u64::try_from(o).ok())
+}
+
+/// Whether a signal trampoline's row restores every register from its ucontext slot, and
+/// the CFA from the saved `rsp` (the row glibc's `__restore_rt` has).
+fn is_ucontext_row(row: &Row<'_>) -> bool {
+    let slot = |i: usize| X86_64_GREGS_OFFSET + 8 * i as u64;
+    let cfa_ok = match row.cfa() {
+        CfaRule::Expression(expr) => match row.expression(*expr) {
+            [body @ .., 0x06] => rsp_plus(body) == Some(slot(15)),
+            _ => false,
+        },
+        CfaRule::RegisterAndOffset { .. } => false,
+    };
+    cfa_ok
+        && X86_64_GREGS_TO_DWARF
+            .iter()
+            .enumerate()
+            .all(|(i, &reg)| match row.register(reg) {
+                RegisterRule::Expression(expr) => rsp_plus(row.expression(expr)) == Some(slot(i)),
+                _ => false,
+            })
 }
 
 /// The PLT CFA expression gcc and ld emit for `.plt`: `DW_OP_breg7 (rsp) N; DW_OP_breg16
@@ -157,7 +201,11 @@ impl UnwindArch for RegsX86_64 {
 
     fn compile(row: &Row<'_>) -> RuleX86_64 {
         if row.signal {
-            return RuleX86_64::Full;
+            return if is_ucontext_row(row) {
+                RuleX86_64::SignalContext
+            } else {
+                RuleX86_64::Full
+            };
         }
         match row.register(RegsX86_64::RIP) {
             RegisterRule::Undefined => return RuleX86_64::Root,
@@ -227,6 +275,13 @@ impl UnwindArch for RegsX86_64 {
                 };
                 (sp.wrapping_add(u64::from(sp_offset) + extra), 0)
             }
+            RuleX86_64::SignalContext => {
+                self.restore_signal_context(memory)?;
+                return Ok(Applied::Caller {
+                    recovery: Recovery::Cfi,
+                    signal: true,
+                });
+            }
             RuleX86_64::Root => return Ok(Applied::Root),
             RuleX86_64::Full => return Ok(Applied::Full),
         };
@@ -266,17 +321,14 @@ impl UnwindArch for RegsX86_64 {
 
     fn restore_signal_context<M: Memory + ?Sized>(&mut self, memory: &M) -> Result<(), StopReason> {
         // At the trampoline `rsp` points at the ucontext (the handler's `ret` popped
-        // `pretcode`); `uc_mcontext.gregs` starts 40 bytes in, ordered r8..r15, rdi, rsi,
-        // rbp, rbx, rdx, rax, rcx, rsp, rip.
-        const GREGS_TO_DWARF: [u16; 17] =
-            [8, 9, 10, 11, 12, 13, 14, 15, 5, 4, 6, 3, 1, 0, 2, 7, 16];
+        // `pretcode`).
         let sp = self.sp().ok_or(StopReason::InvalidUnwindInfo {
             addr: self.ip(),
             what: UnwindProblem::UnknownRegister(RegsX86_64::RSP),
         })?;
-        let gregs = sp.wrapping_add(40);
+        let gregs = sp.wrapping_add(X86_64_GREGS_OFFSET);
         let mut restored = self.clone();
-        for (i, &reg) in GREGS_TO_DWARF.iter().enumerate() {
+        for (i, &reg) in X86_64_GREGS_TO_DWARF.iter().enumerate() {
             let value = read(memory, gregs.wrapping_add(8 * i as u64))?;
             restored.set(reg, value);
         }

@@ -46,14 +46,17 @@ pub mod expr;
 mod memory;
 mod module;
 mod regs;
+mod table;
 
 pub use arch::{RuleAarch64, RuleX86_64, UnwindArch, UnwindProblem};
+pub use cfi::MODULE_RULE_SLOTS;
 pub use memory::{Memory, ProcessMemory, StackCopy};
 pub use module::{Module, Modules};
 pub use regs::{Arch, Registers, RegsAarch64, RegsX86_64};
 
 use arch::{apply_row, Applied};
 use cfi::CfiContext;
+use table::RuleTable;
 
 /// How a frame's address was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -158,30 +161,26 @@ impl Default for UnwindOptions {
 }
 
 /// Compiled rules of recently seen addresses (and gimli's evaluation state), for one thread
-/// of unwinding: a direct-mapped table of [`UnwindCache::DEFAULT_SLOTS`] slots keyed by
-/// (file, ELF virtual address), allocated on first use. Keep one per thread and reuse it:
-/// warm lookups are a hash and a compare.
+/// of unwinding: a direct-mapped table keyed by (address space, absolute address), so that a
+/// warm lookup is a hash and a compare, before any module is looked up. The table starts at
+/// [`UnwindCache::INITIAL_SLOTS`] slots and doubles as it fills, up to its capacity
+/// ([`UnwindCache::DEFAULT_SLOTS`] by default), so a cache made for a single stack costs
+/// little. Keep one per thread and reuse it; it may serve several [`Unwinder`]s (each has its
+/// own address-space tag, renewed when its modules change). A miss asks the file's own table
+/// of compiled rules (shared by every cache, thread and process mapping the file, bounded:
+/// [`MODULE_RULE_SLOTS`]) before it parses CFI.
 pub struct UnwindCache<A: UnwindArch> {
-    slots: Vec<Slot<A::Rule>>,
-    capacity: usize,
+    table: RuleTable<A::Rule>,
     ctx: Box<CfiContext>,
     hits: u64,
     misses: u64,
 }
 
-#[derive(Clone, Copy)]
-struct Slot<R> {
-    /// File index + 1 (0: empty).
-    file: u32,
-    addr: u64,
-    /// `None`: no CFI covers the address.
-    rule: Option<R>,
-}
-
 impl<A: UnwindArch> std::fmt::Debug for UnwindCache<A> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("UnwindCache")
-            .field("capacity", &self.capacity)
+            .field("capacity", &self.table.capacity())
+            .field("slots", &self.table.len())
             .field("hits", &self.hits)
             .field("misses", &self.misses)
             .finish()
@@ -195,65 +194,50 @@ impl<A: UnwindArch> Default for UnwindCache<A> {
 }
 
 impl<A: UnwindArch> UnwindCache<A> {
-    /// Slots of a default cache (a power of two).
+    /// Most slots of a default cache (a power of two).
     pub const DEFAULT_SLOTS: usize = 4096;
+    /// Slots allocated on first use: enough for one stack.
+    pub const INITIAL_SLOTS: usize = RuleTable::<A::Rule>::INITIAL_SLOTS;
 
-    /// An empty cache of [`UnwindCache::DEFAULT_SLOTS`] slots.
+    /// An empty cache of at most [`UnwindCache::DEFAULT_SLOTS`] slots.
     pub fn new() -> Self {
         Self::with_slots(Self::DEFAULT_SLOTS)
     }
 
-    /// An empty cache of `slots` slots (rounded up to a power of two, at least 1).
+    /// An empty cache of at most `slots` slots (rounded up to a power of two, at least 1).
     pub fn with_slots(slots: usize) -> Self {
         UnwindCache {
-            slots: Vec::new(),
-            capacity: slots.max(1).next_power_of_two(),
+            table: RuleTable::new(slots),
             ctx: Box::new(CfiContext::new()),
             hits: 0,
             misses: 0,
         }
     }
 
-    /// Lookups answered from the cache, and lookups that parsed CFI.
+    /// Lookups answered from the cache, and lookups that were not (answered from the
+    /// file's rules, or by parsing its CFI).
     pub fn stats(&self) -> (u64, u64) {
         (self.hits, self.misses)
     }
 
-    fn slot_index(&self, file: u32, addr: u64) -> usize {
-        let hash = (addr ^ (u64::from(file) << 40)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        (hash >> 40) as usize & (self.capacity - 1)
-    }
-
-    fn get(&mut self, file: u32, addr: u64) -> Option<Option<A::Rule>> {
-        let index = self.slot_index(file, addr);
-        let slot = self.slots.get(index)?;
-        if slot.file == file + 1 && slot.addr == addr {
+    fn get(&mut self, space: u64, addr: u64) -> Option<Option<A::Rule>> {
+        let found = self.table.get(space, addr);
+        if found.is_some() {
             self.hits += 1;
-            Some(slot.rule)
-        } else {
-            None
         }
+        found
     }
 
-    fn insert(&mut self, file: u32, addr: u64, rule: Option<A::Rule>) {
+    fn insert(&mut self, space: u64, addr: u64, rule: Option<A::Rule>) {
         self.misses += 1;
-        if self.slots.is_empty() {
-            let empty = Slot {
-                file: 0,
-                addr: 0,
-                rule: None,
-            };
-            self.slots = vec![empty; self.capacity];
-        }
-        let index = self.slot_index(file, addr);
-        if let Some(slot) = self.slots.get_mut(index) {
-            *slot = Slot {
-                file: file + 1,
-                addr,
-                rule,
-            };
-        }
+        self.table.insert(space, addr, rule);
     }
+}
+
+/// The next address-space tag (0 marks an empty cache slot).
+fn next_space_tag() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Unwinds stacks of one address space.
@@ -261,6 +245,9 @@ impl<A: UnwindArch> UnwindCache<A> {
 pub struct Unwinder {
     modules: Modules,
     options: UnwindOptions,
+    /// This address space's tag in [`UnwindCache`]s; a new one whenever the modules may
+    /// have changed (a u64 counter: never reused).
+    space: u64,
 }
 
 /// How one step went.
@@ -277,7 +264,11 @@ impl Unwinder {
 
     /// An unwinder over `modules`.
     pub fn with_options(modules: Modules, options: UnwindOptions) -> Unwinder {
-        Unwinder { modules, options }
+        Unwinder {
+            modules,
+            options,
+            space: next_space_tag(),
+        }
     }
 
     /// The modules.
@@ -287,6 +278,8 @@ impl Unwinder {
 
     /// The modules, to add mappings (perf's MMAP records arrive between samples).
     pub fn modules_mut(&mut self) -> &mut Modules {
+        // Rules cached for the old mappings must not answer for the new ones.
+        self.space = next_space_tag();
         &mut self.modules
     }
 
@@ -320,11 +313,12 @@ impl Unwinder {
         frame_pointers_only: bool,
     ) -> Stack {
         let mut regs = regs.clone();
-        let mut frames = vec![Frame {
+        let mut frames = Vec::with_capacity(32.min(self.options.max_frames.max(1)));
+        frames.push(Frame {
             addr: regs.ip(),
             is_return_address: false,
             recovered: Recovery::Registers,
-        }];
+        });
         let mut exact = true;
         let stop = loop {
             if frames.len() >= self.options.max_frames {
@@ -369,7 +363,17 @@ impl Unwinder {
         Stack { frames, stop }
     }
 
+    /// The module mapped at the absolute address `addr`, its CFI and the ELF virtual
+    /// address of `addr`.
+    fn locate(&self, addr: u64) -> Option<(&Module, &cfi::ModuleCfi, u64)> {
+        let module = self.modules.find(addr)?;
+        let cfi = self.modules.cfi(module)?;
+        Some((module, cfi, module.virt_addr(cfi.elf(), addr)?))
+    }
+
     /// One step by CFI; the frame pointer or a signal frame's ucontext where there is none.
+    /// The compiled rule of `lookup` comes from the cache when it is there: only a miss,
+    /// a row compiled to `Full` and an address without CFI look the module up.
     fn cfi_step<A: UnwindArch, M: Memory + ?Sized>(
         &self,
         regs: &mut A,
@@ -378,35 +382,38 @@ impl Unwinder {
         cache: &mut UnwindCache<A>,
     ) -> Step {
         let ip = regs.ip();
-        let found = self.modules.find(lookup).and_then(|module| {
-            let cfi = self.modules.cfi(module)?;
-            Some((module, cfi, module.virt_addr(cfi.elf(), lookup)?))
-        });
-        let Some((module, cfi, virt)) = found else {
-            return self.fallback(regs, memory, lookup);
-        };
-        let file = Modules::cfi_index(module);
-        let rule = match cache.get(file, virt) {
+        let rule = match cache.get(self.space, lookup) {
             Some(rule) => rule,
             None => {
-                let compiled = cfi.find_row(virt, &mut cache.ctx, |row| A::compile(row));
-                let rule = match compiled {
-                    Ok(rule) => rule,
-                    Err(e) => {
-                        log::debug!("unwinding at {ip:#x}: {e}");
-                        return Step::Stop(StopReason::InvalidUnwindInfo {
-                            addr: ip,
-                            what: UnwindProblem::MalformedCfi,
-                        });
-                    }
+                let rule = match self.locate(lookup) {
+                    Some((_, cfi, virt)) => match cfi.cached_rule::<A::Rule>(virt) {
+                        Some(rule) => rule,
+                        None => match cfi.find_row(virt, &mut cache.ctx, |row| A::compile(row)) {
+                            Ok(rule) => {
+                                cfi.cache_rule(virt, rule);
+                                rule
+                            }
+                            Err(e) => {
+                                log::debug!("unwinding at {ip:#x}: {e}");
+                                return Step::Stop(StopReason::InvalidUnwindInfo {
+                                    addr: ip,
+                                    what: UnwindProblem::MalformedCfi,
+                                });
+                            }
+                        },
+                    },
+                    None => None,
                 };
-                cache.insert(file, virt, rule);
+                cache.insert(self.space, lookup, rule);
                 rule
             }
         };
         let Some(rule) = rule else {
             // No CFI here: a signal trampoline known by its code (at the address itself:
             // the handler returns to its first instruction), else the frame pointer.
+            let Some((module, cfi, _)) = self.locate(lookup) else {
+                return self.fallback(regs, memory, lookup);
+            };
             let elf = cfi.elf();
             let code = module
                 .virt_addr(elf, ip)
@@ -430,6 +437,9 @@ impl Unwinder {
         };
         let applied = match regs.apply(rule, memory) {
             Ok(Applied::Full) => {
+                let Some((_, cfi, virt)) = self.locate(lookup) else {
+                    return Step::Stop(StopReason::NoUnwindInfo { addr: lookup });
+                };
                 let evaluated =
                     cfi.find_row(virt, &mut cache.ctx, |row| apply_row(regs, row, memory));
                 match evaluated {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crate::addr::{AbsAddr, FileOffset};
 use crate::debuginfo::DebugFinder;
 use crate::elf::ElfFile;
-use crate::process::{Mapping, ProcessMaps};
+use crate::process::{file_offset_in, Mapping, ProcessMaps};
 
 use super::cfi::ModuleCfi;
 
@@ -31,17 +31,15 @@ impl Module {
     /// mapping starts at a page boundary, which may be in the previous segment's bytes.
     pub fn virt_addr(&self, elf: &ElfFile, addr: u64) -> Option<u64> {
         elf.segments()
-            .file_offset_to_virt(self.file_offset_of(addr))
+            .file_offset_to_virt(self.file_offset_of(addr)?)
             .map(|virt| virt.0)
     }
 
-    /// The file offset of the absolute address `addr` (in this mapping), as perf and
-    /// `/proc/PID/maps` compute it: `addr - start + offset`.
-    pub fn file_offset_of(&self, addr: u64) -> FileOffset {
-        FileOffset(
-            addr.wrapping_sub(self.range.start)
-                .wrapping_add(self.file_offset),
-        )
+    /// The file offset of the absolute address `addr` (`None` outside this mapping), as perf
+    /// and `/proc/PID/maps` compute it ([`crate::process::file_offset_in`]).
+    pub fn file_offset_of(&self, addr: u64) -> Option<FileOffset> {
+        let range = AbsAddr(self.range.start)..AbsAddr(self.range.end);
+        file_offset_in(&range, FileOffset(self.file_offset), AbsAddr(addr))
     }
 }
 
@@ -145,10 +143,6 @@ impl Modules {
 
     pub(crate) fn cfi(&self, module: &Module) -> Option<&Arc<ModuleCfi>> {
         self.cfis.get(module.cfi as usize)
-    }
-
-    pub(crate) fn cfi_index(module: &Module) -> u32 {
-        module.cfi
     }
 
     /// How many distinct files are mapped.

@@ -314,65 +314,96 @@ fn x86_64_depth_limit() {
     assert_eq!(result.stop, StopReason::DepthLimit);
 }
 
-/// A glibc-like `__restore_rt`: a "zS" CIE, CFA = [rsp + 160], and every register from the
-/// ucontext at rsp (gregs 40 bytes in: rbp at 120, rsp at 160, rip at 168).
+/// glibc's `__restore_rt` row: a "zS" CIE, CFA = [rsp + 160], and every register from its
+/// slot in the ucontext at rsp (gregs 40 bytes in, r8..r15, rdi, rsi, rbp, rbx, rdx, rax,
+/// rcx, rsp, rip: rbp at 120, rsp at 160, rip at 168); or, `partial`, only rip, rbp and rsp.
+fn restore_rt_row(partial: bool) -> Vec<u8> {
+    let mut row = vec![0x0f, 4, 0x77, 0xa0, 0x01, 0x06]; // CFA = [rsp + 160]
+    const GREGS: [u8; 17] = [8, 9, 10, 11, 12, 13, 14, 15, 5, 4, 6, 3, 1, 0, 2, 7, 16];
+    for (i, &reg) in GREGS.iter().enumerate() {
+        if partial && ![6, 7, 16].contains(&reg) {
+            continue;
+        }
+        let offset = 40 + 8 * i as u8; // DW_CFA_expression reg: DW_OP_breg7 offset
+        if offset < 64 {
+            row.extend([0x10, reg, 2, 0x77, offset]);
+        } else {
+            row.extend([0x10, reg, 3, 0x77, 0x80 | (offset & 0x7f), offset >> 7]);
+        }
+    }
+    row
+}
+
+/// A signal trampoline with CFI (glibc's `__restore_rt`, complete: a compiled rule; partial:
+/// evaluated in full): the interrupted address is not decremented, registers come from the
+/// ucontext.
 #[test]
 fn x86_64_signal_frame_by_cfi_restores_the_ucontext_without_decrementing() {
-    let t = TEXT_OFFSET;
-    let trampoline: &[u8] = &[
-        0x0f, 4, 0x77, 0xa0, 0x01, 0x06, // CFA = [rsp + 160]
-        0x10, 16, 3, 0x77, 0xa8, 0x01, // rip at rsp + 168
-        0x10, 6, 2, 0x77, 0x78, // rbp at rsp + 120
-        0x10, 7, 3, 0x77, 0xa0, 0x01, // rsp at rsp + 160
-    ];
-    let cie = Cie {
-        augmentation: "zS",
-        code_align: 1,
-        data_align: -8,
-        ra_register: 16,
-        instructions: &[],
-    };
-    let cfi = cfi_section(CfiKind::EhFrame, &cie, &[(t + 0x7f, 0x11, trampoline)]);
-    let signal_module = module(62, &[0x90; 0x100], CfiKind::EhFrame, &cfi);
-    // Both files in one address space: the trampoline's file at BASE2.
-    const BASE2: u64 = 0x6666_0000_0000;
-    let mut modules = Modules::new();
-    let main = x86_64_unwinder(CfiKind::EhFrame);
-    for m in main.modules().iter() {
-        let elf = Arc::clone(main.modules().elf(m).expect("file"));
-        modules.add(m.range.clone(), m.file_offset, elf);
+    for partial in [false, true] {
+        let t = TEXT_OFFSET;
+        let trampoline = &restore_rt_row(partial)[..];
+        let cie = Cie {
+            augmentation: "zS",
+            code_align: 1,
+            data_align: -8,
+            ra_register: 16,
+            instructions: &[],
+        };
+        let cfi = cfi_section(CfiKind::EhFrame, &cie, &[(t + 0x7f, 0x11, trampoline)]);
+        let signal_module = module(62, &[0x90; 0x100], CfiKind::EhFrame, &cfi);
+        // Both files in one address space: the trampoline's file at BASE2.
+        const BASE2: u64 = 0x6666_0000_0000;
+        let mut modules = Modules::new();
+        let main = x86_64_unwinder(CfiKind::EhFrame);
+        for m in main.modules().iter() {
+            let elf = Arc::clone(main.modules().elf(m).expect("file"));
+            modules.add(m.range.clone(), m.file_offset, elf);
+        }
+        for m in signal_module.modules().iter() {
+            let elf = Arc::clone(signal_module.modules().elf(m).expect("file"));
+            modules.add(BASE2..BASE2 + (m.range.end - m.range.start), 0, elf);
+        }
+        let unwinder = Unwinder::new(modules);
+        // The handler (frame 0 at `framed`'s entry) returns into the trampoline at 0x80; the
+        // ucontext says the signal interrupted `framed` at its entry (offset 0, which a
+        // decremented lookup would miss) with rsp pointing at a return address into `root`.
+        let interrupted_sp = SP + 0x200;
+        let bytes = stack(
+            0x300,
+            &[
+                (0, BASE2 + t + 0x80),
+                (8 + 120, 0x5555),
+                (8 + 160, interrupted_sp),
+                (8 + 168, code(0)),
+                (0x200, code(0x120)),
+            ],
+        );
+        let regs = RegsX86_64::new(code(0), SP, 0);
+        let result = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+        assert_eq!(
+            addrs(&result),
+            vec![
+                (code(0), false, Recovery::Registers),
+                (BASE2 + t + 0x80, true, Recovery::Cfi),
+                (code(0), false, Recovery::Cfi),
+                (code(0x120), true, Recovery::Cfi),
+            ],
+            "partial {partial}"
+        );
+        assert_eq!(result.stop, StopReason::Root);
+        let module = unwinder.modules().find(BASE2 + t + 0x80).expect("mapped");
+        let cfi = unwinder.modules().cfi(module).expect("its CFI");
+        let virt = module
+            .virt_addr(cfi.elf(), BASE2 + t + 0x80)
+            .expect("in a segment");
+        let rule = cfi.find_row(virt, &mut CfiContext::new(), RegsX86_64::compile);
+        let expected = if partial {
+            RuleX86_64::Full
+        } else {
+            RuleX86_64::SignalContext
+        };
+        assert_eq!(rule.expect("well-formed"), Some(expected));
     }
-    for m in signal_module.modules().iter() {
-        let elf = Arc::clone(signal_module.modules().elf(m).expect("file"));
-        modules.add(BASE2..BASE2 + (m.range.end - m.range.start), 0, elf);
-    }
-    let unwinder = Unwinder::new(modules);
-    // The handler (frame 0 at `framed`'s entry) returns into the trampoline at 0x80; the
-    // ucontext says the signal interrupted `framed` at its entry (offset 0, which a
-    // decremented lookup would miss) with rsp pointing at a return address into `root`.
-    let interrupted_sp = SP + 0x200;
-    let bytes = stack(
-        0x300,
-        &[
-            (0, BASE2 + t + 0x80),
-            (8 + 120, 0x5555),
-            (8 + 160, interrupted_sp),
-            (8 + 168, code(0)),
-            (0x200, code(0x120)),
-        ],
-    );
-    let regs = RegsX86_64::new(code(0), SP, 0);
-    let result = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
-    assert_eq!(
-        addrs(&result),
-        vec![
-            (code(0), false, Recovery::Registers),
-            (BASE2 + t + 0x80, true, Recovery::Cfi),
-            (code(0), false, Recovery::Cfi),
-            (code(0x120), true, Recovery::Cfi),
-        ]
-    );
-    assert_eq!(result.stop, StopReason::Root);
 }
 
 #[test]
@@ -664,4 +695,41 @@ fn x86_64_saved_rbp_below_the_copy_is_forgotten_not_fatal() {
     assert_eq!(regs.ip(), code(0x110));
     assert_eq!(regs.sp(), Some(SP + 8));
     assert_eq!(regs.fp(), None);
+}
+
+/// One cache serving two address spaces that map different files at the same addresses, and
+/// an address space whose mapping is replaced: no rule cached for one answers for the other.
+#[test]
+fn a_shared_cache_keeps_address_spaces_and_remappings_apart() {
+    let with_cfi = x86_64_unwinder(CfiKind::EhFrame);
+    let without_cfi = module(62, &x86_64_text(), CfiKind::EhFrame, &[]);
+    // At `framed`'s entry: by CFI the return address is at [SP]; by the frame pointer, at
+    // [rbp + 8].
+    let rbp = SP + 0x40;
+    let bytes = stack(0x100, &[(0, code(0x110)), (0x40, 0), (0x48, code(0x120))]);
+    let regs = RegsX86_64::new(code(0), SP, rbp);
+    let memory = StackCopy::new(SP, &bytes);
+    let alone = |unwinder: &Unwinder| unwinder.unwind(&regs, &memory, &mut UnwindCache::new());
+    let (by_cfi, by_fp) = (alone(&with_cfi), alone(&without_cfi));
+    assert_eq!(by_cfi.frames[1].addr, code(0x110));
+    assert_eq!(by_fp.frames[1].addr, code(0x120));
+    let mut shared = UnwindCache::new();
+    for _ in 0..2 {
+        assert_eq!(with_cfi.unwind(&regs, &memory, &mut shared), by_cfi);
+        assert_eq!(without_cfi.unwind(&regs, &memory, &mut shared), by_fp);
+    }
+    // The CFI file's mapping replaced by the file without CFI.
+    let mut remapped = x86_64_unwinder(CfiKind::EhFrame);
+    assert_eq!(remapped.unwind(&regs, &memory, &mut shared), by_cfi);
+    let plain = without_cfi
+        .modules()
+        .iter()
+        .next()
+        .expect("a module")
+        .clone();
+    let elf = Arc::clone(without_cfi.modules().elf(&plain).expect("its file"));
+    remapped
+        .modules_mut()
+        .add(plain.range.clone(), plain.file_offset, elf);
+    assert_eq!(remapped.unwind(&regs, &memory, &mut shared), by_fp);
 }

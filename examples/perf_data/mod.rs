@@ -1,0 +1,545 @@
+//! Reading a `perf record --call-graph dwarf` recording (perf.data) for the unwinder, through
+//! the linux-perf-data crate: the header checked here first (so a wrong or truncated file is
+//! named with the offset of what is missing), then the records the unwinder needs as plain
+//! values ([`PerfEvent`]): COMM, FORK, MMAP/MMAP2 (a mapping of a file: what
+//! `stacksym::unwind::Modules::add` takes) and SAMPLE (the user registers as perf's `perf_regs`
+//! mask and values, the stack copy cut to its `dyn_size`, the kernel part of the callchain).
+//! [`Sample::unwind_input`] makes registers and a `StackCopy` of a sample.
+//!
+//! Shared by examples/perf_unwind.rs, benches/unwind.rs and the `perf_data` fuzz target
+//! (`#[path]`), so all three read recordings the same way. Errors are messages naming the
+//! file; nothing here panics on any input.
+#![allow(dead_code)] // each user takes what it needs
+
+use std::borrow::Cow;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use linux_perf_data::linux_perf_event_reader::{
+    CpuMode, EventRecord, RawEventRecord, ReadFormat, RecordType, SampleFormat,
+};
+use linux_perf_data::{PerfFile, PerfFileReader, PerfFileRecord, PerfRecordIter};
+use stacksym::unwind::{Registers, RegsAarch64, RegsX86_64, StackCopy};
+
+/// perf's callchain context markers (`PERF_CONTEXT_*`), as u64.
+const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
+const PERF_CONTEXT_USER: u64 = -512i64 as u64;
+
+/// Size of perf.data's file header (`struct perf_file_header`).
+const HEADER_SIZE: usize = 104;
+
+/// The architecture a recording was made on (its `arch` header feature; x86_64 when absent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordedArch {
+    X86_64,
+    Aarch64,
+}
+
+/// An open recording.
+pub struct PerfData<R: Read> {
+    path: PathBuf,
+    perf_file: PerfFile,
+    records: PerfRecordIter<R>,
+    /// Records read so far (for errors).
+    count: u64,
+    /// The user registers' mask of each event attribute (`sample_regs_user`).
+    regs_masks: Vec<u64>,
+}
+
+/// One record the unwinder uses.
+#[derive(Debug)]
+pub enum PerfEvent<'a> {
+    /// A thread's name (`COMM`).
+    Comm { tid: i32, name: String },
+    /// A new thread or process (`FORK`).
+    Fork {
+        pid: i32,
+        ppid: i32,
+        tid: i32,
+        ptid: i32,
+    },
+    /// A mapping (`MMAP`, `MMAP2`): `len` bytes at `start` from file offset `pgoff` of `path`
+    /// (a path, or perf's `[vdso]`, `//anon`...).
+    Mmap {
+        pid: i32,
+        start: u64,
+        len: u64,
+        pgoff: u64,
+        path: Vec<u8>,
+    },
+    /// A sample.
+    Sample(Sample<'a>),
+    /// A record the unwinder does not use.
+    Other,
+}
+
+/// One sample.
+#[derive(Debug)]
+pub struct Sample<'a> {
+    pub pid: i32,
+    pub tid: i32,
+    /// The sample interrupted user code.
+    pub in_user_mode: bool,
+    /// The sample's `ip`.
+    pub ip: Option<u64>,
+    /// The kernel frames of the callchain, innermost first (context markers left out).
+    pub kernel_callchain: Vec<u64>,
+    /// The user registers' `perf_regs` mask and values (mask 0: none recorded).
+    pub regs_mask: u64,
+    pub regs: Vec<u64>,
+    /// The user stack copy from the stack pointer up, `dyn_size` bytes of it.
+    pub stack: Cow<'a, [u8]>,
+}
+
+impl Sample<'_> {
+    /// The registers and stack copy to unwind, when the sample recorded both.
+    pub fn unwind_input<A: FromPerfRegs>(&self) -> Option<(A, StackCopy<'_>)> {
+        if self.regs_mask == 0 {
+            return None;
+        }
+        let regs = A::from_perf_regs(self.regs_mask, &self.regs);
+        let sp = regs.sp().unwrap_or(0);
+        Some((regs, StackCopy::new(sp, &self.stack)))
+    }
+}
+
+/// Registers made from perf's `perf_regs` mask and values.
+pub trait FromPerfRegs: Registers {
+    fn from_perf_regs(mask: u64, values: &[u64]) -> Self;
+}
+
+impl FromPerfRegs for RegsX86_64 {
+    fn from_perf_regs(mask: u64, values: &[u64]) -> Self {
+        RegsX86_64::from_perf(mask, values)
+    }
+}
+
+impl FromPerfRegs for RegsAarch64 {
+    fn from_perf_regs(mask: u64, values: &[u64]) -> Self {
+        RegsAarch64::from_perf(mask, values)
+    }
+}
+
+/// Opens the recording at `path`.
+pub fn open(path: &Path) -> Result<PerfData<std::io::BufReader<std::fs::File>>, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let len = file
+        .metadata()
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .len();
+    let mut reader = std::io::BufReader::new(file);
+    check_layout(path, &mut reader, len)?;
+    PerfData::new(path, reader)
+}
+
+/// Reads a recording held in memory; `name` names it in errors.
+pub fn from_bytes<'a>(
+    name: &Path,
+    bytes: &'a [u8],
+) -> Result<PerfData<std::io::Cursor<&'a [u8]>>, String> {
+    let mut reader = std::io::Cursor::new(bytes);
+    check_layout(name, &mut reader, bytes.len() as u64)?;
+    PerfData::new(name, reader)
+}
+
+/// `perf_file_header.attr_size` and `HEADER_EVENT_DESC`'s: at least `PERF_ATTR_SIZE_VER0`;
+/// at most a page (perf's attrs are 136 bytes today).
+const ATTR_SIZES: std::ops::RangeInclusive<u64> = 64..=4096;
+const HEADER_EVENT_DESC: u32 = 12;
+const HEADER_SIMPLEPERF_META_INFO: u32 = 129;
+
+/// Checks what linux-perf-data reads before the first record, so that it never allocates
+/// or seeks by a size the file does not back (it trusts sizes and counts: an attr size of 0
+/// divides by zero, a feature section of 2^60 bytes is allocated before it is read):
+/// the magic; the attr, data and event-type sections and every feature section inside the
+/// file; the attr size; the walk of `HEADER_EVENT_DESC` (counts, names and id lists within
+/// the section). Rewinds `reader` to the start.
+fn check_layout<R: Read + Seek>(path: &Path, reader: &mut R, len: u64) -> Result<(), String> {
+    let io = |e: std::io::Error| format!("{}: {e}", path.display());
+    let mut header = [0u8; HEADER_SIZE];
+    reader.rewind().map_err(io)?;
+    let read = read_up_to(reader, &mut header).map_err(io)?;
+    if read < HEADER_SIZE {
+        return Err(format!(
+            "{}: not a perf.data file: {len} bytes, shorter than the {HEADER_SIZE}-byte header \
+             at offset 0",
+            path.display()
+        ));
+    }
+    if &header[..8] != b"PERFILE2" {
+        return Err(format!(
+            "{}: not a perf.data file: offset 0 holds {:?}, not the magic \"PERFILE2\"",
+            path.display(),
+            String::from_utf8_lossy(&header[..8])
+        ));
+    }
+    let word = |at: usize| le_u64(&header[at..at + 8]);
+    let bad = |what: String| Err(format!("{}: malformed perf.data: {what}", path.display()));
+    let (data_offset, data_size) = (word(40), word(48));
+    let data_end = data_offset.saturating_add(data_size);
+    if data_end > len {
+        return Err(format!(
+            "{}: truncated perf.data: the data section (offset {data_offset:#x}, {data_size} \
+             bytes) ends at offset {data_end:#x}, the file at {len:#x}",
+            path.display()
+        ));
+    }
+    let attr_size = word(16);
+    if !ATTR_SIZES.contains(&attr_size) {
+        return bad(format!("attr size {attr_size} at offset 0x10"));
+    }
+    for (name, at) in [("attr", 24), ("event types", 56)] {
+        let (offset, size) = (word(at), word(at + 8));
+        if offset.checked_add(size).is_none_or(|end| end > len) {
+            return bad(format!(
+                "the {name} section (offset {offset:#x}, {size} bytes; header offset {at:#x}) \
+                 is not inside the file ({len:#x} bytes)"
+            ));
+        }
+    }
+    let features: Vec<u32> = (0..256u32)
+        .filter(|&bit| header[72 + (bit / 8) as usize] & (1 << (bit % 8)) != 0)
+        .collect();
+    if features.contains(&HEADER_SIMPLEPERF_META_INFO) {
+        return bad("a simpleperf recording (not read here)".to_string());
+    }
+    // The feature sections' table follows the data section: (offset, size) per feature bit.
+    let table_len = 16 * features.len() as u64;
+    if data_end.saturating_add(table_len) > len {
+        return Err(format!(
+            "{}: truncated perf.data: the table of {} feature sections at offset {data_end:#x} \
+             ends past the file's end at {len:#x}",
+            path.display(),
+            features.len()
+        ));
+    }
+    reader.seek(SeekFrom::Start(data_end)).map_err(io)?;
+    let mut table = vec![0u8; table_len as usize];
+    reader.read_exact(&mut table).map_err(io)?;
+    for (i, &feature) in features.iter().enumerate() {
+        let (offset, size) = (le_u64(&table[16 * i..]), le_u64(&table[16 * i + 8..]));
+        if offset.checked_add(size).is_none_or(|end| end > len) {
+            return bad(format!(
+                "feature section {feature} (offset {offset:#x}, {size} bytes; table entry at \
+                 {:#x}) is not inside the file ({len:#x} bytes)",
+                data_end + 16 * i as u64
+            ));
+        }
+        if feature == HEADER_EVENT_DESC {
+            reader.seek(SeekFrom::Start(offset)).map_err(io)?;
+            let mut section = vec![0u8; size as usize];
+            reader.read_exact(&mut section).map_err(io)?;
+            check_event_desc(&section).map_err(|at| {
+                format!(
+                    "{}: malformed perf.data: the event description \
+                     (offset {offset:#x}) is cut short or inconsistent at its byte {at}",
+                    path.display()
+                )
+            })?;
+        }
+    }
+    reader.rewind().map_err(io)
+}
+
+/// Walks `HEADER_EVENT_DESC` (`nr`, `attr_size`, then per event the attr, `nr_ids`, a
+/// length-prefixed name and the ids); `Err(position)` where it leaves the section.
+fn check_event_desc(section: &[u8]) -> Result<(), usize> {
+    let u32_at = |at: usize| -> Result<u64, usize> {
+        let bytes = section.get(at..at.checked_add(4).ok_or(at)?).ok_or(at)?;
+        Ok(u64::from(u32::from_le_bytes([
+            bytes[0], bytes[1], bytes[2], bytes[3],
+        ])))
+    };
+    let nr = u32_at(0)?;
+    let attr_size = u32_at(4)?;
+    if !ATTR_SIZES.contains(&attr_size) {
+        return Err(4);
+    }
+    let mut at = 8usize;
+    let advance = |at: usize, by: u64| -> Result<usize, usize> {
+        let next = usize::try_from(by)
+            .ok()
+            .and_then(|by| at.checked_add(by))
+            .ok_or(at)?;
+        if next > section.len() {
+            return Err(at);
+        }
+        Ok(next)
+    };
+    for _ in 0..nr {
+        // The attr's own size (its second u32) must fit the slot it is given.
+        if u32_at(at + 4)? > attr_size {
+            return Err(at + 4);
+        }
+        at = advance(at, attr_size)?;
+        let nr_ids = u32_at(at)?;
+        at = advance(at, 4)?;
+        let name_len = u32_at(at)?;
+        at = advance(at, 4 + name_len)?;
+        at = advance(at, 8 * nr_ids)?;
+    }
+    Ok(())
+}
+
+fn le_u64(bytes: &[u8]) -> u64 {
+    let mut word = [0u8; 8];
+    for (to, from) in word.iter_mut().zip(bytes) {
+        *to = *from;
+    }
+    u64::from_le_bytes(word)
+}
+
+fn read_up_to(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match reader.read(&mut buf[filled..])? {
+            0 => break,
+            n => filled += n,
+        }
+    }
+    Ok(filled)
+}
+
+impl<R: Read + Seek> PerfData<R> {
+    fn new(path: &Path, reader: R) -> Result<PerfData<R>, String> {
+        let PerfFileReader {
+            perf_file,
+            record_iter,
+        } = PerfFileReader::parse_file(reader)
+            .map_err(|e| format!("{}: not a readable perf.data file: {e}", path.display()))?;
+        let regs_masks = perf_file
+            .event_attributes()
+            .iter()
+            .map(|attr| attr.attr.sample_regs_user)
+            .collect();
+        Ok(PerfData {
+            path: path.to_path_buf(),
+            perf_file,
+            records: record_iter,
+            count: 0,
+            regs_masks,
+        })
+    }
+}
+
+impl<R: Read> PerfData<R> {
+    /// The architecture recorded in the header (x86_64 when it says none).
+    pub fn arch(&self) -> RecordedArch {
+        match self.perf_file.arch() {
+            Ok(Some("aarch64" | "arm64")) => RecordedArch::Aarch64,
+            _ => RecordedArch::X86_64,
+        }
+    }
+
+    /// The build-ids the header lists: (path, build-id).
+    pub fn build_ids(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut ids: Vec<_> = match self.perf_file.build_ids() {
+            Ok(ids) => ids
+                .into_values()
+                .map(|info| (info.path, info.build_id))
+                .collect(),
+            Err(_) => vec![],
+        };
+        ids.sort();
+        ids
+    }
+
+    /// The next record; `Ok(None)` at the end.
+    pub fn next_event(&mut self) -> Result<Option<PerfEvent<'_>>, String> {
+        let record = match self.records.next_record(&mut self.perf_file) {
+            Ok(Some(record)) => record,
+            Ok(None) => return Ok(None),
+            Err(e) => {
+                return Err(format!(
+                    "{}: record {} (after the header) is unreadable: {e}",
+                    self.path.display(),
+                    self.count
+                ))
+            }
+        };
+        self.count += 1;
+        let PerfFileRecord::EventRecord { record, attr_index } = record else {
+            return Ok(Some(PerfEvent::Other));
+        };
+        if let Err(what) = check_record(&record) {
+            return Err(format!(
+                "{}: record {}: malformed: {what}",
+                self.path.display(),
+                self.count
+            ));
+        }
+        let parsed = record.parse().map_err(|e| {
+            format!(
+                "{}: record {}: malformed: {e}",
+                self.path.display(),
+                self.count
+            )
+        })?;
+        Ok(Some(match parsed {
+            EventRecord::Comm(comm) => PerfEvent::Comm {
+                tid: comm.tid,
+                name: String::from_utf8_lossy(&comm.name.as_slice()).into_owned(),
+            },
+            EventRecord::Fork(fork) => PerfEvent::Fork {
+                pid: fork.pid,
+                ppid: fork.ppid,
+                tid: fork.tid,
+                ptid: fork.ptid,
+            },
+            EventRecord::Mmap(mmap) => PerfEvent::Mmap {
+                pid: mmap.pid,
+                start: mmap.address,
+                len: mmap.length,
+                pgoff: mmap.page_offset,
+                path: mmap.path.as_slice().into_owned(),
+            },
+            EventRecord::Mmap2(mmap) => PerfEvent::Mmap {
+                pid: mmap.pid,
+                start: mmap.address,
+                len: mmap.length,
+                pgoff: mmap.page_offset,
+                path: mmap.path.as_slice().into_owned(),
+            },
+            EventRecord::Sample(sample) => {
+                let (Some(pid), Some(tid)) = (sample.pid, sample.tid) else {
+                    return Ok(Some(PerfEvent::Other));
+                };
+                let mut kernel_callchain = Vec::new();
+                if let Some(callchain) = &sample.callchain {
+                    let mut in_user = false;
+                    for i in 0..callchain.len() {
+                        let Some(ip) = callchain.get(i) else { break };
+                        if ip >= PERF_CONTEXT_MAX {
+                            in_user = ip == PERF_CONTEXT_USER;
+                        } else if !in_user {
+                            kernel_callchain.push(ip);
+                        }
+                    }
+                }
+                let (mut regs_mask, mut regs) = (0u64, Vec::new());
+                if let Some(user_regs) = &sample.user_regs {
+                    let mask = self.regs_masks.get(attr_index).copied().unwrap_or(u64::MAX);
+                    for reg in (0..64).filter(|reg| mask & (1 << reg) != 0) {
+                        if let Some(value) = user_regs.get(reg) {
+                            regs_mask |= 1 << reg;
+                            regs.push(value);
+                        }
+                    }
+                }
+                let stack = match sample.user_stack {
+                    Some((stack, dyn_size)) => {
+                        let len = usize::try_from(dyn_size).unwrap_or(usize::MAX);
+                        match stack.as_slice() {
+                            Cow::Borrowed(bytes) => Cow::Borrowed(&bytes[..len.min(bytes.len())]),
+                            Cow::Owned(mut bytes) => {
+                                bytes.truncate(len);
+                                Cow::Owned(bytes)
+                            }
+                        }
+                    }
+                    None => Cow::Borrowed(&[][..]),
+                };
+                PerfEvent::Sample(Sample {
+                    pid,
+                    tid,
+                    in_user_mode: matches!(sample.cpu_mode, CpuMode::User),
+                    ip: sample.ip,
+                    kernel_callchain,
+                    regs_mask,
+                    regs,
+                    stack,
+                })
+            }
+            _ => PerfEvent::Other,
+        }))
+    }
+}
+
+/// Checks what linux-perf-event-reader 0.10 trusts in a record: a SAMPLE's callchain length
+/// ([`callchain_fits`]), an MMAP2 build-id's length (it asserts it is at most 20).
+fn check_record(record: &RawEventRecord<'_>) -> Result<(), &'static str> {
+    const PERF_RECORD_MISC_MMAP_BUILD_ID: u16 = 1 << 14;
+    if record.record_type == RecordType::SAMPLE && !callchain_fits(record) {
+        return Err("a callchain longer than its sample");
+    }
+    if record.record_type == RecordType::MMAP2 && record.misc & PERF_RECORD_MISC_MMAP_BUILD_ID != 0
+    {
+        // pid, tid (4 bytes each), address, length, page offset (8 each), build-id length.
+        let build_id_len = record.data.as_slice().get(32).copied();
+        if build_id_len.is_some_and(|len| len > 20) {
+            return Err("an MMAP2 build-id longer than 20 bytes");
+        }
+    }
+    Ok(())
+}
+
+/// Whether a SAMPLE record's callchain length (if it has one) fits in the record: the
+/// reader multiplies it by 8 unchecked (overflowing, a panic with overflow checks on, for a
+/// length of 2^61 or more). The fields before it are skipped as linux-perf-event-reader 0.10
+/// reads them (its `READ` layout included).
+fn callchain_fits(record: &RawEventRecord<'_>) -> bool {
+    let info = &record.parse_info;
+    let format = info.sample_format;
+    if !format.contains(SampleFormat::CALLCHAIN) {
+        return true;
+    }
+    let bytes = record.data.as_slice();
+    let little = matches!(
+        info.endian,
+        linux_perf_data::linux_perf_event_reader::Endianness::LittleEndian
+    );
+    let word = |at: usize| -> Option<u64> {
+        let slice: [u8; 8] = bytes.get(at..at.checked_add(8)?)?.try_into().ok()?;
+        Some(if little {
+            u64::from_le_bytes(slice)
+        } else {
+            u64::from_be_bytes(slice)
+        })
+    };
+    let mut at = 0usize;
+    for field in [
+        SampleFormat::IDENTIFIER,
+        SampleFormat::IP,
+        SampleFormat::TID,
+        SampleFormat::TIME,
+        SampleFormat::ADDR,
+        SampleFormat::ID,
+        SampleFormat::STREAM_ID,
+        SampleFormat::CPU,
+        SampleFormat::PERIOD,
+    ] {
+        if format.contains(field) {
+            at += 8;
+        }
+    }
+    if format.contains(SampleFormat::READ) {
+        let read = info.read_format;
+        let optional = [
+            ReadFormat::TOTAL_TIME_ENABLED,
+            ReadFormat::TOTAL_TIME_RUNNING,
+        ]
+        .iter()
+        .filter(|&&flag| read.contains(flag))
+        .count();
+        if read.contains(ReadFormat::GROUP) {
+            at += 8 * (1 + optional + usize::from(read.contains(ReadFormat::ID)));
+        } else {
+            let Some(nr) = word(at) else { return false };
+            let per_value = 8 * (1 + u64::from(read.contains(ReadFormat::ID)));
+            let Some(values) = nr.checked_mul(per_value) else {
+                return false;
+            };
+            let Some(next) = usize::try_from(values)
+                .ok()
+                .and_then(|values| (at + 8 + 8 * optional).checked_add(values))
+            else {
+                return false;
+            };
+            at = next;
+        }
+    }
+    let Some(length) = word(at) else { return false };
+    length
+        .checked_mul(8)
+        .is_some_and(|len| len <= (bytes.len().saturating_sub(at + 8)) as u64)
+}
