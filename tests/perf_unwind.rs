@@ -275,4 +275,12 @@ fn perf_unwind_names_a_bad_file_and_the_offset() {
         assert!(stderr.contains(&*file.to_string_lossy()), "{stderr}");
         assert!(stderr.contains(expected), "{stderr}");
     }
+    // An error names what is wrong without quoting the file's bytes.
+    let out = Command::new(&example)
+        .arg("-i")
+        .arg(&not_perf)
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("xxxx"), "{stderr}");
 }
