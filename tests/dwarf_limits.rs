@@ -22,7 +22,7 @@ use gimli::write::{
     Address, AttributeValue, DwarfUnit, EndianVec, LineProgram, LineString, Sections,
 };
 use gimli::{Encoding, Format, LineEncoding, RunTimeEndian};
-use stacksym::dwarf::{DwarfInfo, DwarfSections};
+use stacksym::dwarf::{DwarfInfo, DwarfSections, MAX_INLINED_DEPTH};
 use stacksym::elf::ElfFile;
 use stacksym::{Input, Source, Symbolizer, VirtAddr};
 
@@ -277,9 +277,31 @@ fn nesting_within_the_limit_gives_every_frame() {
 }
 
 #[test]
+fn the_nesting_limit_is_exact() {
+    // MAX_INLINED_DEPTH levels answer (one frame each, then `outer`); one more refuses.
+    let at_limit = dwarf_of("nested-max", nested_inlines(MAX_INLINED_DEPTH))
+        .unwrap()
+        .unwrap();
+    let frames = names(&at_limit, LOW + 4).unwrap().expect("covered");
+    assert_eq!(frames.len(), MAX_INLINED_DEPTH + 1);
+    let past = dwarf_of("nested-past", nested_inlines(MAX_INLINED_DEPTH + 1))
+        .unwrap()
+        .unwrap();
+    let err = names(&past, LOW + 4).unwrap_err();
+    assert!(err.to_string().contains("nested more than"), "{err}");
+}
+
+#[test]
 fn deep_nesting_is_an_error_not_a_stack_overflow() {
+    // The unit is read when an address in it is first asked about: that lookup, and every
+    // later one in the unit, is the error.
     let deep = nested_inlines(100_000);
-    let err = dwarf_of("nested-100000", deep.clone()).unwrap_err();
+    let dwarf = dwarf_of("nested-100000", deep.clone())
+        .unwrap()
+        .expect("has DWARF");
+    let err = dwarf.frames(VirtAddr(LOW + 4)).unwrap_err();
+    let again = dwarf.frames(VirtAddr(LOW + 4)).unwrap_err();
+    assert_eq!(err.to_string(), again.to_string());
     let shown = err.to_string();
     assert!(shown.starts_with("nested-100000: "), "{shown}");
     assert!(shown.contains("inlined"), "{shown}");

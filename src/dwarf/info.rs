@@ -4,21 +4,20 @@
 //! `Arc<ElfFile>`) plus a range of it, or a buffer of decompressed bytes (`reader.rs`). So a
 //! cache can keep a [`DwarfInfo`] next to the file it came from, with no lifetime faked.
 
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use addr2line::gimli;
 use gimli::{Reader as _, RunTimeEndian, SectionId};
-
-use addr2line::{LookupContinuation as _, LookupResult};
 
 use crate::addr::VirtAddr;
 use crate::confine::ConfinedRoot;
 use crate::demangle::demangle;
+use crate::dwarf::functions::{FunctionDie, FunctionTable};
+use crate::dwarf::lines::{LineTable, Row};
 use crate::dwarf::reader::{Reader, SectionBytes};
-use crate::dwarf::rows::{RowExtra, RowExtras};
+use crate::dwarf::units::{SplitUnit, UnitEntry, Units};
 use crate::elf::{ElfFile, SectionContents};
 use crate::error::{Error, Result};
 
@@ -165,39 +164,35 @@ impl DwarfSections {
 
 /// The DWARF of one ELF file, ready for lookups.
 ///
-/// Lookups parse lazily: the first one in a compilation unit reads that unit's line program
-/// and functions, and keeps them. The value is `Send` but not `Sync` (the lazily filled
-/// caches of `addr2line::Context` are not); share it between threads behind a `Mutex`, or
-/// load one per thread.
+/// Lookups parse lazily: the first one in a compilation unit runs that unit's line program
+/// once and walks its DIE tree once (`lines.rs`, `functions.rs`), and keeps compact tables
+/// of both, so later addresses in the unit, in this batch or a later one, are binary
+/// searches. The value is `Send` but not `Sync` (its caches fill through shared
+/// references); share it between threads behind a `Mutex`, or load one per thread.
 pub struct DwarfInfo {
     path: PathBuf,
     /// As [`DwarfSections`]'s: `.dwo` files are opened confined to it.
     root: Option<ConfinedRoot>,
-    context: addr2line::Context<Reader>,
+    /// The sections (and the supplementary file's, if any).
+    dwarf: Arc<gimli::Dwarf<Reader>>,
+    units: Units,
+    /// The supplementary file's units, read when a name first refers into them.
+    sup_units: OnceCell<Option<Units>>,
     /// `<file>.dwp`, the split-DWARF package next to the file, if there is one.
     package: Option<gimli::DwarfPackage<Reader>>,
     /// Function names met so far (as read, and demangled), keyed by where their bytes lie in
     /// the sections (address, length), so each is converted and demangled once.
     names: Interned<(Arc<str>, Arc<str>)>,
-    /// Functions met so far, keyed by their name's place and their DIE's offset (see
-    /// `function_name`), so each frame of one function shares one `FunctionName`; with the
-    /// DIE's call discriminator (`Declaration::call_discriminator`).
-    functions: Interned<(Arc<FunctionName>, Option<u32>)>,
-    /// File paths met so far, keyed by where `addr2line`'s line tables (which live as long as
-    /// `context`) keep them.
-    /// With each, the `row_tables` index of its unit's table: the addr2line crate keeps
-    /// file names per unit, so an address whose file is known needs no second unit lookup.
-    files: Interned<(Arc<str>, Option<usize>)>,
-    /// Per unit met so far, the rows of its line program that carry a discriminator or a
-    /// line-0 column, which the addr2line crate's tables drop; `row_table_of` finds a
-    /// program's table by where the program's bytes lie.
-    row_tables: RefCell<Vec<RowExtras>>,
-    row_table_of: Interned<usize>,
-    /// The sections the `context` reads (shared with it), for what it does not expose.
-    dwarf: Arc<gimli::Dwarf<Reader>>,
-    /// Skeleton units' line programs by their split unit's id (split DWARF only; see
-    /// `skeleton_line_program`).
-    skeletons: std::cell::OnceCell<Vec<(gimli::DwoId, gimli::IncompleteLineProgram<Reader>)>>,
+    /// The chain of the address being looked up (a buffer reused across lookups).
+    chain: RefCell<Vec<u32>>,
+}
+
+/// Which file a unit was read from, for following references out of it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum UnitFile {
+    Main,
+    Supplementary,
+    Split,
 }
 
 /// A table of things read from the sections, keyed by where their bytes lie (address,
@@ -348,25 +343,20 @@ impl DwarfInfo {
 
     fn build(sections: &DwarfSections, sup: Option<&DwarfSections>) -> Result<DwarfInfo> {
         let mut dwarf = sections.dwarf()?;
-        check_inlined_depth(&dwarf).map_err(|e| e.in_file(&sections.path))?;
         if let Some(sup) = sup {
             dwarf.set_sup(sup.dwarf()?);
         }
-        let dwarf = Arc::new(dwarf);
-        let context = addr2line::Context::from_arc_dwarf(Arc::clone(&dwarf))
-            .map_err(|e| malformed_dwarf(&sections.path, "unit headers", e))?;
+        let units =
+            Units::read(&dwarf).map_err(|e| malformed_dwarf(&sections.path, "unit headers", e))?;
         Ok(DwarfInfo {
             path: sections.path.clone(),
             root: sections.root.clone(),
-            context,
+            dwarf: Arc::new(dwarf),
+            units,
+            sup_units: OnceCell::new(),
             package: load_package(&sections.path, sections.root.as_ref(), sections.endian),
             names: RefCell::default(),
-            functions: RefCell::default(),
-            files: RefCell::default(),
-            row_tables: RefCell::default(),
-            row_table_of: RefCell::default(),
-            dwarf,
-            skeletons: std::cell::OnceCell::new(),
+            chain: RefCell::default(),
         })
     }
 
@@ -392,227 +382,196 @@ impl DwarfInfo {
     }
 
     fn append_frames_inner(&self, addr: VirtAddr, out: &mut Vec<Frame>) -> Result<bool> {
-        let start = out.len();
         if addr.0 == u64::MAX {
-            // No half-open DWARF range `[low, high)` can hold the last address; and
-            // addr2line 0.27 computes `addr + 1`, which overflows there (found by fuzzing).
+            // No half-open DWARF range `[low, high)` can hold the last address.
             return Ok(false);
         }
-        let mut lookup = self.context.find_frames(addr.0);
-        let result = loop {
-            match lookup {
-                LookupResult::Output(result) => break result,
-                LookupResult::Load { load, continuation } => {
-                    lookup = continuation.resume(self.load_split_unit(&load));
-                }
+        // Every unit whose ranges hold `addr` is asked in turn, until one has a function or
+        // a line there (ranges overlap for weak symbols and for units that state one range
+        // around discontiguous code).
+        for entry in self.units.find(addr.0) {
+            let split = self.split_unit(entry);
+            let functions = self.functions(entry, split).map_err(|e| {
+                malformed_dwarf_text(&self.path, &format!("functions at {addr:#x}"), &e)
+            })?;
+            let lines = self
+                .lines(entry)
+                .map_err(|e| malformed_dwarf(&self.path, &format!("lines at {addr:#x}"), e))?;
+            let row = lines.and_then(|lines| lines.row_at(addr.0)).copied();
+            let mut chain = self.chain.borrow_mut();
+            if !functions.chain_at(addr.0, &mut chain) {
+                let Some(row) = row else { continue };
+                // A line outside every function DIE: a location without a function.
+                out.push(Frame {
+                    inlined: false,
+                    ..self.innermost(entry, &row, None)
+                });
+                return Ok(true);
             }
-        };
-        let mut iter = result
-            .map_err(|e| malformed_dwarf(&self.path, &format!("functions at {addr:#x}"), e))?;
-        // The innermost frame's is the line-table row's, set below.
-        let mut caller_discriminator = None;
-        let mut innermost_rows = None;
-        while let Some(frame) = iter
-            .next()
-            .map_err(|e| malformed_dwarf(&self.path, &format!("inlined frames at {addr:#x}"), e))?
-        {
-            let (function, call_discriminator) = match &frame.function {
-                Some(name) => {
-                    let (function, call_discriminator) =
-                        self.function_name(&name.name, frame.dw_die_offset, addr)?;
-                    (Some(function), call_discriminator)
-                }
-                None => (None, None),
-            };
-            let location = frame.location.as_ref();
-            let file = location
-                .and_then(|l| l.file)
-                .map(|file| self.file_name(file, addr));
-            if out.len() == start {
-                innermost_rows = file.as_ref().and_then(|(_, rows)| *rows);
-            }
-            out.push(Frame {
-                function,
-                file: file.map(|(name, _)| name),
-                line: location.and_then(|l| l.line).filter(|&l| l != 0),
-                column: location.and_then(|l| l.column),
-                // An outer frame's location is the call site of the inlined call before it.
-                discriminator: caller_discriminator,
-                inlined: true,
-            });
-            caller_discriminator = call_discriminator;
-        }
-        let Some(innermost) = out.get_mut(start) else {
-            return Ok(false);
-        };
-        if innermost.file.is_some() || innermost.line.is_some() {
-            // The innermost location is the line-table row's: add what the addr2line
-            // crate dropped from it.
-            let extra = self.row_extra(addr, innermost_rows);
-            innermost.discriminator = (extra.discriminator != 0).then_some(extra.discriminator);
-            if innermost.line.is_none() && extra.line0_column != 0 {
-                innermost.column = Some(extra.line0_column);
-            }
-        }
-        if let Some(last) = out[start..].last_mut() {
-            last.inlined = false;
-        }
-        Ok(true)
-    }
-
-    /// What the line-table row at `addr` adds (`rows.rs`), from the table of the unit
-    /// `rows` names (found with the innermost function), else of the unit found at `addr`.
-    fn row_extra(&self, addr: VirtAddr, rows: Option<usize>) -> RowExtra {
-        let rows = rows.or_else(|| self.unit_at(addr).and_then(|unit| self.row_table(&unit)));
-        rows.and_then(|i| self.row_tables.borrow().get(i).map(|t| t.at(addr.0)))
-            .unwrap_or_default()
-    }
-
-    /// The index in `row_tables` of `unit`'s table, read on the unit's first use. `None`
-    /// when the unit has no line program. A program that cannot be run again (the addr2line
-    /// crate ran it already, so that is not expected) gives an empty table (`log::debug!`).
-    fn row_table(&self, unit: &gimli::UnitRef<'_, Reader>) -> Option<usize> {
-        let program = if unit.dwarf.file_type == gimli::DwarfFileType::Dwo {
-            // A split unit's rows are in its skeleton's line program, in this file.
-            self.skeleton_line_program(unit.dwo_id?)?
-        } else {
-            unit.line_program.clone()?
-        };
-        // Keyed by where the program's bytes lie, as the name tables are keyed.
-        let bytes = program.header().raw_program_buf();
-        let key = (bytes.as_ptr() as usize, bytes.len());
-        if let Some(&known) = self.row_table_of.borrow().get(&key) {
-            return Some(known);
-        }
-        let offset = program.header().offset().0;
-        let table = RowExtras::read(program).unwrap_or_else(|e| {
-            log::debug!(
-                "{}: line program at {offset:#x}: {e}; no discriminators from it",
-                self.path.display(),
-            );
-            RowExtras::default()
-        });
-        let mut tables = self.row_tables.borrow_mut();
-        tables.push(table);
-        let index = tables.len() - 1;
-        self.row_table_of.borrow_mut().insert(key, index);
-        Some(index)
-    }
-
-    /// The line program of the skeleton unit (in this file) of the split unit `dwo_id`.
-    /// The skeletons are found on the first call, by reading every unit's root DIE.
-    fn skeleton_line_program(
-        &self,
-        dwo_id: gimli::DwoId,
-    ) -> Option<gimli::IncompleteLineProgram<Reader>> {
-        let skeletons = self.skeletons.get_or_init(|| {
-            let mut skeletons = Vec::new();
-            let mut headers = self.dwarf.units();
-            while let Ok(Some(header)) = headers.next() {
-                let Ok(unit) = self.dwarf.unit(header) else {
+            // `chain`: the subprogram, then its inlined calls, outermost first. Frames go
+            // innermost first; each outer frame's location is the call site of the inlined
+            // call inside it.
+            let unit = self.unit_ref(entry, split);
+            let mut call_site: Option<(&FunctionDie, Option<u32>)> = None;
+            for &index in chain.iter().rev() {
+                let Some(function) = functions.get(index) else {
                     continue;
                 };
-                if let (Some(id), Some(program)) = (unit.dwo_id, unit.line_program) {
-                    skeletons.push((id, program));
-                }
+                let (name, call_discriminator) =
+                    self.function_name(entry, unit, index, function.die)?;
+                let frame = match call_site {
+                    None => match &row {
+                        Some(row) => self.innermost(entry, row, name),
+                        None => Frame {
+                            function: name,
+                            file: None,
+                            line: None,
+                            column: None,
+                            discriminator: None,
+                            inlined: true,
+                        },
+                    },
+                    Some((inner, discriminator)) => Frame {
+                        function: name,
+                        file: inner
+                            .call_file
+                            .and_then(|index| self.file_name(entry, index)),
+                        line: (inner.call_line != 0).then_some(inner.call_line),
+                        column: (inner.call_column != 0).then_some(inner.call_column),
+                        discriminator,
+                        inlined: true,
+                    },
+                };
+                out.push(frame);
+                call_site = Some((function, call_discriminator));
             }
-            skeletons
-        });
-        skeletons
-            .iter()
-            .find(|(id, _)| *id == dwo_id)
-            .map(|(_, program)| program.clone())
+            if let Some(last) = out.last_mut() {
+                last.inlined = false;
+            }
+            return Ok(true);
+        }
+        Ok(false)
     }
 
-    /// The file the DWARF was read from.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// The split-DWARF unit a skeleton unit names: from the `.dwp` package next to the file,
-    /// else from the `.dwo` file it names. Only the file's own directory is searched: a
-    /// relative `DW_AT_comp_dir` (`.`, as `-fdebug-prefix-map` leaves it) is taken as the
-    /// file's directory, and an absolute `.dwo` path elsewhere (the build machine's) is
-    /// tried by its file name in that directory. A `.dwo` whose id differs is refused. On
-    /// failure the lookup goes on with the skeleton (lines without inlined frames), as
-    /// llvm-symbolizer does; `log::debug!` says why.
-    fn load_split_unit(
+    /// The innermost frame at a line-table row: its file, line and column, its
+    /// discriminator, and for a row of line 0 its column (as llvm-symbolizer prints them).
+    fn innermost(
         &self,
-        load: &addr2line::SplitDwarfLoad<Reader>,
-    ) -> Option<Arc<gimli::Dwarf<Reader>>> {
-        if let Some(package) = &self.package {
-            match package.find_cu(load.dwo_id, &load.parent) {
-                Ok(Some(unit)) => match check_inlined_depth(&unit) {
-                    Ok(()) => return Some(Arc::new(unit)),
-                    Err(refused) => {
-                        log::debug!("{}", refused.in_file(&self.path));
-                        return None;
-                    }
-                },
-                Ok(None) => {}
-                Err(e) => log::debug!("{}.dwp: {e}", self.path.display()),
-            }
-        }
-        let name = load.path.as_ref()?.to_string_lossy().ok()?;
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        let file_name = Path::new(name.as_ref()).file_name()?;
-        let path = dir.join(file_name);
-        let loaded = (|| -> Result<Option<Arc<gimli::Dwarf<Reader>>>> {
-            let elf = Arc::new(ElfFile::open_under(self.root.as_ref(), &path)?);
-            let Some(sections) = DwarfSections::load_dwo(&elf)? else {
-                return Ok(None);
-            };
-            let mut dwarf = sections.dwarf()?;
-            let id = dwarf
-                .units()
-                .next()
-                .and_then(|header| match header {
-                    Some(header) => Ok(dwarf.unit(header)?.dwo_id),
-                    None => Ok(None),
-                })
-                .map_err(|e| malformed_dwarf(&path, "split unit", e))?;
-            check_inlined_depth(&dwarf).map_err(|e| e.in_file(&path))?;
-            if id != Some(load.dwo_id) {
-                log::debug!(
-                    "{}: split unit id {id:?}, the skeleton wants {:?}; not used",
-                    path.display(),
-                    load.dwo_id
-                );
-                return Ok(None);
-            }
-            dwarf.make_dwo(&load.parent);
-            Ok(Some(Arc::new(dwarf)))
-        })();
-        match loaded {
-            Ok(unit) => unit,
-            Err(e) => {
-                log::debug!("split DWARF of {}: {e}", self.path.display());
-                None
-            }
+        entry: &UnitEntry,
+        row: &Row,
+        function: Option<Arc<FunctionName>>,
+    ) -> Frame {
+        let file = self.file_name(entry, u64::from(row.file));
+        let line = (row.line != 0).then_some(row.line);
+        let has_location = file.is_some() || line.is_some();
+        Frame {
+            function,
+            file,
+            line,
+            column: if line.is_some() {
+                Some(row.column)
+            } else {
+                (has_location && row.column != 0).then_some(row.column)
+            },
+            discriminator: (has_location && row.discriminator != 0).then_some(row.discriminator),
+            // The caller clears it on the chain's last frame.
+            inlined: true,
         }
     }
 
-    /// The function named `name` whose DIE is at `die` in the unit holding `addr`, interned
-    /// by where the name and the DIE lie: a name string shared by functions of several units
-    /// (a C `static helper` in two files) gets its declaration per DIE. Two functions whose
-    /// name strings and unit-relative DIE offsets both coincide would share one entry; DWARF
-    /// producers do not make that in practice. The name is converted and demangled once per
-    /// name string (inlined copies of one function have a DIE each, and one name).
+    /// `entry`'s line table, read on first use; `None` when the unit has no line program.
+    fn lines<'a>(
+        &self,
+        entry: &'a UnitEntry,
+    ) -> std::result::Result<Option<&'a LineTable>, gimli::Error> {
+        let Some(program) = &entry.unit.line_program else {
+            return Ok(None);
+        };
+        match entry.lines.get_or_init(|| LineTable::read(program.clone())) {
+            Ok(lines) => Ok(Some(lines)),
+            Err(e) => Err(*e),
+        }
+    }
+
+    /// `entry`'s functions (its split unit's, when it has one), read on first use.
+    fn functions<'a>(
+        &self,
+        entry: &'a UnitEntry,
+        split: Option<&'a SplitUnit>,
+    ) -> std::result::Result<&'a FunctionTable, String> {
+        let table = entry.functions.get_or_init(|| {
+            let table = match split {
+                Some(split) => FunctionTable::read(&gimli::UnitRef::new(&split.dwarf, &split.unit)),
+                None => FunctionTable::read(&gimli::UnitRef::new(&self.dwarf, &entry.unit)),
+            };
+            if let Ok(table) = &table {
+                *entry.names.borrow_mut() = vec![None; table.len()];
+            }
+            table
+        });
+        table
+            .as_ref()
+            .map_err(|e| format!("unit at {:#x}: {e}", entry.offset.0))
+    }
+
+    /// The unit DIEs of `entry`'s functions are read from: its split unit, or itself.
+    fn unit_ref<'a>(
+        &'a self,
+        entry: &'a UnitEntry,
+        split: Option<&'a SplitUnit>,
+    ) -> (gimli::UnitRef<'a, Reader>, UnitFile) {
+        match split {
+            Some(split) => (
+                gimli::UnitRef::new(&split.dwarf, &split.unit),
+                UnitFile::Split,
+            ),
+            None => (
+                gimli::UnitRef::new(&self.dwarf, &entry.unit),
+                UnitFile::Main,
+            ),
+        }
+    }
+
+    /// The split unit of a skeleton `entry`, loaded on first use.
+    fn split_unit<'a>(&self, entry: &'a UnitEntry) -> Option<&'a SplitUnit> {
+        entry
+            .split
+            .get_or_init(|| {
+                let dwo_id = entry.unit.dwo_id?;
+                let unit = gimli::UnitRef::new(&self.dwarf, &entry.unit);
+                let name = entry
+                    .unit
+                    .dwo_name()
+                    .ok()
+                    .flatten()
+                    .and_then(|name| unit.attr_string(name).ok());
+                let dwarf = self.load_split_dwarf(dwo_id, name.as_ref())?;
+                let header = dwarf.units().next().ok()??;
+                let mut split = dwarf.unit(header).ok()?;
+                split.copy_relocated_attributes(&entry.unit);
+                Some(SplitUnit { dwarf, unit: split })
+            })
+            .as_ref()
+    }
+
+    /// The function at `index` of `entry`'s table: its name, read and demangled once per
+    /// name string and its declaration once per DIE, and the call-site discriminator of an
+    /// inlined call's DIE. `None` when DWARF names no function there.
     fn function_name(
         &self,
-        name: &Reader,
-        die: Option<gimli::UnitOffset<usize>>,
-        addr: VirtAddr,
-    ) -> Result<(Arc<FunctionName>, Option<u32>)> {
-        let bytes: &[u8] = name;
-        let name_key = (bytes.as_ptr() as usize, bytes.len());
-        let key = (
-            name_key.0 ^ die.map_or(0, |d| d.0.rotate_left(32)),
-            name_key.1,
-        );
-        if let Some((known, call_discriminator)) = self.functions.borrow().get(&key) {
-            return Ok((Arc::clone(known), *call_discriminator));
+        entry: &UnitEntry,
+        (unit, file): (gimli::UnitRef<'_, Reader>, UnitFile),
+        index: u32,
+        die: gimli::UnitOffset<usize>,
+    ) -> Result<(Option<Arc<FunctionName>>, Option<u32>)> {
+        if let Some(Some((known, call_discriminator))) = entry.names.borrow().get(index as usize) {
+            return Ok((Some(Arc::clone(known)), *call_discriminator));
         }
+        let Some(name) = self.name_of(unit, file, die)? else {
+            return Ok((None, None));
+        };
+        let bytes: &[u8] = &name;
+        let name_key = (bytes.as_ptr() as usize, bytes.len());
         let known_name = self.names.borrow().get(&name_key).cloned();
         let (raw, demangled) = match known_name {
             Some(names) => names,
@@ -631,10 +590,7 @@ impl DwarfInfo {
                 (raw, demangled)
             }
         };
-        let declared = match die {
-            Some(die) => self.declaration(die, addr),
-            None => Declaration::default(),
-        };
+        let declared = self.declaration(&unit, die);
         let interned = Arc::new(FunctionName {
             raw: raw.to_string(),
             demangled: demangled.to_string(),
@@ -643,25 +599,204 @@ impl DwarfInfo {
             decl_line: declared.line,
             start: declared.start,
         });
-        self.functions
-            .borrow_mut()
-            .insert(key, (Arc::clone(&interned), declared.call_discriminator));
-        Ok((interned, declared.call_discriminator))
+        if let Some(slot) = entry.names.borrow_mut().get_mut(index as usize) {
+            *slot = Some((Arc::clone(&interned), declared.call_discriminator));
+        }
+        Ok((Some(interned), declared.call_discriminator))
     }
 
-    /// `DW_AT_name`, `DW_AT_decl_file` and `DW_AT_decl_line` of the DIE at `die` (in the unit
-    /// holding `addr`), or of the DIEs it points to in that unit (`DW_AT_abstract_origin` of
-    /// an inlined call, `DW_AT_specification` of a method defined out of its class), up to
-    /// a few hops; and the `DW_AT_low_pc` of the DIE itself (the inlined copy's, for an
-    /// inlined call). A reference into another unit (`DW_FORM_ref_addr`, as after LTO) is
-    /// not followed: those fields stay `None`.
-    fn declaration(&self, die: gimli::UnitOffset<usize>, addr: VirtAddr) -> Declaration {
+    /// The name of the function whose DIE is at `die`: `DW_AT_linkage_name` if it has one,
+    /// else `DW_AT_name`, else the name of the DIE its `DW_AT_abstract_origin` or
+    /// `DW_AT_specification` refers to (in this unit, another unit of the file, or the
+    /// supplementary file), at most [`MAX_NAME_HOPS`] references deep. Which attribute wins
+    /// follows the addr2line crate (and so llvm-symbolizer): a linkage name always, a
+    /// referred-to name only where no name came before it.
+    fn name_of(
+        &self,
+        unit: gimli::UnitRef<'_, Reader>,
+        file: UnitFile,
+        die: gimli::UnitOffset<usize>,
+    ) -> Result<Option<Reader>> {
+        let malformed = |e| malformed_dwarf(&self.path, &format!("function at {:#x}", die.0), e);
+        let mut entries = unit.entries_raw(Some(die)).map_err(malformed)?;
+        let Some(abbrev) = entries.read_abbreviation().map_err(malformed)? else {
+            return Ok(None);
+        };
+        let mut name = None;
+        for spec in abbrev.attributes() {
+            let attr = entries.read_attribute(*spec).map_err(malformed)?;
+            match attr.name() {
+                gimli::DW_AT_linkage_name | gimli::DW_AT_MIPS_linkage_name => {
+                    if let Ok(value) = unit.attr_string(attr.value()) {
+                        name = Some(value);
+                    }
+                }
+                gimli::DW_AT_name if name.is_none() => name = unit.attr_string(attr.value()).ok(),
+                gimli::DW_AT_abstract_origin | gimli::DW_AT_specification if name.is_none() => {
+                    name = self.referred_name(unit, file, attr.value(), MAX_NAME_HOPS);
+                }
+                _ => {}
+            }
+        }
+        Ok(name)
+    }
+
+    /// The name of the DIE `reference` points to (see [`DwarfInfo::name_of`]), following at
+    /// most `hops` references. A reference that leads nowhere gives no name.
+    fn referred_name(
+        &self,
+        unit: gimli::UnitRef<'_, Reader>,
+        file: UnitFile,
+        reference: gimli::AttributeValue<Reader>,
+        hops: usize,
+    ) -> Option<Reader> {
+        let mut at = (unit, file, reference);
+        for _ in 0..hops {
+            let (unit, file, reference) = at;
+            let (unit, file, die) = match reference {
+                gimli::AttributeValue::UnitRef(die) => (unit, file, die),
+                gimli::AttributeValue::DebugInfoRef(offset) => {
+                    let units = match file {
+                        UnitFile::Main => &self.units,
+                        UnitFile::Supplementary => self.sup_units()?,
+                        UnitFile::Split => return None,
+                    };
+                    let (entry, die) = units.at_offset(offset)?;
+                    let dwarf = match file {
+                        UnitFile::Supplementary => self.dwarf.sup()?,
+                        _ => &self.dwarf,
+                    };
+                    (gimli::UnitRef::new(dwarf, &entry.unit), file, die)
+                }
+                gimli::AttributeValue::DebugInfoRefSup(offset) => {
+                    let (entry, die) = self.sup_units()?.at_offset(offset)?;
+                    let sup = self.dwarf.sup()?;
+                    (
+                        gimli::UnitRef::new(sup, &entry.unit),
+                        UnitFile::Supplementary,
+                        die,
+                    )
+                }
+                _ => return None,
+            };
+            let mut entries = unit.entries_raw(Some(die)).ok()?;
+            let abbrev = entries.read_abbreviation().ok()??;
+            let mut name = None;
+            let mut next = None;
+            for spec in abbrev.attributes() {
+                let attr = entries.read_attribute(*spec).ok()?;
+                match attr.name() {
+                    gimli::DW_AT_linkage_name | gimli::DW_AT_MIPS_linkage_name => {
+                        if let Ok(value) = unit.attr_string(attr.value()) {
+                            return Some(value);
+                        }
+                    }
+                    gimli::DW_AT_name => {
+                        if let Ok(value) = unit.attr_string(attr.value()) {
+                            name = Some(value);
+                        }
+                    }
+                    gimli::DW_AT_abstract_origin | gimli::DW_AT_specification => {
+                        next = Some(attr.value());
+                    }
+                    _ => {}
+                }
+            }
+            if name.is_some() {
+                return name;
+            }
+            at = (unit, file, next?);
+        }
+        None
+    }
+
+    /// The supplementary file's units, read on first use; `None` without one.
+    fn sup_units(&self) -> Option<&Units> {
+        self.sup_units
+            .get_or_init(|| {
+                let sup = self.dwarf.sup()?;
+                Units::read(sup)
+                    .map_err(|e| log::debug!("{}: supplementary units: {e}", self.path.display()))
+                    .ok()
+            })
+            .as_ref()
+    }
+
+    /// The file the DWARF was read from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The split-DWARF unit a skeleton unit names: from the `.dwp` package next to the file,
+    /// else from the `.dwo` file it names. Only the file's own directory is searched: a
+    /// relative `DW_AT_comp_dir` (`.`, as `-fdebug-prefix-map` leaves it) is taken as the
+    /// file's directory, and an absolute `.dwo` path elsewhere (the build machine's) is
+    /// tried by its file name in that directory. A `.dwo` whose id differs is refused. On
+    /// failure the lookup goes on with the skeleton (lines without inlined frames), as
+    /// llvm-symbolizer does; `log::debug!` says why.
+    fn load_split_dwarf(
+        &self,
+        dwo_id: gimli::DwoId,
+        dwo_name: Option<&Reader>,
+    ) -> Option<Arc<gimli::Dwarf<Reader>>> {
+        if let Some(package) = &self.package {
+            match package.find_cu(dwo_id, &self.dwarf) {
+                Ok(Some(unit)) => return Some(Arc::new(unit)),
+                Ok(None) => {}
+                Err(e) => log::debug!("{}.dwp: {e}", self.path.display()),
+            }
+        }
+        let name = dwo_name?.to_string_lossy().ok()?;
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        let file_name = Path::new(name.as_ref()).file_name()?;
+        let path = dir.join(file_name);
+        let loaded = (|| -> Result<Option<Arc<gimli::Dwarf<Reader>>>> {
+            let elf = Arc::new(ElfFile::open_under(self.root.as_ref(), &path)?);
+            let Some(sections) = DwarfSections::load_dwo(&elf)? else {
+                return Ok(None);
+            };
+            let mut dwarf = sections.dwarf()?;
+            let id = dwarf
+                .units()
+                .next()
+                .and_then(|header| match header {
+                    Some(header) => Ok(dwarf.unit(header)?.dwo_id),
+                    None => Ok(None),
+                })
+                .map_err(|e| malformed_dwarf(&path, "split unit", e))?;
+            if id != Some(dwo_id) {
+                log::debug!(
+                    "{}: split unit id {id:?}, the skeleton wants {dwo_id:?}; not used",
+                    path.display(),
+                );
+                return Ok(None);
+            }
+            dwarf.make_dwo(&self.dwarf);
+            Ok(Some(Arc::new(dwarf)))
+        })();
+        match loaded {
+            Ok(unit) => unit,
+            Err(e) => {
+                log::debug!("split DWARF of {}: {e}", self.path.display());
+                None
+            }
+        }
+    }
+
+    /// `DW_AT_name`, `DW_AT_decl_file` and `DW_AT_decl_line` of the DIE at `die` (in `unit`),
+    /// or of the DIEs it points to in that unit (`DW_AT_abstract_origin` of an inlined call,
+    /// `DW_AT_specification` of a method defined out of its class), up to a few hops; and
+    /// the `DW_AT_low_pc` and `DW_AT_GNU_discriminator` of the DIE itself (the inlined
+    /// copy's, for an inlined call). A reference into another unit (`DW_FORM_ref_addr`, as
+    /// after LTO) is not followed: those fields stay `None`.
+    fn declaration(
+        &self,
+        unit: &gimli::UnitRef<'_, Reader>,
+        die: gimli::UnitOffset<usize>,
+    ) -> Declaration {
         use gimli::{constants, AttributeValue};
         let mut found = Declaration::default();
-        let Some(unit) = self.unit_at(addr) else {
-            return found;
-        };
-        let text = |value| attr_text(&unit, value);
+        let text = |value| attr_text(unit, value);
         let mut at = Some(die);
         for hop in 0..4 {
             let Some(offset) = at.take() else { break };
@@ -674,7 +809,7 @@ impl DwarfInfo {
                     constants::DW_AT_decl_file if found.file.is_none() => {
                         found.file = match attr.value() {
                             AttributeValue::FileIndex(index) | AttributeValue::Udata(index) => {
-                                self.render_file(&unit, index)
+                                render_file(unit, index)
                             }
                             _ => None,
                         }
@@ -706,176 +841,85 @@ impl DwarfInfo {
         found
     }
 
-    /// The path of file `index` of `unit`'s line table, joined as llvm-symbolizer, binutils
-    /// and elfutils join it: compilation dir, then the file's directory (directory 0 too in
-    /// DWARF 5, where it repeats the compilation dir), then its name; an absolute part
-    /// replaces what came before.
-    fn render_file(&self, unit: &gimli::UnitRef<'_, Reader>, index: u64) -> Option<String> {
-        let header = unit.line_program.as_ref()?.header();
-        let entry = header.file(index)?;
-        let text = |value| attr_text(unit, value);
-        let mut path = unit
-            .comp_dir
-            .as_ref()
-            .and_then(|dir| Some(dir.to_string_lossy().ok()?.into_owned()))
-            .unwrap_or_default();
-        let push = |path: &mut String, part: &str| {
-            if part.starts_with('/') {
-                *path = part.to_string();
-            } else {
-                if !path.is_empty() && !path.ends_with('/') {
-                    path.push('/');
-                }
-                path.push_str(part);
-            }
-        };
-        if entry.directory_index() != 0 || header.version() >= 5 {
-            if let Some(dir) = entry.directory(header).and_then(text) {
-                push(&mut path, &dir);
-            }
+    /// File `index` of `entry`'s line table as [`Frame::file`] gives it, rendered once.
+    fn file_name(&self, entry: &UnitEntry, index: u64) -> Option<Arc<str>> {
+        if let Some(known) = entry.files.borrow().get(&index) {
+            return known.clone();
         }
-        push(&mut path, &text(entry.path_name())?);
-        Some(path)
-    }
-
-    /// The unit holding `addr` (its split unit, for split DWARF).
-    fn unit_at(&self, addr: VirtAddr) -> Option<gimli::UnitRef<'_, Reader>> {
-        let mut lookup = self.context.find_dwarf_and_unit(addr.0);
-        loop {
-            match lookup {
-                LookupResult::Output(unit) => return unit,
-                LookupResult::Load { load, continuation } => {
-                    lookup = continuation.resume(self.load_split_unit(&load));
-                }
-            }
-        }
-    }
-
-    /// The path of a line-table file as [`Frame::file`] gives it, interned. `file` is the
-    /// addr2line crate's rendering, found at `addr` (whose unit holds the file's entry).
-    /// With it, the `row_tables` index of the unit's table (`row_table`).
-    fn file_name(&self, file: &str, addr: VirtAddr) -> (Arc<str>, Option<usize>) {
-        let key = (file.as_ptr() as usize, file.len());
-        if let Some((known, rows)) = self.files.borrow().get(&key) {
-            return (Arc::clone(known), *rows);
-        }
-        let unit = self.unit_at(addr);
-        let joined = unit.and_then(|unit| self.joined_like_other_tools(&unit, file));
-        let shown: Arc<str> = match joined {
-            Some(path) => Arc::from(path),
-            None => Arc::from(file),
-        };
-        let rows = unit.and_then(|unit| self.row_table(&unit));
-        self.files
-            .borrow_mut()
-            .insert(key, (Arc::clone(&shown), rows));
-        (shown, rows)
-    }
-
-    /// A DWARF 5 line table's directory 0 is the compilation directory itself, so the
-    /// addr2line crate (like gdb) renders a file of directory 0 as `comp_dir/name`. When that
-    /// directory is stored relative (`./malloc`, as glibc's and clang's builds leave it),
-    /// llvm-symbolizer, binutils' addr2line and elfutils' eu-addr2line (and perf, through
-    /// them) join the compilation directory and directory 0 both: `./malloc/./malloc/malloc.c`.
-    /// We print what they print. `None`: `file` stays as rendered.
-    fn joined_like_other_tools(
-        &self,
-        unit: &gimli::UnitRef<'_, Reader>,
-        file: &str,
-    ) -> Option<String> {
-        let header = unit.line_program.as_ref()?.header();
-        if header.version() < 5 {
-            return None;
-        }
-        let dir0 = attr_text(unit, header.include_directories().first()?.clone())?;
-        if dir0.is_empty() || dir0.starts_with('/') {
-            return None;
-        }
-        let comp_dir = unit.comp_dir.as_ref()?.to_string_lossy().ok()?;
-        let name = file
-            .strip_prefix(comp_dir.as_ref())?
-            .trim_start_matches('/');
-        // DWARF 5 numbers files from 0: the entry's position is its index.
-        let index = header.file_names().iter().position(|entry| {
-            entry.directory_index() == 0
-                && attr_text(unit, entry.path_name()).as_deref() == Some(name)
-        })?;
-        self.render_file(unit, u64::try_from(index).ok()?)
+        let unit = gimli::UnitRef::new(&self.dwarf, &entry.unit);
+        let shown = line_file(&unit, index).map(Arc::from);
+        entry.files.borrow_mut().insert(index, shown.clone());
+        shown
     }
 }
 
-/// The deepest nesting of `DW_TAG_inlined_subroutine` DIEs accepted (see
-/// [`check_inlined_depth`]). Real code nests inlined calls a few dozen deep (the deepest in
-/// testdata: 10, libstdc++'s `std::sort`); 256 leaves room, and costs the addr2line crate's
-/// recursive parser about 80 KiB of stack in a release build (600 KiB in a debug build, where
-/// a 2 MiB thread overflows at about 850 levels).
-pub const MAX_INLINED_DEPTH: usize = 256;
+/// How many `DW_AT_abstract_origin`/`DW_AT_specification` references a function's name is
+/// followed through (as the addr2line crate); a cycle ends there.
+const MAX_NAME_HOPS: usize = 16;
 
-/// Why DWARF was refused before any lookup, with no path yet (the caller adds it).
-struct Refused(String);
-
-impl Refused {
-    fn in_file(self, path: &Path) -> Error {
-        Error::MalformedElf {
-            path: path.to_path_buf(),
-            what: format!("DWARF {}", self.0),
+/// The path of file `index` of `unit`'s line table as a frame shows it, as llvm-symbolizer,
+/// binutils and elfutils (and perf, through them) join it: the compilation directory, then
+/// the file's directory unless it is directory 0, then its name; an absolute part replaces
+/// what came before. In DWARF 5, directory 0 repeats the compilation directory; where it is
+/// stored relative (`./malloc`, as glibc's and clang's builds leave it) those tools join
+/// both: `./malloc/./malloc/malloc.c`. A DWARF 4 file index 0 (no such file) is an empty
+/// name, as the addr2line crate gives it.
+fn line_file(unit: &gimli::UnitRef<'_, Reader>, index: u64) -> Option<String> {
+    let header = unit.line_program.as_ref()?.header();
+    let Some(entry) = header.file(index) else {
+        return (index == 0).then(String::new);
+    };
+    let text = |value| attr_text(unit, value);
+    let mut path = comp_dir(unit);
+    if entry.directory_index() != 0 {
+        if let Some(dir) = entry.directory(header).and_then(text) {
+            push_path(&mut path, &dir);
         }
+    } else if header.version() >= 5 {
+        let dir0 = entry.directory(header).and_then(text).unwrap_or_default();
+        if !dir0.is_empty() && !dir0.starts_with('/') {
+            push_path(&mut path, &dir0);
+        }
+    }
+    push_path(&mut path, &text(entry.path_name())?);
+    Some(path)
+}
+
+/// `unit`'s compilation directory, lossily as UTF-8 (empty when it has none).
+fn comp_dir(unit: &gimli::UnitRef<'_, Reader>) -> String {
+    unit.comp_dir
+        .as_ref()
+        .and_then(|dir| Some(dir.to_string_lossy().ok()?.into_owned()))
+        .unwrap_or_default()
+}
+
+/// Appends `part` to `path` with a `/`; an absolute `part` replaces `path`.
+fn push_path(path: &mut String, part: &str) {
+    if part.starts_with('/') {
+        *path = part.to_string();
+    } else {
+        if !path.is_empty() && !path.ends_with('/') {
+            path.push('/');
+        }
+        path.push_str(part);
     }
 }
 
-/// Refuses DWARF in which `DW_TAG_inlined_subroutine` DIEs nest deeper than
-/// [`MAX_INLINED_DEPTH`]: the addr2line crate parses each level with a recursive call, so a
-/// crafted unit (100,000 levels are a few hundred KiB of DWARF) would overflow the stack,
-/// which kills the process. Every unit's DIE tree is walked once, without recursion (depth
-/// from gimli's raw entry reader, attributes skipped), before the first lookup: about the
-/// cost of one more pass of the one addr2line makes over a unit's DIEs for its functions.
-fn check_inlined_depth(dwarf: &gimli::Dwarf<Reader>) -> std::result::Result<(), Refused> {
-    let fail = |what: &str, e: gimli::Error| Refused(format!("{what}: {e}"));
-    let mut headers = dwarf.units();
-    // Per depth of the DIE tree: how many inlined subroutines enclose that level.
-    let mut inlined_at: Vec<usize> = Vec::new();
-    while let Some(header) = headers.next().map_err(|e| fail("unit headers", e))? {
-        let at = header.offset();
-        let unit = match dwarf.unit(header) {
-            Ok(unit) => unit,
-            // addr2line skips a unit it cannot read; so does this check.
-            Err(_) => continue,
-        };
-        let mut entries = match unit.entries_raw(None) {
-            Ok(entries) => entries,
-            Err(_) => continue,
-        };
-        inlined_at.clear();
-        while !entries.is_empty() {
-            let depth = usize::try_from(entries.next_depth()).unwrap_or(0);
-            let abbrev = match entries.read_abbreviation() {
-                Ok(Some(abbrev)) => abbrev,
-                Ok(None) => continue,
-                // The rest of this unit cannot be read: addr2line cannot parse it either.
-                Err(_) => break,
-            };
-            inlined_at.truncate(depth);
-            let enclosing = depth
-                .checked_sub(1)
-                .and_then(|parent| inlined_at.get(parent))
-                .copied()
-                .unwrap_or(0);
-            let inlined = enclosing + usize::from(abbrev.tag() == gimli::DW_TAG_inlined_subroutine);
-            if inlined > MAX_INLINED_DEPTH {
-                return Err(Refused(format!(
-                    "unit at {at:?}: inlined subroutines nested more than {MAX_INLINED_DEPTH} \
-                     deep; refused (its lookups would recurse that deep)"
-                )));
-            }
-            // Levels skipped by a malformed depth are filled with the enclosing count.
-            inlined_at.resize(depth, enclosing);
-            inlined_at.push(inlined);
-            if entries.skip_attributes(abbrev.attributes()).is_err() {
-                break;
-            }
+/// The path of file `index` of `unit`'s line table, for a declaration (`DW_AT_decl_file`):
+/// compilation dir, then the file's directory (directory 0 too in DWARF 5, where it repeats
+/// the compilation dir), then its name; an absolute part replaces what came before.
+fn render_file(unit: &gimli::UnitRef<'_, Reader>, index: u64) -> Option<String> {
+    let header = unit.line_program.as_ref()?.header();
+    let entry = header.file(index)?;
+    let text = |value| attr_text(unit, value);
+    let mut path = comp_dir(unit);
+    if entry.directory_index() != 0 || header.version() >= 5 {
+        if let Some(dir) = entry.directory(header).and_then(text) {
+            push_path(&mut path, &dir);
         }
     }
-    Ok(())
+    push_path(&mut path, &text(entry.path_name())?);
+    Some(path)
 }
 
 /// An attribute's string (`DW_FORM_strp`, `line_strp`, `strx`, ...), lossily as UTF-8.
@@ -917,6 +961,13 @@ fn load_package(
         log::debug!("{e}");
         None
     })
+}
+
+fn malformed_dwarf_text(path: &Path, what: &str, e: &str) -> Error {
+    Error::MalformedElf {
+        path: path.to_path_buf(),
+        what: format!("DWARF {what}: {e}"),
+    }
 }
 
 fn malformed_dwarf(path: &Path, what: &str, e: gimli::Error) -> Error {

@@ -4,7 +4,6 @@
 use std::ops::{Deref, Range};
 use std::sync::Arc;
 
-use addr2line::gimli;
 use gimli::{EndianReader, RunTimeEndian};
 
 use crate::elf::ElfFile;

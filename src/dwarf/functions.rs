@@ -1,0 +1,394 @@
+//! One unit's functions and inlined calls, from one walk of its DIE tree.
+//!
+//! The walk reads the attributes of `DW_TAG_subprogram` and `DW_TAG_inlined_subroutine`
+//! DIEs and skips every other DIE's, without recursion: the DIEs open around the current one
+//! are an explicit stack, so a crafted unit nested 100,000 deep costs memory in proportion
+//! to its size, not stack. Inlined calls nested deeper than [`MAX_INLINED_DEPTH`] refuse the
+//! unit (every such level would be a frame of one address).
+//!
+//! What is kept, per unit: the ranges of every subprogram with code, sorted by start; per
+//! subprogram, the ranges of the inlined calls inside it (nested subprograms excluded, they
+//! are functions of their own) sorted by call depth then start, so the chain at an address is
+//! found one depth at a time by binary search; and per function or call, its DIE offset
+//! (names are read when first asked for) and its call site. This is the addr2line crate's
+//! model (its `Functions` and `Function`), built in one pass instead of one pass over the
+//! unit plus one recursive pass per function asked about.
+
+use std::cmp::Ordering;
+
+use crate::dwarf::reader::Reader;
+
+/// The deepest nesting of `DW_TAG_inlined_subroutine` DIEs accepted in a unit. Real code
+/// nests inlined calls a few dozen deep (the deepest in testdata: 10, libstdc++'s
+/// `std::sort`); each level is a frame of the addresses inside it.
+pub const MAX_INLINED_DEPTH: usize = 256;
+
+/// A subprogram with code, or an inlined call inside one.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FunctionDie {
+    /// Where the DIE is in its unit (its name and declaration are read from there).
+    pub(crate) die: gimli::UnitOffset<usize>,
+    /// For an inlined call: `DW_AT_call_file` (a file index of the unit's line table).
+    pub(crate) call_file: Option<u64>,
+    /// For an inlined call: `DW_AT_call_line`, 0 when absent.
+    pub(crate) call_line: u32,
+    /// For an inlined call: `DW_AT_call_column`, 0 when absent.
+    pub(crate) call_column: u32,
+    /// For a subprogram: its inlined calls' ranges, `inlined[inlined_start..inlined_end]`.
+    inlined_start: u32,
+    inlined_end: u32,
+}
+
+/// An address range of a function or inlined call: `[begin, end)`, and the index of its
+/// [`FunctionDie`].
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    begin: u64,
+    end: u64,
+    function: u32,
+}
+
+/// An inlined call's range, with the subprogram it belongs to and how many inlined calls
+/// enclose it there (0: called from the subprogram's own code).
+#[derive(Debug, Clone, Copy)]
+struct InlinedSpan {
+    owner: u32,
+    depth: u32,
+    span: Span,
+}
+
+/// The functions of one unit (see the module docs).
+#[derive(Debug, Default)]
+pub(crate) struct FunctionTable {
+    functions: Box<[FunctionDie]>,
+    /// Subprograms' ranges, sorted by start.
+    subprograms: Box<[Span]>,
+    /// Inlined calls' ranges, by owner, then depth, then start.
+    inlined: Box<[InlinedSpan]>,
+}
+
+/// Why a unit's functions could not be read.
+#[derive(Debug, Clone)]
+pub(crate) enum FunctionsError {
+    Dwarf(gimli::Error),
+    TooDeep,
+    /// More than `u32::MAX` functions in one unit.
+    TooMany,
+}
+
+impl From<gimli::Error> for FunctionsError {
+    fn from(e: gimli::Error) -> Self {
+        FunctionsError::Dwarf(e)
+    }
+}
+
+impl std::fmt::Display for FunctionsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FunctionsError::Dwarf(e) => write!(f, "{e}"),
+            FunctionsError::TooDeep => write!(
+                f,
+                "inlined subroutines nested more than {MAX_INLINED_DEPTH} deep; unit refused"
+            ),
+            FunctionsError::TooMany => write!(f, "more than {} functions in one unit", u32::MAX),
+        }
+    }
+}
+
+/// A DIE open around the walk's current position that matters to it.
+struct Open {
+    /// The DIE's depth in the tree.
+    depth: isize,
+    /// The subprogram (a `functions` index) whose inlined calls the DIEs below belong to;
+    /// `None` below a subprogram without code or an inlined call outside any subprogram.
+    owner: Option<u32>,
+    /// Inlined calls between `owner` and the DIEs below.
+    inlined_depth: u32,
+}
+
+/// A DIE's address ranges, as read from its attributes.
+#[derive(Default)]
+pub(crate) struct RangeAttributes {
+    low_pc: Option<u64>,
+    high_pc: Option<u64>,
+    size: Option<u64>,
+    ranges: Option<gimli::RangeListsOffset<usize>>,
+}
+
+impl RangeAttributes {
+    /// True when the DIE has `DW_AT_ranges`.
+    pub(crate) fn has_range_list(&self) -> bool {
+        self.ranges.is_some()
+    }
+}
+
+impl RangeAttributes {
+    /// Reads a range attribute into `self`; false for any other attribute.
+    fn read(
+        &mut self,
+        unit: &gimli::UnitRef<'_, Reader>,
+        attr: &gimli::Attribute<Reader>,
+    ) -> Result<bool, gimli::Error> {
+        use gimli::AttributeValue;
+        match (attr.name(), attr.value()) {
+            (gimli::DW_AT_low_pc, AttributeValue::Addr(value)) => self.low_pc = Some(value),
+            (gimli::DW_AT_low_pc, AttributeValue::DebugAddrIndex(index)) => {
+                self.low_pc = Some(unit.address(index)?);
+            }
+            (gimli::DW_AT_high_pc, AttributeValue::Addr(value)) => self.high_pc = Some(value),
+            (gimli::DW_AT_high_pc, AttributeValue::DebugAddrIndex(index)) => {
+                self.high_pc = Some(unit.address(index)?);
+            }
+            (gimli::DW_AT_high_pc, AttributeValue::Udata(size)) => self.size = Some(size),
+            (gimli::DW_AT_ranges, value) => self.ranges = unit.attr_ranges_offset(value)?,
+            (gimli::DW_AT_low_pc | gimli::DW_AT_high_pc, _) => {}
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Calls `add` with each non-empty range; true if there was one.
+    pub(crate) fn for_each(
+        &self,
+        unit: &gimli::UnitRef<'_, Reader>,
+        mut add: impl FnMut(u64, u64),
+    ) -> Result<bool, gimli::Error> {
+        let mut any = false;
+        let mut push = |begin: u64, end: u64| {
+            if begin < end {
+                add(begin, end);
+                any = true;
+            }
+        };
+        if let Some(offset) = self.ranges {
+            let mut ranges = unit.ranges(offset)?;
+            while let Some(range) = ranges.next()? {
+                push(range.begin, range.end);
+            }
+        } else if let (Some(begin), Some(end)) = (self.low_pc, self.high_pc) {
+            push(begin, end);
+        } else if let (Some(begin), Some(size)) = (self.low_pc, self.size) {
+            // A tombstone `low_pc` of -1 wraps and is dropped by `push`.
+            push(begin, begin.wrapping_add(size));
+        }
+        Ok(any)
+    }
+}
+
+/// The range attributes of `unit`'s root DIE; `None` when the unit has no DIE.
+pub(crate) fn root_range_attributes(
+    unit: &gimli::UnitRef<'_, Reader>,
+) -> Result<Option<RangeAttributes>, gimli::Error> {
+    let mut entries = unit.entries_raw(None)?;
+    let Some(abbrev) = entries.read_abbreviation()? else {
+        return Ok(None);
+    };
+    let mut ranges = RangeAttributes::default();
+    for spec in abbrev.attributes() {
+        let attr = entries.read_attribute(*spec)?;
+        ranges.read(unit, &attr)?;
+    }
+    Ok(Some(ranges))
+}
+
+impl FunctionTable {
+    /// Walks `unit`'s DIEs once (see the module docs).
+    pub(crate) fn read(unit: &gimli::UnitRef<'_, Reader>) -> Result<FunctionTable, FunctionsError> {
+        let mut functions: Vec<FunctionDie> = Vec::new();
+        let mut subprograms: Vec<Span> = Vec::new();
+        let mut inlined: Vec<InlinedSpan> = Vec::new();
+        let mut open: Vec<Open> = Vec::new();
+        let version = unit.header.version();
+        let mut entries = unit.entries_raw(None)?;
+        while !entries.is_empty() {
+            let die = entries.next_offset();
+            let depth = entries.next_depth();
+            let Some(abbrev) = entries.read_abbreviation()? else {
+                continue;
+            };
+            // Every DIE at or above an open one's depth closes it (a sibling of an inlined
+            // call that is a lexical block must close the call).
+            while open.last().is_some_and(|o| o.depth >= depth) {
+                open.pop();
+            }
+            let tag = abbrev.tag();
+            if tag != gimli::DW_TAG_subprogram && tag != gimli::DW_TAG_inlined_subroutine {
+                entries.skip_attributes(abbrev.attributes())?;
+                continue;
+            }
+            let mut ranges = RangeAttributes::default();
+            let mut call_file = None;
+            let mut call_line = 0;
+            let mut call_column = 0;
+            for spec in abbrev.attributes() {
+                let attr = entries.read_attribute(*spec)?;
+                if ranges.read(unit, &attr)? {
+                    continue;
+                }
+                match attr.name() {
+                    gimli::DW_AT_call_file => {
+                        // DWARF 5 numbers files from 0; before, 0 meant "no file".
+                        if let gimli::AttributeValue::FileIndex(index) = attr.value() {
+                            if index > 0 || version >= 5 {
+                                call_file = Some(index);
+                            }
+                        }
+                    }
+                    gimli::DW_AT_call_line => {
+                        call_line = attr.udata_value().map_or(0, saturate);
+                    }
+                    gimli::DW_AT_call_column => {
+                        call_column = attr.udata_value().map_or(0, saturate);
+                    }
+                    _ => {}
+                }
+            }
+            let index = u32::try_from(functions.len()).map_err(|_| FunctionsError::TooMany)?;
+            let entry = FunctionDie {
+                die,
+                call_file: None,
+                call_line: 0,
+                call_column: 0,
+                inlined_start: 0,
+                inlined_end: 0,
+            };
+            if tag == gimli::DW_TAG_subprogram {
+                // A subprogram, nested or not, is a function of its own; without code it
+                // owns nothing (an abstract instance, a declaration).
+                let has_code = ranges.for_each(unit, |begin, end| {
+                    subprograms.push(Span {
+                        begin,
+                        end,
+                        function: index,
+                    });
+                })?;
+                if has_code {
+                    functions.push(entry);
+                }
+                open.push(Open {
+                    depth,
+                    owner: has_code.then_some(index),
+                    inlined_depth: 0,
+                });
+                continue;
+            }
+            // An inlined call: it belongs to the subprogram around it, if any.
+            let (owner, inlined_depth) = match open.last() {
+                Some(&Open {
+                    owner: Some(owner),
+                    inlined_depth,
+                    ..
+                }) => (owner, inlined_depth),
+                _ => {
+                    open.push(Open {
+                        depth,
+                        owner: None,
+                        inlined_depth: 0,
+                    });
+                    continue;
+                }
+            };
+            if usize::try_from(inlined_depth).map_or(true, |d| d >= MAX_INLINED_DEPTH) {
+                return Err(FunctionsError::TooDeep);
+            }
+            functions.push(FunctionDie {
+                call_file,
+                call_line,
+                call_column,
+                ..entry
+            });
+            ranges.for_each(unit, |begin, end| {
+                inlined.push(InlinedSpan {
+                    owner,
+                    depth: inlined_depth,
+                    span: Span {
+                        begin,
+                        end,
+                        function: index,
+                    },
+                });
+            })?;
+            open.push(Open {
+                depth,
+                owner: Some(owner),
+                inlined_depth: inlined_depth + 1,
+            });
+        }
+        subprograms.sort_unstable_by_key(|span| span.begin);
+        inlined.sort_unstable_by_key(|i| (i.owner, i.depth, i.span.begin));
+        // Each subprogram's slice of `inlined`.
+        let mut start = 0;
+        while let Some(first) = inlined.get(start) {
+            let owner = first.owner;
+            let end = start + inlined[start..].partition_point(|i| i.owner == owner);
+            if let Some(function) = functions.get_mut(owner as usize) {
+                function.inlined_start = u32::try_from(start).unwrap_or(u32::MAX);
+                function.inlined_end = u32::try_from(end).unwrap_or(u32::MAX);
+            }
+            start = end;
+        }
+        Ok(FunctionTable {
+            functions: functions.into_boxed_slice(),
+            subprograms: subprograms.into_boxed_slice(),
+            inlined: inlined.into_boxed_slice(),
+        })
+    }
+
+    /// The subprogram whose code holds `probe`, and the inlined calls there, outermost
+    /// first, appended to `chain` (cleared first). False when no subprogram holds `probe`.
+    pub(crate) fn chain_at(&self, probe: u64, chain: &mut Vec<u32>) -> bool {
+        chain.clear();
+        let Ok(found) = self
+            .subprograms
+            .binary_search_by(|span| compare(span, probe))
+        else {
+            return false;
+        };
+        let Some(&Span { function, .. }) = self.subprograms.get(found) else {
+            return false;
+        };
+        chain.push(function);
+        let Some(owner) = self.functions.get(function as usize) else {
+            return true;
+        };
+        let mut inlined = self
+            .inlined
+            .get(owner.inlined_start as usize..owner.inlined_end as usize)
+            .unwrap_or_default();
+        // Sorted by depth, then start: at each depth, binary search for the call holding
+        // `probe`; the next depth's calls lie after it.
+        for depth in 0u32.. {
+            let search = inlined
+                .binary_search_by(|i| i.depth.cmp(&depth).then_with(|| compare(&i.span, probe)));
+            let Ok(at) = search else { break };
+            let Some(found) = inlined.get(at) else { break };
+            chain.push(found.span.function);
+            inlined = inlined.get(at + 1..).unwrap_or_default();
+        }
+        true
+    }
+
+    /// The function or call at `index` (from [`FunctionTable::chain_at`]).
+    pub(crate) fn get(&self, index: u32) -> Option<&FunctionDie> {
+        self.functions.get(index as usize)
+    }
+
+    /// How many functions and calls the table holds (the size of a per-entry cache).
+    pub(crate) fn len(&self) -> usize {
+        self.functions.len()
+    }
+}
+
+fn compare(span: &Span, probe: u64) -> Ordering {
+    if probe < span.begin {
+        Ordering::Greater
+    } else if probe >= span.end {
+        Ordering::Less
+    } else {
+        Ordering::Equal
+    }
+}
+
+fn saturate(value: u64) -> u32 {
+    u32::try_from(value).unwrap_or(u32::MAX)
+}

@@ -1,0 +1,186 @@
+//! The compilation units of one file's DWARF and the addresses each covers.
+//!
+//! A unit's ranges come, in this order of preference, from its root DIE's `DW_AT_ranges`,
+//! from `.debug_aranges`, from its root's `DW_AT_low_pc`/`DW_AT_high_pc`, and, when it states
+//! none, from its line program's sequences (the addr2line crate's order, so both find the
+//! same units). Ranges of several units may overlap (weak symbols, a unit stating one range
+//! around discontiguous code): [`Units::find`] yields every unit whose ranges hold an
+//! address, and the caller asks each in turn. Each unit's line table and functions are read
+//! on first use and kept (`info.rs`).
+
+use std::cell::{OnceCell, RefCell};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::dwarf::functions::{root_range_attributes, FunctionTable, FunctionsError};
+use crate::dwarf::lines::LineTable;
+use crate::dwarf::reader::Reader;
+
+/// One unit and what was read from it so far.
+pub(crate) struct UnitEntry {
+    pub(crate) offset: gimli::DebugInfoOffset<usize>,
+    pub(crate) unit: gimli::Unit<Reader>,
+    /// Its line table (a split unit's is its skeleton's, this unit's).
+    pub(crate) lines: OnceCell<Result<LineTable, gimli::Error>>,
+    /// Its split unit, for a skeleton unit (`None`: not split, or the split file is
+    /// missing or refused; the skeleton then answers alone, with lines only).
+    pub(crate) split: OnceCell<Option<SplitUnit>>,
+    /// Its functions (a skeleton's, from its split unit).
+    pub(crate) functions: OnceCell<Result<FunctionTable, FunctionsError>>,
+    /// Per entry of `functions`, its name once read: `info.rs`'s cache.
+    pub(crate) names: RefCell<Vec<Option<ResolvedName>>>,
+    /// File names of its line table, rendered once per index.
+    pub(crate) files: RefCell<HashMap<u64, Option<Arc<str>>>>,
+}
+
+/// A function's name and declaration once read, with the call-site discriminator of its
+/// DIE (for an inlined call).
+pub(crate) type ResolvedName = (Arc<crate::dwarf::FunctionName>, Option<u32>);
+
+/// A split-DWARF unit (from a `.dwo` file or a `.dwp` package) and its sections.
+pub(crate) struct SplitUnit {
+    pub(crate) dwarf: Arc<gimli::Dwarf<Reader>>,
+    pub(crate) unit: gimli::Unit<Reader>,
+}
+
+/// An address range of a unit, with the lowest start of every range sorted after it (so a
+/// search stops as soon as no later range can hold the address).
+struct UnitRange {
+    begin: u64,
+    end: u64,
+    unit: usize,
+    min_begin: u64,
+}
+
+/// The units of one file's DWARF.
+pub(crate) struct Units {
+    /// Sorted by offset (the order of `.debug_info`).
+    units: Box<[UnitEntry]>,
+    /// Sorted by end, then unit.
+    ranges: Box<[UnitRange]>,
+}
+
+impl Units {
+    /// Reads every unit's header and root DIE (type units are skipped; a unit that cannot
+    /// be read is skipped, as the addr2line crate skips it).
+    pub(crate) fn read(dwarf: &gimli::Dwarf<Reader>) -> Result<Units, gimli::Error> {
+        let mut aranges = Vec::new();
+        let mut headers = dwarf.debug_aranges.headers();
+        while let Some(header) = headers.next()? {
+            aranges.push((header.debug_info_offset(), header.offset()));
+        }
+        aranges.sort_unstable_by_key(|&(info, _)| info);
+
+        let mut units = Vec::new();
+        let mut ranges = Vec::new();
+        let mut headers = dwarf.units();
+        while let Some(header) = headers.next()? {
+            let Some(offset) = header.debug_info_offset() else {
+                continue;
+            };
+            let mut needs_ranges = match header.type_() {
+                gimli::UnitType::Type { .. } | gimli::UnitType::SplitType { .. } => continue,
+                // Only referred to from other units; no code of its own.
+                gimli::UnitType::Partial => false,
+                _ => true,
+            };
+            let Ok(unit) = dwarf.unit(header) else {
+                continue;
+            };
+            let index = units.len();
+            let entry = UnitEntry {
+                offset,
+                unit,
+                lines: OnceCell::new(),
+                split: OnceCell::new(),
+                functions: OnceCell::new(),
+                names: RefCell::default(),
+                files: RefCell::default(),
+            };
+            if needs_ranges {
+                let unit = gimli::UnitRef::new(dwarf, &entry.unit);
+                let Some(root) = root_range_attributes(&unit)? else {
+                    continue;
+                };
+                let mut add = |begin: u64, end: u64| {
+                    ranges.push(UnitRange {
+                        begin,
+                        end,
+                        unit: index,
+                        min_begin: 0,
+                    });
+                };
+                if !root.has_range_list() {
+                    let first = aranges.partition_point(|&(info, _)| info < offset);
+                    for &(_, set) in aranges[first..].iter().take_while(|&&(i, _)| i == offset) {
+                        let mut entries = dwarf.debug_aranges.header(set)?.entries();
+                        // An entry that does not read (an address overflow) is skipped; the
+                        // iterator ends on errors it cannot go past.
+                        while let Some(arange) = entries.next().transpose() {
+                            if let Ok(arange) = arange {
+                                if arange.length() != 0 {
+                                    let range = arange.range();
+                                    add(range.begin, range.end);
+                                    needs_ranges = false;
+                                }
+                            }
+                        }
+                    }
+                }
+                if needs_ranges {
+                    needs_ranges = !root.for_each(&unit, &mut add)?;
+                }
+                if needs_ranges {
+                    // No ranges stated: the line program's sequences say where the code is.
+                    if let Some(program) = entry.unit.line_program.clone() {
+                        let lines = LineTable::read(program);
+                        if let Ok(lines) = &lines {
+                            for range in lines.ranges() {
+                                add(range.begin, range.end);
+                            }
+                        }
+                        let _ = entry.lines.set(lines);
+                    }
+                }
+            }
+            units.push(entry);
+        }
+        ranges.sort_unstable_by_key(|r| (r.end, r.unit));
+        let mut min = u64::MAX;
+        for range in ranges.iter_mut().rev() {
+            min = min.min(range.begin);
+            range.min_begin = min;
+        }
+        Ok(Units {
+            units: units.into_boxed_slice(),
+            ranges: ranges.into_boxed_slice(),
+        })
+    }
+
+    /// The units whose ranges hold `probe`, in order of their ranges' ends.
+    pub(crate) fn find(&self, probe: u64) -> impl Iterator<Item = &UnitEntry> + '_ {
+        // The first range that ends after `probe`.
+        let first = self.ranges.partition_point(|r| r.end <= probe);
+        self.ranges
+            .get(first..)
+            .unwrap_or_default()
+            .iter()
+            .take_while(move |r| probe >= r.min_begin)
+            .filter(move |r| r.begin <= probe && probe < r.end)
+            .filter_map(|r| self.units.get(r.unit))
+    }
+
+    /// The unit holding the DIE at `offset` of `.debug_info`, and the DIE's offset in it.
+    pub(crate) fn at_offset(
+        &self,
+        offset: gimli::DebugInfoOffset<usize>,
+    ) -> Option<(&UnitEntry, gimli::UnitOffset<usize>)> {
+        let after = self.units.partition_point(|u| u.offset <= offset);
+        // No DIE lies at a unit's own offset (its header is there).
+        let entry = self.units.get(after.checked_sub(1)?)?;
+        if entry.offset == offset {
+            return None;
+        }
+        Some((entry, offset.to_unit_offset(&entry.unit.header)?))
+    }
+}
