@@ -843,12 +843,27 @@ impl DwarfInfo {
 
     /// File `index` of `entry`'s line table as [`Frame::file`] gives it, rendered once.
     fn file_name(&self, entry: &UnitEntry, index: u64) -> Option<Arc<str>> {
-        if let Some(known) = entry.files.borrow().get(&index) {
-            return known.clone();
+        let slot = usize::try_from(index).ok();
+        if let Some(Some(known)) = slot.and_then(|i| entry.files.borrow().get(i).cloned()) {
+            return known;
         }
         let unit = gimli::UnitRef::new(&self.dwarf, &entry.unit);
-        let shown = line_file(&unit, index).map(Arc::from);
-        entry.files.borrow_mut().insert(index, shown.clone());
+        let shown: Option<Arc<str>> = line_file(&unit, index).map(Arc::from);
+        // Slots for the table's files only (one more: DWARF 4 numbers them from 1).
+        let count = entry
+            .unit
+            .line_program
+            .as_ref()
+            .map_or(0, |p| p.header().file_names().len() + 1);
+        if let Some(i) = slot.filter(|&i| i < count) {
+            let mut files = entry.files.borrow_mut();
+            if files.len() < count {
+                files.resize(count, None);
+            }
+            if let Some(cached) = files.get_mut(i) {
+                *cached = Some(shown.clone());
+            }
+        }
         shown
     }
 }

@@ -9,7 +9,6 @@
 //! on first use and kept (`info.rs`).
 
 use std::cell::{OnceCell, RefCell};
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::dwarf::functions::{root_range_attributes, FunctionTable, FunctionsError};
@@ -29,8 +28,8 @@ pub(crate) struct UnitEntry {
     pub(crate) functions: OnceCell<Result<FunctionTable, FunctionsError>>,
     /// Per entry of `functions`, its name once read: `info.rs`'s cache.
     pub(crate) names: RefCell<Vec<Option<ResolvedName>>>,
-    /// File names of its line table, rendered once per index.
-    pub(crate) files: RefCell<HashMap<u64, Option<Arc<str>>>>,
+    /// File names of its line table by index, rendered once each (outer `None`: not yet).
+    pub(crate) files: RefCell<Vec<Option<Option<Arc<str>>>>>,
 }
 
 /// A function's name and declaration once read, with the call-site discriminator of its
