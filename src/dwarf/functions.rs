@@ -116,13 +116,6 @@ pub(crate) struct RangeAttributes {
 }
 
 impl RangeAttributes {
-    /// True when the DIE has `DW_AT_ranges`.
-    pub(crate) fn has_range_list(&self) -> bool {
-        self.ranges.is_some()
-    }
-}
-
-impl RangeAttributes {
     /// Reads a range attribute into `self`; false for any other attribute.
     fn read(
         &mut self,

@@ -389,7 +389,10 @@ impl DwarfInfo {
         // Every unit whose ranges hold `addr` is asked in turn, until one has a function or
         // a line there (ranges overlap for weak symbols and for units that state one range
         // around discontiguous code).
-        for entry in self.units.find(addr.0) {
+        for slot in self.units.find(addr.0) {
+            let Some(entry) = slot.parsed(&self.dwarf) else {
+                continue;
+            };
             let split = self.split_unit(entry);
             let functions = self.functions(entry, split).map_err(|e| {
                 malformed_dwarf_text(&self.path, &format!("functions at {addr:#x}"), &e)
@@ -661,18 +664,22 @@ impl DwarfInfo {
                         UnitFile::Supplementary => self.sup_units()?,
                         UnitFile::Split => return None,
                     };
-                    let (entry, die) = units.at_offset(offset)?;
+                    let (slot, die) = units.at_offset(offset)?;
                     let dwarf = match file {
                         UnitFile::Supplementary => self.dwarf.sup()?,
                         _ => &self.dwarf,
                     };
-                    (gimli::UnitRef::new(dwarf, &entry.unit), file, die)
+                    (
+                        gimli::UnitRef::new(dwarf, &slot.parsed(dwarf)?.unit),
+                        file,
+                        die,
+                    )
                 }
                 gimli::AttributeValue::DebugInfoRefSup(offset) => {
-                    let (entry, die) = self.sup_units()?.at_offset(offset)?;
+                    let (slot, die) = self.sup_units()?.at_offset(offset)?;
                     let sup = self.dwarf.sup()?;
                     (
-                        gimli::UnitRef::new(sup, &entry.unit),
+                        gimli::UnitRef::new(sup, &slot.parsed(sup)?.unit),
                         UnitFile::Supplementary,
                         die,
                     )

@@ -15,7 +15,35 @@ use crate::dwarf::functions::{root_range_attributes, FunctionTable, FunctionsErr
 use crate::dwarf::lines::LineTable;
 use crate::dwarf::reader::Reader;
 
-/// One unit and what was read from it so far.
+/// One unit: its header, and the unit itself once parsed.
+pub(crate) struct UnitSlot {
+    offset: gimli::DebugInfoOffset<usize>,
+    header: gimli::UnitHeader<Reader>,
+    /// Parsed on first use (`None`: it does not parse, and answers nothing).
+    parsed: OnceCell<Option<UnitEntry>>,
+}
+
+impl UnitSlot {
+    fn new(offset: gimli::DebugInfoOffset<usize>, header: gimli::UnitHeader<Reader>) -> Self {
+        UnitSlot {
+            offset,
+            header,
+            parsed: OnceCell::new(),
+        }
+    }
+
+    /// The unit, parsed (its abbreviations, root DIE and line program header) on first use.
+    pub(crate) fn parsed(&self, dwarf: &gimli::Dwarf<Reader>) -> Option<&UnitEntry> {
+        self.parsed
+            .get_or_init(|| {
+                let unit = dwarf.unit(self.header.clone()).ok()?;
+                Some(UnitEntry::new(self.offset, unit))
+            })
+            .as_ref()
+    }
+}
+
+/// One parsed unit and what was read from it so far.
 pub(crate) struct UnitEntry {
     pub(crate) offset: gimli::DebugInfoOffset<usize>,
     pub(crate) unit: gimli::Unit<Reader>,
@@ -30,6 +58,20 @@ pub(crate) struct UnitEntry {
     pub(crate) names: RefCell<Vec<Option<ResolvedName>>>,
     /// File names of its line table by index, rendered once each (outer `None`: not yet).
     pub(crate) files: RefCell<Vec<Option<Option<Arc<str>>>>>,
+}
+
+impl UnitEntry {
+    fn new(offset: gimli::DebugInfoOffset<usize>, unit: gimli::Unit<Reader>) -> Self {
+        UnitEntry {
+            offset,
+            unit,
+            lines: OnceCell::new(),
+            split: OnceCell::new(),
+            functions: OnceCell::new(),
+            names: RefCell::default(),
+            files: RefCell::default(),
+        }
+    }
 }
 
 /// A function's name and declaration once read, with the call-site discriminator of its
@@ -54,7 +96,7 @@ struct UnitRange {
 /// The units of one file's DWARF.
 pub(crate) struct Units {
     /// Sorted by offset (the order of `.debug_info`).
-    units: Box<[UnitEntry]>,
+    units: Box<[UnitSlot]>,
     /// Sorted by end, then unit.
     ranges: Box<[UnitRange]>,
 }
@@ -83,54 +125,47 @@ impl Units {
                 gimli::UnitType::Partial => false,
                 _ => true,
             };
-            let Ok(unit) = dwarf.unit(header) else {
-                continue;
-            };
             let index = units.len();
-            let entry = UnitEntry {
-                offset,
-                unit,
-                lines: OnceCell::new(),
-                split: OnceCell::new(),
-                functions: OnceCell::new(),
-                names: RefCell::default(),
-                files: RefCell::default(),
+            let mut add = |begin: u64, end: u64| {
+                ranges.push(UnitRange {
+                    begin,
+                    end,
+                    unit: index,
+                    min_begin: 0,
+                });
             };
             if needs_ranges {
-                let unit = gimli::UnitRef::new(dwarf, &entry.unit);
-                let Some(root) = root_range_attributes(&unit)? else {
-                    continue;
-                };
-                let mut add = |begin: u64, end: u64| {
-                    ranges.push(UnitRange {
-                        begin,
-                        end,
-                        unit: index,
-                        min_begin: 0,
-                    });
-                };
-                if !root.has_range_list() {
-                    let first = aranges.partition_point(|&(info, _)| info < offset);
-                    for &(_, set) in aranges[first..].iter().take_while(|&&(i, _)| i == offset) {
-                        let mut entries = dwarf.debug_aranges.header(set)?.entries();
-                        // An entry that does not read (an address overflow) is skipped; the
-                        // iterator ends on errors it cannot go past.
-                        while let Some(arange) = entries.next().transpose() {
-                            if let Ok(arange) = arange {
-                                if arange.length() != 0 {
-                                    let range = arange.range();
-                                    add(range.begin, range.end);
-                                    needs_ranges = false;
-                                }
+                // `.debug_aranges` first, as llvm-symbolizer does: a unit it covers is not
+                // parsed until an address in it is asked about (most units of a large file
+                // never are; parsing one reads its whole abbreviation table).
+                let first = aranges.partition_point(|&(info, _)| info < offset);
+                for &(_, set) in aranges[first..].iter().take_while(|&&(i, _)| i == offset) {
+                    let mut entries = dwarf.debug_aranges.header(set)?.entries();
+                    // An entry that does not read (an address overflow) is skipped; the
+                    // iterator ends on errors it cannot go past.
+                    while let Some(arange) = entries.next().transpose() {
+                        if let Ok(arange) = arange {
+                            if arange.length() != 0 {
+                                let range = arange.range();
+                                add(range.begin, range.end);
+                                needs_ranges = false;
                             }
                         }
                     }
                 }
-                if needs_ranges {
-                    needs_ranges = !root.for_each(&unit, &mut add)?;
-                }
-                if needs_ranges {
-                    // No ranges stated: the line program's sequences say where the code is.
+            }
+            let slot = UnitSlot::new(offset, header);
+            if needs_ranges {
+                // Not in `.debug_aranges`: its root DIE's ranges, else its line program's
+                // sequences.
+                let Some(entry) = slot.parsed(dwarf) else {
+                    continue;
+                };
+                let unit = gimli::UnitRef::new(dwarf, &entry.unit);
+                let Some(root) = root_range_attributes(&unit)? else {
+                    continue;
+                };
+                if !root.for_each(&unit, &mut add)? {
                     if let Some(program) = entry.unit.line_program.clone() {
                         let lines = LineTable::read(program);
                         if let Ok(lines) = &lines {
@@ -142,7 +177,7 @@ impl Units {
                     }
                 }
             }
-            units.push(entry);
+            units.push(slot);
         }
         ranges.sort_unstable_by_key(|r| (r.end, r.unit));
         let mut min = u64::MAX;
@@ -157,7 +192,7 @@ impl Units {
     }
 
     /// The units whose ranges hold `probe`, in order of their ranges' ends.
-    pub(crate) fn find(&self, probe: u64) -> impl Iterator<Item = &UnitEntry> + '_ {
+    pub(crate) fn find(&self, probe: u64) -> impl Iterator<Item = &UnitSlot> + '_ {
         // The first range that ends after `probe`.
         let first = self.ranges.partition_point(|r| r.end <= probe);
         self.ranges
@@ -173,13 +208,13 @@ impl Units {
     pub(crate) fn at_offset(
         &self,
         offset: gimli::DebugInfoOffset<usize>,
-    ) -> Option<(&UnitEntry, gimli::UnitOffset<usize>)> {
+    ) -> Option<(&UnitSlot, gimli::UnitOffset<usize>)> {
         let after = self.units.partition_point(|u| u.offset <= offset);
         // No DIE lies at a unit's own offset (its header is there).
-        let entry = self.units.get(after.checked_sub(1)?)?;
-        if entry.offset == offset {
+        let slot = self.units.get(after.checked_sub(1)?)?;
+        if slot.offset == offset {
             return None;
         }
-        Some((entry, offset.to_unit_offset(&entry.unit.header)?))
+        Some((slot, offset.to_unit_offset(&slot.header)?))
     }
 }
