@@ -1,12 +1,14 @@
 //! The compilation units of one file's DWARF and the addresses each covers.
 //!
-//! A unit's ranges come, in this order of preference, from its root DIE's `DW_AT_ranges`,
-//! from `.debug_aranges`, from its root's `DW_AT_low_pc`/`DW_AT_high_pc`, and, when it states
-//! none, from its line program's sequences (the addr2line crate's order, so both find the
-//! same units). Ranges of several units may overlap (weak symbols, a unit stating one range
-//! around discontiguous code): [`Units::find`] yields every unit whose ranges hold an
-//! address, and the caller asks each in turn. Each unit's line table and functions are read
-//! on first use and kept (`info.rs`).
+//! A unit's ranges come from `.debug_aranges` where it lists the unit (as llvm-symbolizer
+//! takes them); such a unit is parsed (its abbreviation table, root DIE and line program
+//! header) only when an address in it is first asked about, so a few addresses in a large
+//! file parse a few units. A unit `.debug_aranges` does not list is parsed up front: its
+//! root DIE's `DW_AT_ranges` or `DW_AT_low_pc`/`DW_AT_high_pc`, and when it states none,
+//! its line program's sequences. Ranges of several units may overlap (weak symbols, a unit
+//! stating one range around discontiguous code): [`Units::find`] yields every unit whose
+//! ranges hold an address, and the caller asks each in turn. Each unit's line table and
+//! functions are read on first use and kept (`info.rs`).
 
 use std::cell::{OnceCell, RefCell};
 use std::sync::Arc;
