@@ -23,20 +23,52 @@ use crate::dwarf::reader::Reader;
 /// `std::sort`); each level is a frame of the addresses inside it.
 pub const MAX_INLINED_DEPTH: usize = 256;
 
-/// A subprogram with code, or an inlined call inside one.
+/// A subprogram with code, or an inlined call inside one. Compact (28 bytes): a large unit
+/// holds tens of thousands.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct FunctionDie {
     /// Where the DIE is in its unit (its name and declaration are read from there).
-    pub(crate) die: gimli::UnitOffset<usize>,
-    /// For an inlined call: `DW_AT_call_file` (a file index of the unit's line table).
-    pub(crate) call_file: Option<u64>,
+    die: u32,
+    /// For an inlined call: `DW_AT_call_file` (a file index of the unit's line table);
+    /// `u32::MAX`: none.
+    call_file: u32,
     /// For an inlined call: `DW_AT_call_line`, 0 when absent.
-    pub(crate) call_line: u32,
+    call_line: u32,
     /// For an inlined call: `DW_AT_call_column`, 0 when absent.
-    pub(crate) call_column: u32,
+    call_column: u32,
+    /// For an inlined call: `DW_AT_GNU_discriminator`, the discriminator of its call site
+    /// (as LLVM writes it and llvm-symbolizer prints it on the caller's frame); 0: none.
+    call_discriminator: u32,
     /// For a subprogram: its inlined calls' ranges, `inlined[inlined_start..inlined_end]`.
     inlined_start: u32,
     inlined_end: u32,
+}
+
+impl FunctionDie {
+    /// Where the DIE is in its unit.
+    pub(crate) fn die(&self) -> gimli::UnitOffset<usize> {
+        gimli::UnitOffset(self.die as usize)
+    }
+
+    /// For an inlined call: the file index of its call site.
+    pub(crate) fn call_file(&self) -> Option<u64> {
+        (self.call_file != u32::MAX).then_some(u64::from(self.call_file))
+    }
+
+    /// For an inlined call: the line of its call site.
+    pub(crate) fn call_line(&self) -> Option<u32> {
+        (self.call_line != 0).then_some(self.call_line)
+    }
+
+    /// For an inlined call: the column of its call site.
+    pub(crate) fn call_column(&self) -> Option<u32> {
+        (self.call_column != 0).then_some(self.call_column)
+    }
+
+    /// For an inlined call: the discriminator of its call site.
+    pub(crate) fn call_discriminator(&self) -> Option<u32> {
+        (self.call_discriminator != 0).then_some(self.call_discriminator)
+    }
 }
 
 /// An address range of a function or inlined call: `[begin, end)`, and the index of its
@@ -72,7 +104,7 @@ pub(crate) struct FunctionTable {
 pub(crate) enum FunctionsError {
     Dwarf(gimli::Error),
     TooDeep,
-    /// More than `u32::MAX` functions in one unit.
+    /// More than `u32::MAX` functions in one unit, or a unit over 4 GiB.
     TooMany,
 }
 
@@ -90,7 +122,9 @@ impl std::fmt::Display for FunctionsError {
                 f,
                 "inlined subroutines nested more than {MAX_INLINED_DEPTH} deep; unit refused"
             ),
-            FunctionsError::TooMany => write!(f, "more than {} functions in one unit", u32::MAX),
+            FunctionsError::TooMany => {
+                write!(f, "a unit over 4 GiB or with over {} functions", u32::MAX)
+            }
         }
     }
 }
@@ -210,9 +244,10 @@ impl FunctionTable {
                 continue;
             }
             let mut ranges = RangeAttributes::default();
-            let mut call_file = None;
+            let mut call_file = u32::MAX;
             let mut call_line = 0;
             let mut call_column = 0;
+            let mut call_discriminator = 0;
             for spec in abbrev.attributes() {
                 let attr = entries.read_attribute(*spec)?;
                 if ranges.read(unit, &attr)? {
@@ -223,7 +258,7 @@ impl FunctionTable {
                         // DWARF 5 numbers files from 0; before, 0 meant "no file".
                         if let gimli::AttributeValue::FileIndex(index) = attr.value() {
                             if index > 0 || version >= 5 {
-                                call_file = Some(index);
+                                call_file = u32::try_from(index).unwrap_or(u32::MAX);
                             }
                         }
                     }
@@ -233,15 +268,20 @@ impl FunctionTable {
                     gimli::DW_AT_call_column => {
                         call_column = attr.udata_value().map_or(0, saturate);
                     }
+                    gimli::DW_AT_GNU_discriminator => {
+                        call_discriminator = attr.udata_value().map_or(0, saturate);
+                    }
                     _ => {}
                 }
             }
             let index = u32::try_from(functions.len()).map_err(|_| FunctionsError::TooMany)?;
             let entry = FunctionDie {
-                die,
-                call_file: None,
+                // A unit over 4 GiB: refused rather than misread.
+                die: u32::try_from(die.0).map_err(|_| FunctionsError::TooMany)?,
+                call_file: u32::MAX,
                 call_line: 0,
                 call_column: 0,
+                call_discriminator: 0,
                 inlined_start: 0,
                 inlined_end: 0,
             };
@@ -288,6 +328,7 @@ impl FunctionTable {
                 call_file,
                 call_line,
                 call_column,
+                call_discriminator,
                 ..entry
             });
             ranges.for_each(unit, |begin, end| {

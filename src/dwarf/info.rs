@@ -110,7 +110,7 @@ impl DwarfSections {
                     file: Arc::clone(elf),
                     range,
                 },
-                Some(SectionContents::Owned(bytes)) => SectionBytes::Owned(Arc::from(bytes)),
+                Some(SectionContents::Owned(bytes)) => SectionBytes::Owned(Arc::new(bytes)),
             };
             sections.push((id, bytes));
         }
@@ -294,9 +294,6 @@ pub struct FunctionName {
 /// What [`DwarfInfo::declaration`] reads from a function's DIEs.
 #[derive(Default)]
 struct Declaration {
-    /// `DW_AT_GNU_discriminator` of an inlined call: the discriminator of its call site,
-    /// the next frame's location (as LLVM writes it and llvm-symbolizer prints it).
-    call_discriminator: Option<u32>,
     short: Option<String>,
     file: Option<String>,
     line: Option<u32>,
@@ -415,13 +412,12 @@ impl DwarfInfo {
             // innermost first; each outer frame's location is the call site of the inlined
             // call inside it.
             let unit = self.unit_ref(entry, split);
-            let mut call_site: Option<(&FunctionDie, Option<u32>)> = None;
+            let mut call_site: Option<&FunctionDie> = None;
             for &index in chain.iter().rev() {
                 let Some(function) = functions.get(index) else {
                     continue;
                 };
-                let (name, call_discriminator) =
-                    self.function_name(entry, unit, index, function.die)?;
+                let name = self.function_name(entry, unit, index, function.die())?;
                 let frame = match call_site {
                     None => match &row {
                         Some(row) => self.innermost(entry, row, name),
@@ -434,19 +430,19 @@ impl DwarfInfo {
                             inlined: true,
                         },
                     },
-                    Some((inner, discriminator)) => Frame {
+                    Some(inner) => Frame {
                         function: name,
                         file: inner
-                            .call_file
+                            .call_file()
                             .and_then(|index| self.file_name(entry, index)),
-                        line: (inner.call_line != 0).then_some(inner.call_line),
-                        column: (inner.call_column != 0).then_some(inner.call_column),
-                        discriminator,
+                        line: inner.call_line(),
+                        column: inner.call_column(),
+                        discriminator: inner.call_discriminator(),
                         inlined: true,
                     },
                 };
                 out.push(frame);
-                call_site = Some((function, call_discriminator));
+                call_site = Some(function);
             }
             if let Some(last) = out.last_mut() {
                 last.inlined = false;
@@ -558,20 +554,20 @@ impl DwarfInfo {
     }
 
     /// The function at `index` of `entry`'s table: its name, read and demangled once per
-    /// name string and its declaration once per DIE, and the call-site discriminator of an
-    /// inlined call's DIE. `None` when DWARF names no function there.
+    /// name string, and its declaration once per DIE. `None` when DWARF names no function
+    /// there.
     fn function_name(
         &self,
         entry: &UnitEntry,
         (unit, file): (gimli::UnitRef<'_, Reader>, UnitFile),
         index: u32,
         die: gimli::UnitOffset<usize>,
-    ) -> Result<(Option<Arc<FunctionName>>, Option<u32>)> {
-        if let Some(Some((known, call_discriminator))) = entry.names.borrow().get(index as usize) {
-            return Ok((Some(Arc::clone(known)), *call_discriminator));
+    ) -> Result<Option<Arc<FunctionName>>> {
+        if let Some(Some(known)) = entry.names.borrow().get(index as usize) {
+            return Ok(Some(Arc::clone(known)));
         }
         let Some(name) = self.name_of(unit, file, die)? else {
-            return Ok((None, None));
+            return Ok(None);
         };
         let bytes: &[u8] = &name;
         let name_key = (bytes.as_ptr() as usize, bytes.len());
@@ -603,9 +599,9 @@ impl DwarfInfo {
             start: declared.start,
         });
         if let Some(slot) = entry.names.borrow_mut().get_mut(index as usize) {
-            *slot = Some((Arc::clone(&interned), declared.call_discriminator));
+            *slot = Some(Arc::clone(&interned));
         }
-        Ok((Some(interned), declared.call_discriminator))
+        Ok(Some(interned))
     }
 
     /// The name of the function whose DIE is at `die`: `DW_AT_linkage_name` if it has one,
@@ -793,8 +789,7 @@ impl DwarfInfo {
     /// `DW_AT_name`, `DW_AT_decl_file` and `DW_AT_decl_line` of the DIE at `die` (in `unit`),
     /// or of the DIEs it points to in that unit (`DW_AT_abstract_origin` of an inlined call,
     /// `DW_AT_specification` of a method defined out of its class), up to a few hops; and
-    /// the `DW_AT_low_pc` and `DW_AT_GNU_discriminator` of the DIE itself (the inlined
-    /// copy's, for an inlined call). A reference into another unit (`DW_FORM_ref_addr`, as
+    /// the `DW_AT_low_pc` of the DIE itself (the inlined copy's, for an inlined call). A reference into another unit (`DW_FORM_ref_addr`, as
     /// after LTO) is not followed: those fields stay `None`.
     fn declaration(
         &self,
@@ -823,12 +818,6 @@ impl DwarfInfo {
                     }
                     constants::DW_AT_decl_line if found.line.is_none() => {
                         found.line = attr.udata_value().and_then(|l| u32::try_from(l).ok());
-                    }
-                    constants::DW_AT_GNU_discriminator if hop == 0 => {
-                        found.call_discriminator = attr
-                            .udata_value()
-                            .and_then(|d| u32::try_from(d).ok())
-                            .filter(|&d| d != 0);
                     }
                     constants::DW_AT_low_pc if hop == 0 => {
                         found.start = unit.attr_address(attr.value()).ok().flatten().map(VirtAddr);

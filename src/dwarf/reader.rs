@@ -20,13 +20,15 @@ pub(crate) enum SectionBytes {
         file: Arc<ElfFile>,
         range: Range<usize>,
     },
-    /// A decompressed or relocated section.
-    Owned(Arc<[u8]>),
+    /// A decompressed or relocated section. (A `Vec` behind the `Arc`, not an `Arc<[u8]>`:
+    /// turning the decompressed `Vec` into the latter would copy it, megabytes for a large
+    /// `.debug_info`, with both copies alive at once.)
+    Owned(Arc<Vec<u8>>),
 }
 
 impl SectionBytes {
     pub(crate) fn empty() -> SectionBytes {
-        SectionBytes::Owned(Arc::from(&[][..]))
+        SectionBytes::Owned(Arc::new(Vec::new()))
     }
 }
 

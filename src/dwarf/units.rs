@@ -21,8 +21,9 @@ use crate::dwarf::reader::Reader;
 pub(crate) struct UnitSlot {
     offset: gimli::DebugInfoOffset<usize>,
     header: gimli::UnitHeader<Reader>,
-    /// Parsed on first use (`None`: it does not parse, and answers nothing).
-    parsed: OnceCell<Option<UnitEntry>>,
+    /// Parsed on first use (`None`: it does not parse, and answers nothing). Boxed: a parsed
+    /// unit is about 800 bytes, and most units of a large file are never parsed.
+    parsed: OnceCell<Option<Box<UnitEntry>>>,
 }
 
 impl UnitSlot {
@@ -39,9 +40,9 @@ impl UnitSlot {
         self.parsed
             .get_or_init(|| {
                 let unit = dwarf.unit(self.header.clone()).ok()?;
-                Some(UnitEntry::new(self.offset, unit))
+                Some(Box::new(UnitEntry::new(self.offset, unit)))
             })
-            .as_ref()
+            .as_deref()
     }
 }
 
@@ -57,7 +58,7 @@ pub(crate) struct UnitEntry {
     /// Its functions (a skeleton's, from its split unit).
     pub(crate) functions: OnceCell<Result<FunctionTable, FunctionsError>>,
     /// Per entry of `functions`, its name once read: `info.rs`'s cache.
-    pub(crate) names: RefCell<Vec<Option<ResolvedName>>>,
+    pub(crate) names: RefCell<Vec<Option<Arc<crate::dwarf::FunctionName>>>>,
     /// File names of its line table by index, rendered once each (outer `None`: not yet).
     pub(crate) files: RefCell<Vec<Option<Option<Arc<str>>>>>,
 }
@@ -75,10 +76,6 @@ impl UnitEntry {
         }
     }
 }
-
-/// A function's name and declaration once read, with the call-site discriminator of its
-/// DIE (for an inlined call).
-pub(crate) type ResolvedName = (Arc<crate::dwarf::FunctionName>, Option<u32>);
 
 /// A split-DWARF unit (from a `.dwo` file or a `.dwp` package) and its sections.
 pub(crate) struct SplitUnit {

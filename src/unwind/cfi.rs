@@ -350,7 +350,7 @@ fn section(elf: &Arc<ElfFile>, name: &str) -> Option<CfiSection> {
             file: Arc::clone(elf),
             range,
         },
-        SectionContents::Owned(bytes) => SectionBytes::Owned(bytes.into()),
+        SectionContents::Owned(bytes) => SectionBytes::Owned(Arc::new(bytes)),
     };
     let addr = match elf.section_address(name) {
         Ok(addr) => addr.map_or(0, |a| a.0),
