@@ -17,7 +17,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use stacksym::dwarf::{DwarfInfo, DwarfSections};
@@ -152,39 +152,21 @@ fn committed_binaries_agree_with_the_addr2line_crate() {
 
 #[test]
 fn libc_debug_file_agrees_with_the_addr2line_crate() {
-    let libc = PathBuf::from("/usr/lib/x86_64-linux-gnu/libc.so.6");
-    let Ok(elf) = ElfFile::open(&libc) else {
-        return support::skip_or_fail(
-            "libc_debug_file_agrees",
-            "no /usr/lib/x86_64-linux-gnu/libc.so.6",
-        );
+    const TEST: &str = "libc_debug_file_agrees_with_the_addr2line_crate";
+    let libc = Path::new("/usr/lib/x86_64-linux-gnu/libc.so.6");
+    let readelf = support::find_tool("readelf").expect("binutils' readelf (see .ci/run)");
+    let debug = match support::build_id_debug_file(&readelf, libc, Path::new("/usr/lib/debug")) {
+        Ok(debug) => debug,
+        Err(why) => return support::skip_or_fail(TEST, &why),
     };
-    let Some(id) = elf.build_id() else {
-        return support::skip_or_fail("libc_debug_file_agrees", "libc.so.6 has no build-id");
-    };
-    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
-    let debug = PathBuf::from(format!(
-        "/usr/lib/debug/.build-id/{}/{}.debug",
-        &hex[..2],
-        &hex[2..]
-    ));
-    if !debug.exists() {
-        return support::skip_or_fail(
-            "libc_debug_file_agrees",
-            &format!("{} missing (libc6-dbg, see .ci/run)", debug.display()),
-        );
-    }
-    let all = every_byte(&debug, usize::MAX);
-    // 20,000 of them, picked with a fixed-seed xorshift.
-    let mut state = 0x0d1a_ce5e_ed5e_ed01_u64;
-    let addrs: Vec<u64> = (0..20_000)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            all[(state % all.len() as u64) as usize]
-        })
-        .collect();
+    // 20,000 addresses: a function of the debug file's table, then an offset in it
+    // (fixed seed).
+    let symbols = support::readelf_symbols(&readelf, &debug);
+    let addrs: Vec<u64> =
+        support::sample_function_addrs(&symbols, |_| true, 20_000, 0x0d1a_ce5e_ed5e_ed01)
+            .iter()
+            .map(|sample| sample.addr)
+            .collect();
     let (_, inlined) = compare(&debug, &addrs);
     assert!(inlined > 1000, "{inlined} addresses with inlined frames");
 }
