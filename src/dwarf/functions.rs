@@ -14,9 +14,8 @@
 //! model (its `Functions` and `Function`), built in one pass instead of one pass over the
 //! unit plus one recursive pass per function asked about.
 
-use std::cmp::Ordering;
-
 use crate::dwarf::reader::Reader;
+use crate::dwarf::{range_order, saturate};
 
 /// The deepest nesting of `DW_TAG_inlined_subroutine` DIEs accepted in a unit. Real code
 /// nests inlined calls a few dozen deep (the deepest in testdata: 10, libstdc++'s
@@ -275,13 +274,14 @@ impl FunctionTable {
                 }
             }
             let index = u32::try_from(functions.len()).map_err(|_| FunctionsError::TooMany)?;
+            // A subprogram has no call site: its call fields stay unset.
             let entry = FunctionDie {
                 // A unit over 4 GiB: refused rather than misread.
                 die: u32::try_from(die.0).map_err(|_| FunctionsError::TooMany)?,
-                call_file: u32::MAX,
-                call_line: 0,
-                call_column: 0,
-                call_discriminator: 0,
+                call_file,
+                call_line,
+                call_column,
+                call_discriminator,
                 inlined_start: 0,
                 inlined_end: 0,
             };
@@ -324,13 +324,7 @@ impl FunctionTable {
             if usize::try_from(inlined_depth).map_or(true, |d| d >= MAX_INLINED_DEPTH) {
                 return Err(FunctionsError::TooDeep);
             }
-            functions.push(FunctionDie {
-                call_file,
-                call_line,
-                call_column,
-                call_discriminator,
-                ..entry
-            });
+            functions.push(entry);
             ranges.for_each(unit, |begin, end| {
                 inlined.push(InlinedSpan {
                     owner,
@@ -374,7 +368,7 @@ impl FunctionTable {
         chain.clear();
         let Ok(found) = self
             .subprograms
-            .binary_search_by(|span| compare(span, probe))
+            .binary_search_by(|span| range_order(span.begin, span.end, probe))
         else {
             return false;
         };
@@ -392,8 +386,11 @@ impl FunctionTable {
         // Sorted by depth, then start: at each depth, binary search for the call holding
         // `probe`; the next depth's calls lie after it.
         for depth in 0u32.. {
-            let search = inlined
-                .binary_search_by(|i| i.depth.cmp(&depth).then_with(|| compare(&i.span, probe)));
+            let search = inlined.binary_search_by(|i| {
+                i.depth
+                    .cmp(&depth)
+                    .then_with(|| range_order(i.span.begin, i.span.end, probe))
+            });
             let Ok(at) = search else { break };
             let Some(found) = inlined.get(at) else { break };
             chain.push(found.span.function);
@@ -411,18 +408,4 @@ impl FunctionTable {
     pub(crate) fn len(&self) -> usize {
         self.functions.len()
     }
-}
-
-fn compare(span: &Span, probe: u64) -> Ordering {
-    if probe < span.begin {
-        Ordering::Greater
-    } else if probe >= span.end {
-        Ordering::Less
-    } else {
-        Ordering::Equal
-    }
-}
-
-fn saturate(value: u64) -> u32 {
-    u32::try_from(value).unwrap_or(u32::MAX)
 }

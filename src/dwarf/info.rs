@@ -499,18 +499,17 @@ impl DwarfInfo {
         split: Option<&'a SplitUnit>,
     ) -> std::result::Result<&'a FunctionTable, String> {
         let table = entry.functions.get_or_init(|| {
-            let table = match split {
-                Some(split) => FunctionTable::read(&gimli::UnitRef::new(&split.dwarf, &split.unit)),
-                None => FunctionTable::read(&gimli::UnitRef::new(&self.dwarf, &entry.unit)),
-            };
+            let table = FunctionTable::read(&self.unit_ref(entry, split).0);
             if let Ok(table) = &table {
                 *entry.names.borrow_mut() = vec![None; table.len()];
             }
             table
         });
-        table
-            .as_ref()
-            .map_err(|e| format!("unit at {:#x}: {e}", entry.offset.0))
+        table.as_ref().map_err(|e| {
+            // Units here come from `.debug_info` (type units are never asked).
+            let offset = entry.unit.header.debug_info_offset();
+            format!("unit at {:#x}: {e}", offset.map_or(0, |o| o.0))
+        })
     }
 
     /// The unit DIEs of `entry`'s functions are read from: its split unit, or itself.

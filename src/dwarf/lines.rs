@@ -10,6 +10,7 @@
 //! File names are rendered by the caller (`info.rs`), lazily, by index.
 
 use crate::dwarf::reader::Reader;
+use crate::dwarf::{range_order, saturate};
 
 /// One row: where its code starts and what it says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,8 +31,7 @@ pub(crate) struct Row {
 struct Sequence {
     start: u64,
     end: u64,
-    /// Index of the sequence's first row in [`LineTable::rows`]; its rows run to the next
-    /// sequence's first row.
+    /// Its rows: `LineTable::rows[first_row..rows_end]`.
     first_row: usize,
     rows_end: usize,
 }
@@ -71,17 +71,13 @@ impl LineTable {
             }
             let new = Row {
                 address,
-                file: u32::try_from(row.file_index()).unwrap_or(u32::MAX),
-                line: row
-                    .line()
-                    .map_or(0, |line| u32::try_from(line.get()).unwrap_or(u32::MAX)),
+                file: saturate(row.file_index()),
+                line: row.line().map_or(0, |line| saturate(line.get())),
                 column: match row.column() {
                     gimli::ColumnType::LeftEdge => 0,
-                    gimli::ColumnType::Column(column) => {
-                        u32::try_from(column.get()).unwrap_or(u32::MAX)
-                    }
+                    gimli::ColumnType::Column(column) => saturate(column.get()),
                 },
-                discriminator: u32::try_from(row.discriminator()).unwrap_or(u32::MAX),
+                discriminator: saturate(row.discriminator()),
             };
             let in_sequence = rows.len() > sequence_start_row;
             match rows.last_mut() {
@@ -103,15 +99,7 @@ impl LineTable {
     pub(crate) fn row_at(&self, probe: u64) -> Option<&Row> {
         let sequence = self
             .sequences
-            .binary_search_by(|s| {
-                if probe < s.start {
-                    std::cmp::Ordering::Greater
-                } else if probe >= s.end {
-                    std::cmp::Ordering::Less
-                } else {
-                    std::cmp::Ordering::Equal
-                }
-            })
+            .binary_search_by(|s| range_order(s.start, s.end, probe))
             .ok()?;
         let sequence = self.sequences.get(sequence)?;
         let rows = self.rows.get(sequence.first_row..sequence.rows_end)?;

@@ -44,3 +44,20 @@ pub(crate) use reader::SectionBytes;
 
 pub use functions::MAX_INLINED_DEPTH;
 pub use info::{DwarfInfo, DwarfSections, Frame, FunctionName};
+
+/// Where `probe` lies relative to the half-open range `[begin, end)`, as `binary_search_by`
+/// over sorted, disjoint ranges wants it (`Greater`: the range lies after `probe`).
+fn range_order(begin: u64, end: u64, probe: u64) -> std::cmp::Ordering {
+    if probe < begin {
+        std::cmp::Ordering::Greater
+    } else if probe >= end {
+        std::cmp::Ordering::Less
+    } else {
+        std::cmp::Ordering::Equal
+    }
+}
+
+/// A DWARF number in the engine's compact `u32` fields, saturated.
+fn saturate(value: u64) -> u32 {
+    u32::try_from(value).unwrap_or(u32::MAX)
+}

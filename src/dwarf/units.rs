@@ -40,7 +40,7 @@ impl UnitSlot {
         self.parsed
             .get_or_init(|| {
                 let unit = dwarf.unit(self.header.clone()).ok()?;
-                Some(Box::new(UnitEntry::new(self.offset, unit)))
+                Some(Box::new(UnitEntry::new(unit)))
             })
             .as_deref()
     }
@@ -48,7 +48,6 @@ impl UnitSlot {
 
 /// One parsed unit and what was read from it so far.
 pub(crate) struct UnitEntry {
-    pub(crate) offset: gimli::DebugInfoOffset<usize>,
     pub(crate) unit: gimli::Unit<Reader>,
     /// Its line table (a split unit's is its skeleton's, this unit's).
     pub(crate) lines: OnceCell<Result<LineTable, gimli::Error>>,
@@ -64,9 +63,8 @@ pub(crate) struct UnitEntry {
 }
 
 impl UnitEntry {
-    fn new(offset: gimli::DebugInfoOffset<usize>, unit: gimli::Unit<Reader>) -> Self {
+    fn new(unit: gimli::Unit<Reader>) -> Self {
         UnitEntry {
-            offset,
             unit,
             lines: OnceCell::new(),
             split: OnceCell::new(),
@@ -101,8 +99,9 @@ pub(crate) struct Units {
 }
 
 impl Units {
-    /// Reads every unit's header and root DIE (type units are skipped; a unit that cannot
-    /// be read is skipped, as the addr2line crate skips it).
+    /// Reads every unit's header and where its code is (see the module docs; type units
+    /// are skipped, and so is a unit that must be parsed now and cannot be, as the addr2line
+    /// crate skips it).
     pub(crate) fn read(dwarf: &gimli::Dwarf<Reader>) -> Result<Units, gimli::Error> {
         let mut aranges = Vec::new();
         let mut headers = dwarf.debug_aranges.headers();
