@@ -810,7 +810,7 @@ impl DwarfInfo {
                     constants::DW_AT_decl_file if found.file.is_none() => {
                         found.file = match attr.value() {
                             AttributeValue::FileIndex(index) | AttributeValue::Udata(index) => {
-                                render_file(unit, index)
+                                file_path(unit, index, PathFor::Declaration)
                             }
                             _ => None,
                         }
@@ -843,7 +843,7 @@ impl DwarfInfo {
             return known;
         }
         let unit = gimli::UnitRef::new(&self.dwarf, &entry.unit);
-        let shown: Option<Arc<str>> = line_file(&unit, index).map(Arc::from);
+        let shown: Option<Arc<str>> = file_path(&unit, index, PathFor::Frame).map(Arc::from);
         // Slots for the table's files only (one more: DWARF 4 numbers them from 1).
         let count = entry
             .unit
@@ -867,29 +867,44 @@ impl DwarfInfo {
 /// followed through (as the addr2line crate); a cycle ends there.
 const MAX_NAME_HOPS: usize = 16;
 
-/// The path of file `index` of `unit`'s line table as a frame shows it, as llvm-symbolizer,
-/// binutils and elfutils (and perf, through them) join it: the compilation directory, then
-/// the file's directory unless it is directory 0, then its name; an absolute part replaces
-/// what came before. In DWARF 5, directory 0 repeats the compilation directory; where it is
-/// stored relative (`./malloc`, as glibc's and clang's builds leave it) those tools join
-/// both: `./malloc/./malloc/malloc.c`. A DWARF 4 file index 0 (no such file) is an empty
-/// name, as the addr2line crate gives it.
-fn line_file(unit: &gimli::UnitRef<'_, Reader>, index: u64) -> Option<String> {
+/// Whose convention a line-table file path follows (see [`file_path`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PathFor {
+    /// A frame's location (a row's file, an inlined call's `DW_AT_call_file`).
+    Frame,
+    /// A function's `DW_AT_decl_file`.
+    Declaration,
+}
+
+/// The path of file `index` of `unit`'s line table: the compilation directory, then the
+/// file's directory, then its name; an absolute part replaces what came before. Directory
+/// 0 (in DWARF 5 it repeats the compilation directory) differs by use:
+/// - [`PathFor::Frame`], as llvm-symbolizer, binutils and elfutils (and perf, through them)
+///   join it: skipped, except that where DWARF 5 stores it relative (`./malloc`, as glibc's
+///   and clang's builds leave it) those tools join both: `./malloc/./malloc/malloc.c`. A
+///   DWARF 4 file index 0 (no such file) is an empty name, as the addr2line crate gives it.
+/// - [`PathFor::Declaration`]: joined in DWARF 5 (an absolute one replaces the compilation
+///   directory); a missing index has no path.
+fn file_path(unit: &gimli::UnitRef<'_, Reader>, index: u64, use_: PathFor) -> Option<String> {
     let header = unit.line_program.as_ref()?.header();
     let Some(entry) = header.file(index) else {
-        return (index == 0).then(String::new);
+        return (use_ == PathFor::Frame && index == 0).then(String::new);
     };
     let text = |value| attr_text(unit, value);
     let mut path = comp_dir(unit);
-    if entry.directory_index() != 0 {
-        if let Some(dir) = entry.directory(header).and_then(text) {
-            push_path(&mut path, &dir);
-        }
+    let dir = if entry.directory_index() != 0 {
+        entry.directory(header).and_then(text)
     } else if header.version() >= 5 {
-        let dir0 = entry.directory(header).and_then(text).unwrap_or_default();
-        if !dir0.is_empty() && !dir0.starts_with('/') {
-            push_path(&mut path, &dir0);
+        let dir0 = entry.directory(header).and_then(text);
+        match use_ {
+            PathFor::Frame => dir0.filter(|d| !d.is_empty() && !d.starts_with('/')),
+            PathFor::Declaration => dir0,
         }
+    } else {
+        None
+    };
+    if let Some(dir) = dir {
+        push_path(&mut path, &dir);
     }
     push_path(&mut path, &text(entry.path_name())?);
     Some(path)
@@ -913,23 +928,6 @@ fn push_path(path: &mut String, part: &str) {
         }
         path.push_str(part);
     }
-}
-
-/// The path of file `index` of `unit`'s line table, for a declaration (`DW_AT_decl_file`):
-/// compilation dir, then the file's directory (directory 0 too in DWARF 5, where it repeats
-/// the compilation dir), then its name; an absolute part replaces what came before.
-fn render_file(unit: &gimli::UnitRef<'_, Reader>, index: u64) -> Option<String> {
-    let header = unit.line_program.as_ref()?.header();
-    let entry = header.file(index)?;
-    let text = |value| attr_text(unit, value);
-    let mut path = comp_dir(unit);
-    if entry.directory_index() != 0 || header.version() >= 5 {
-        if let Some(dir) = entry.directory(header).and_then(text) {
-            push_path(&mut path, &dir);
-        }
-    }
-    push_path(&mut path, &text(entry.path_name())?);
-    Some(path)
 }
 
 /// An attribute's string (`DW_FORM_strp`, `line_strp`, `strx`, ...), lossily as UTF-8.
