@@ -18,7 +18,8 @@ use crate::elf::index_builder::{build_symbol_tables, SymbolTables};
 use crate::elf::relocatable::{self, RelocatableSection};
 use crate::elf::segments::{LoadSegment, Segments};
 use crate::elf::symbols::{
-    split_version, ElfSymbol, NameTable, SymbolId, SymbolKind, SymbolOrigin, VersionSuffix,
+    split_version, ElfSymbol, FoundSpan, NameTable, SymbolId, SymbolKind, SymbolOrigin,
+    VersionSuffix,
 };
 use crate::error::{Error, Result};
 
@@ -33,6 +34,41 @@ pub struct ElfHeaderInfo {
     pub machine: u16,
     /// `e_type`, e.g. 2 (`ET_EXEC`) or 3 (`ET_DYN`: a shared library or a PIE).
     pub file_type: u16,
+}
+
+/// What [`ElfFile::find_symbol_span`] found: the symbol covering an address (its id and
+/// start), if any, and the addresses around it for which the lookup answers the same.
+#[derive(Debug, Clone)]
+pub(crate) struct SymbolSpan {
+    pub(crate) symbol: Option<(SymbolId, VirtAddr)>,
+    pub(crate) span: Range<u64>,
+}
+
+/// Symbol lookups of a batch walked in address order: each reuses the last answer while
+/// the addresses stay in its span, so a run of addresses inside one function (or one gap)
+/// costs one search of the index.
+pub(crate) struct SymbolRuns<'a> {
+    elf: &'a ElfFile,
+    last: Option<SymbolSpan>,
+}
+
+impl<'a> SymbolRuns<'a> {
+    pub(crate) fn new(elf: &'a ElfFile) -> Self {
+        SymbolRuns { elf, last: None }
+    }
+
+    /// [`ElfFile::find_symbol_id`] of `addr`. Right in any order; fast in address order.
+    pub(crate) fn find(&mut self, addr: VirtAddr) -> Result<Option<(SymbolId, VirtAddr)>> {
+        match &self.last {
+            Some(last) if last.span.contains(&addr.0) => Ok(last.symbol),
+            _ => {
+                let found = self.elf.find_symbol_span(addr)?;
+                let symbol = found.symbol;
+                self.last = Some(found);
+                Ok(symbol)
+            }
+        }
+    }
 }
 
 /// One ELF file (ELF32 or ELF64, either endianness), opened by path or from bytes.
@@ -434,15 +470,30 @@ impl ElfFile {
     /// Like [`ElfFile::find_symbol`], but only the symbol's id and start: the cheapest lookup,
     /// touching no name. Resolve the id later with [`ElfFile::symbol_by_id`].
     pub fn find_symbol_id(&self, addr: VirtAddr) -> Result<Option<(SymbolId, VirtAddr)>> {
+        Ok(self.find_symbol_span(addr)?.symbol)
+    }
+
+    /// [`ElfFile::find_symbol_id`]'s answer for `addr` and the addresses around it that get
+    /// the same answer: a batch walked in address order looks up once per such run.
+    pub(crate) fn find_symbol_span(&self, addr: VirtAddr) -> Result<SymbolSpan> {
         let tables = self.symbol_tables()?;
-        let hit = match tables.code.find(addr.0) {
-            Some(index) => Some((SymbolKind::Function, index, &tables.code)),
-            None => tables
-                .data
-                .find(addr.0)
-                .map(|index| (SymbolKind::Data, index, &tables.data)),
+        let code = tables.code.find_span(addr.0);
+        let (kind, table, found) = match code.index {
+            Some(_) => (SymbolKind::Function, &tables.code, code),
+            None => {
+                // No function covers `addr`: a data object may, within the functions' gap.
+                let data = tables.data.find_span(addr.0);
+                let span = code.span.start.max(data.span.start)..code.span.end.min(data.span.end);
+                let found = FoundSpan { span, ..data };
+                (SymbolKind::Data, &tables.data, found)
+            }
         };
-        Ok(hit.map(|(kind, index, table)| (SymbolId { kind, index }, VirtAddr(table.addr(index)))))
+        Ok(SymbolSpan {
+            symbol: found
+                .index
+                .map(|index| (SymbolId { kind, index }, VirtAddr(table.addr(index)))),
+            span: found.span,
+        })
     }
 
     /// Like [`ElfFile::find_symbol`] for the byte at `offset` in the file. `Ok(None)` also

@@ -15,6 +15,7 @@ mod segments;
 mod symbols;
 
 pub(crate) use bytes::hex;
+pub(crate) use file::SymbolRuns;
 pub use file::{ElfFile, ElfHeaderInfo, SectionContents, MAX_READ_FILE_BYTES};
 pub use names::{Binding, NamedSymbol};
 pub use relocatable::RelocatableSection;

@@ -24,6 +24,8 @@
 //! extend to the next indexed symbol or the end of its section, whichever comes first, as perf
 //! and llvm-symbolizer do. [`ElfSymbol::size`] still reports the size the file states.
 
+use std::ops::Range;
+
 use crate::addr::VirtAddr;
 
 /// How many addresses one summary slot stands for: the summary (one address per block) is
@@ -231,6 +233,15 @@ impl Default for Starts {
     }
 }
 
+/// What [`AddrIndex::find_span`] found: the entry covering the address asked about (`None`:
+/// no entry covers it) and the addresses, the asked one among them, for which
+/// [`AddrIndex::find`] gives that same answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FoundSpan {
+    pub(crate) index: Option<u32>,
+    pub(crate) span: Range<u64>,
+}
+
 /// One kind of symbols (code or data), sorted by address, one per address.
 #[derive(Debug, Default)]
 pub(crate) struct AddrIndex {
@@ -266,10 +277,63 @@ impl AddrIndex {
     }
 
     /// The entry covering `addr`: the one with the greatest start at or below it, if `addr` is
-    /// inside its (possibly inferred) size.
+    /// inside its (possibly inferred) size. The definition [`AddrIndex::find_span`] (which
+    /// lookups use) is tested against.
+    #[cfg(test)]
     pub(crate) fn find(&self, addr: u64) -> Option<u32> {
-        // The last symbol starting at or below `addr`: first its block in the summary, then
-        // its place in the block. Both searches give 0 when every start is above `addr`.
+        let index = self.last_start_at_or_below(addr)?;
+        let start = self.addr_at(index);
+        if addr - start < self.covered_len(index) {
+            u32::try_from(index).ok()
+        } else {
+            None
+        }
+    }
+
+    /// The entry covering `addr` (the one with the greatest start at or below it, if `addr` is
+    /// inside its possibly inferred size) together with the addresses around it that get the
+    /// same answer, so that a caller walking addresses in order (a sorted batch)
+    /// searches once per run of addresses instead of once per address.
+    pub(crate) fn find_span(&self, addr: u64) -> FoundSpan {
+        let Some(index) = self.last_start_at_or_below(addr) else {
+            // Below every start (or an empty index): nothing up to the first start.
+            let end = if self.entries.is_empty() {
+                u64::MAX
+            } else {
+                self.addr_at(0)
+            };
+            return FoundSpan {
+                index: None,
+                span: 0..end,
+            };
+        };
+        let start = self.addr_at(index);
+        // The next start ends the span: from there on `find` looks at another entry. Starts
+        // are distinct, so it is above `start`.
+        let next_start = if index + 1 < self.entries.len() {
+            self.addr_at(index + 1)
+        } else {
+            u64::MAX
+        };
+        let covered_end = start
+            .saturating_add(self.covered_len(index))
+            .min(next_start);
+        if addr < covered_end {
+            FoundSpan {
+                index: u32::try_from(index).ok(),
+                span: start..covered_end,
+            }
+        } else {
+            FoundSpan {
+                index: None,
+                span: covered_end..next_start,
+            }
+        }
+    }
+
+    /// The index of the last entry starting at or below `addr`: first its block in the
+    /// summary, then its place in the block. `None` when every start is above `addr`.
+    fn last_start_at_or_below(&self, addr: u64) -> Option<usize> {
         let index = match &self.starts {
             Starts::Narrow {
                 base,
@@ -297,15 +361,14 @@ impl AddrIndex {
                         .checked_sub(1)?
             }
         };
-        let start = self.addr_at(index);
-        let size = self.entries[index].covered_size();
-        // An inferred size of 0 happens only for a symbol at the very end of its section; it
-        // still covers its own address.
-        if addr - start < size.max(1) {
-            u32::try_from(index).ok()
-        } else {
-            None
-        }
+        Some(index)
+    }
+
+    /// How many bytes from its start the entry at `index` covers: its size, at least 1 (an
+    /// inferred size of 0 happens only for a symbol at the very end of its section; it still
+    /// covers its own address).
+    fn covered_len(&self, index: usize) -> u64 {
+        self.entries[index].covered_size().max(1)
     }
 
     fn addr_at(&self, index: usize) -> u64 {
@@ -529,6 +592,45 @@ mod tests {
         assert_eq!(index.find(0x308), None);
         assert_eq!(index.find(u64::MAX), None);
         assert_eq!(index.entry(1).stated_size(), 0);
+        // Spans: a sized symbol's extent, the gap after it, an inferred size up to the next
+        // start, and everything past the last symbol.
+        let span = |addr| index.find_span(addr);
+        assert_eq!(
+            span(0x104),
+            FoundSpan {
+                index: Some(0),
+                span: 0x100..0x110
+            }
+        );
+        assert_eq!(
+            span(0x150),
+            FoundSpan {
+                index: None,
+                span: 0x110..0x200
+            }
+        );
+        assert_eq!(
+            span(0x2ff),
+            FoundSpan {
+                index: Some(1),
+                span: 0x200..0x300
+            }
+        );
+        assert_eq!(
+            span(0x400),
+            FoundSpan {
+                index: None,
+                span: 0x308..u64::MAX
+            }
+        );
+        let empty = AddrIndex::from_sorted(Vec::new(), Vec::new());
+        assert_eq!(
+            empty.find_span(7),
+            FoundSpan {
+                index: None,
+                span: 0..u64::MAX
+            }
+        );
     }
 
     #[test]
@@ -557,8 +659,27 @@ mod tests {
                     expected,
                     "probe {probe:#x}"
                 );
+                // The span holds the probe, `find` answers alike across it and differently
+                // just outside it: a sorted walk may reuse the answer for exactly that span.
+                let FoundSpan { index: found, span } = index.find_span(probe);
+                assert_eq!(found.map(|i| i as usize), expected, "span at {probe:#x}");
+                assert!(span.contains(&probe), "{span:x?} lacks {probe:#x}");
+                assert_eq!(index.find(span.start), found, "{span:x?} start");
+                assert_eq!(index.find(span.end - 1), found, "{span:x?} end");
+                if span.end < u64::MAX {
+                    assert_ne!(index.find(span.end), found, "{span:x?} could be longer");
+                }
+                if span.start > 0 {
+                    assert_ne!(
+                        index.find(span.start - 1),
+                        found,
+                        "{span:x?} could start lower"
+                    );
+                }
             }
             assert_eq!(index.find(0xfff), None);
+            let below = index.find_span(0xfff);
+            assert_eq!((below.index, below.span), (None, 0..0x1000));
         }
     }
 }

@@ -4,6 +4,7 @@
 //! Sources are an enum ([`Source`]) so that DWARF line info, the kernel and processes join as
 //! new variants and new loaders behind the same call, not as a new API.
 
+mod batch_order;
 mod cache;
 pub mod finder;
 mod kallsyms_cache;
@@ -31,7 +32,7 @@ use crate::addr::{FileOffset, VirtAddr};
 use crate::confine::ConfinedRoot;
 use crate::debuginfo::{DebugFinder, DEFAULT_DEBUG_DIR};
 use crate::dwarf::Frame;
-use crate::elf::{hex, ElfFile};
+use crate::elf::{hex, ElfFile, SymbolId, SymbolRuns};
 use crate::error::{Error, Result};
 use crate::process::{Process, ProcessMaps};
 use cache::SharedLru;
@@ -461,62 +462,68 @@ impl Symbolizer {
             debug_error: None,
             segments: segments.clone(),
         }));
-        // The DWARF lookups' order: (address, index) of every address with a virtual address.
-        let mut order: Vec<(VirtAddr, usize)> = Vec::new();
-        if dwarf.is_some() {
-            order.reserve(input_addrs.len());
-        }
+        // Every address's entry in input order, and (address, index) of those with a virtual
+        // address, to answer in address order.
+        let mut order: Vec<(VirtAddr, usize)> = Vec::with_capacity(input_addrs.len());
         for (i, &raw) in input_addrs.iter().enumerate() {
             let (addr, file_offset) = to_virt_and_offset(raw);
-            if let (Some(addr), Some(_)) = (addr, &dwarf) {
+            if let Some(addr) = addr {
                 order.push((addr, i));
             }
-            let mut entry = Entry {
+            symbols.entries.push(Entry {
                 answer: Answer::NoSymbol,
                 module,
                 file_offset,
                 frames: 0..0,
+            });
+        }
+        // Symbols and frames in address order, each distinct address's frames once: a run of
+        // addresses inside one function costs one symbol search, neighbouring addresses share
+        // line-table rows and function ranges (which stay in the CPU caches), and a profile's
+        // repeated addresses cost one DWARF lookup.
+        let order = batch_order::sorted_by_address(order);
+        if dwarf.is_some() {
+            symbols.frames.reserve(order.len() + order.len() / 4);
+        }
+        let mut own_symbols = SymbolRuns::new(&symbol_file.elf);
+        let mut mini_symbols = mini.map(|mini| SymbolRuns::new(&mini.elf));
+        let mut last_named: Option<(bool, SymbolId)> = None;
+        let mut previous_frames: Option<(VirtAddr, Range<u32>)> = None;
+        for (addr, i) in order {
+            let own = own_symbols.find(addr)?;
+            // MiniDebugInfo names what `.dynsym` does not: the nearer symbol wins.
+            let from_mini = match &mut mini_symbols {
+                Some(runs) => runs.find(addr)?,
+                None => None,
             };
-            if let Some(addr) = addr {
-                let own = symbol_file.elf.find_symbol_id(addr)?;
-                // MiniDebugInfo names what `.dynsym` does not: the nearer symbol wins.
-                let from_mini = match mini {
-                    Some(mini) => mini.elf.find_symbol_id(addr)?,
-                    None => None,
-                };
-                let (file, hit, in_mini) = match (own, from_mini) {
-                    (Some(own), Some(theirs)) if theirs.1 > own.1 => (mini, Some(theirs), true),
-                    (None, Some(theirs)) => (mini, Some(theirs), true),
-                    (own, _) => (Some(symbol_file), own, false),
-                };
-                if let (Some(file), Some((id, _))) = (file, hit) {
-                    if self.demangle {
-                        // Computes the shown name on the symbol's first hit; later hits find it.
-                        file.compute_shown_name(id)?;
-                    }
-                    entry.answer = Answer::Elf {
-                        part,
-                        id,
-                        in_mini,
-                        addr,
-                    };
+            let (file, hit, in_mini) = match (own, from_mini) {
+                (Some(own), Some(theirs)) if theirs.1 > own.1 => (mini, Some(theirs), true),
+                (None, Some(theirs)) => (mini, Some(theirs), true),
+                (own, _) => (Some(symbol_file), own, false),
+            };
+            let mut answer = Answer::NoSymbol;
+            if let (Some(file), Some((id, _))) = (file, hit) {
+                if self.demangle && last_named != Some((in_mini, id)) {
+                    // Computes the shown name on the symbol's first hit; later hits find it.
+                    file.compute_shown_name(id)?;
+                    last_named = Some((in_mini, id));
                 }
+                answer = Answer::Elf {
+                    part,
+                    id,
+                    in_mini,
+                    addr,
+                };
             }
-            if let (Answer::NoSymbol, Some(addr), None) = (&entry.answer, addr, file_offset) {
+            let Some(entry) = symbols.entries.get_mut(i) else {
+                continue;
+            };
+            if matches!(answer, Answer::NoSymbol) && entry.file_offset.is_none() {
                 entry.file_offset = segments.virt_to_file_offset(addr);
             }
-            symbols.entries.push(entry);
-        }
-        // Frames in address order, each distinct address once: neighbouring addresses share
-        // line-table rows and function ranges, so walking them in order keeps those in the
-        // CPU caches (and a profile's repeated addresses cost one lookup).
-        if let Some(dwarf) = &dwarf {
-            let frames = &mut symbols.frames;
-            frames.reserve(order.len() + order.len() / 4);
-            order.sort_unstable();
-            let mut previous: Option<(VirtAddr, Range<u32>)> = None;
-            for (addr, i) in order {
-                let range = match &previous {
+            if let Some(dwarf) = &dwarf {
+                let frames = &mut symbols.frames;
+                let range = match &previous_frames {
                     Some((seen, range)) if *seen == addr => range.clone(),
                     _ => {
                         let first = frames.len();
@@ -530,23 +537,21 @@ impl Symbolizer {
                         // bytes: more would not fit in memory); saturating keeps it checked.
                         let to_u32 = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
                         let range = to_u32(first)..to_u32(frames.len());
-                        previous = Some((addr, range.clone()));
+                        previous_frames = Some((addr, range.clone()));
                         range
                     }
-                };
-                let Some(entry) = symbols.entries.get_mut(i) else {
-                    continue;
                 };
                 // A DWARF function names an address no symbol covers.
                 let has_function = frames
                     .get(range.start as usize..range.end as usize)
                     .and_then(<[Frame]>::last)
                     .is_some_and(|frame| frame.function.is_some());
-                if has_function && matches!(entry.answer, Answer::NoSymbol) {
-                    entry.answer = Answer::DwarfOnly { part, addr };
+                if has_function && matches!(answer, Answer::NoSymbol) {
+                    answer = Answer::DwarfOnly { part, addr };
                 }
                 entry.frames = range;
             }
+            entry.answer = answer;
         }
         drop(dwarf);
         if let Some(Part::Elf(elf)) = symbols.parts.get_mut(part as usize) {
