@@ -18,6 +18,7 @@
 //! classes in the opposite order. They affect a few percent of libLLVM's names.
 
 use std::borrow::Cow;
+use std::fmt::Write as _;
 
 /// The largest name handed to a demangler. Real mangled names stay far below this; the cap
 /// bounds the time and memory hostile input can cost.
@@ -41,8 +42,10 @@ fn demangle_stem(name: &str) -> Option<String> {
         return None;
     }
     if let Ok(rust) = rustc_demangle::try_demangle(name) {
-        // `{:#}` leaves out the hash.
-        return Some(format!("{rust:#}"));
+        // `{:#}` leaves out the hash. Sized up front: `format!` starts empty and grows
+        // the string a few times for every name (a symbol table's worth of names).
+        let mut text = String::with_capacity(name.len());
+        return write!(text, "{rust:#}").ok().map(|()| text);
     }
     let encoding = name.strip_prefix("_Z")?;
     if let Some((kind, target)) = split_thunk(encoding) {
