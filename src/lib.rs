@@ -29,6 +29,7 @@ pub mod elf;
 mod error;
 pub mod kernel;
 pub mod process;
+mod radix;
 pub mod symbolize;
 pub mod unwind;
 

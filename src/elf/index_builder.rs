@@ -13,6 +13,7 @@ use crate::elf::file::range_of;
 use crate::elf::relocatable::{section_addr, RelocatableSection};
 use crate::elf::symbols::{AddrIndex, Entry, NameInfo, NameTable, SymbolKind, VersionSuffix};
 use crate::error::{Error, Result};
+use crate::radix::sorted_by_key;
 
 /// The symbol index of one file, with the string-table locations its names refer to.
 #[derive(Debug, Default)]
@@ -451,14 +452,24 @@ fn is_ascii_before_nul(bytes: &[u8]) -> bool {
 /// Sorts candidates, keeps the best per address, and infers sizes for unsized symbols.
 fn merge_aliases(candidates: Vec<Candidate>) -> (AddrIndex, Vec<(u32, u16)>) {
     // Sort small keys, not the candidates: (address, rank << 32 | position). Positions fit
-    // in 32 bits, since they count symbols of tables with 32-bit indexes.
-    let mut keys: Vec<(u64, u64)> = candidates
-        .iter()
-        .enumerate()
-        .map(|(position, c)| (c.addr, (u64::from(c.rank) << 32) | position as u64))
-        .collect();
-    keys.sort_unstable();
-    keys.dedup_by_key(|key| key.0);
+    // in 32 bits, since they count symbols of tables with 32-bit indexes. A radix sort by
+    // address, then the lowest (rank, position) of each address's run: what a tuple sort
+    // and keeping each address's first would give (the comparison sort was a third of the
+    // index's build time for librustc_driver's 153,000 symbols).
+    let by_address = sorted_by_key(
+        candidates
+            .iter()
+            .enumerate()
+            .map(|(position, c)| (c.addr, (u64::from(c.rank) << 32) | position as u64))
+            .collect(),
+    );
+    let mut keys: Vec<(u64, u64)> = Vec::with_capacity(by_address.len());
+    for (addr, rank) in by_address {
+        match keys.last_mut() {
+            Some(last) if last.0 == addr => last.1 = last.1.min(rank),
+            _ => keys.push((addr, rank)),
+        }
+    }
     let mut addrs = Vec::with_capacity(keys.len());
     let mut entries = Vec::with_capacity(keys.len());
     let mut versions = Vec::new();

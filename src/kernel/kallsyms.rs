@@ -31,6 +31,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::radix::sorted_by_key;
 
 /// Where the running kernel lists its symbols.
 pub const PROC_KALLSYMS: &str = "/proc/kallsyms";
@@ -304,7 +305,8 @@ impl Kallsyms {
     pub fn find_symbols(&self, addrs: &[u64]) -> Result<Vec<Option<KernelSym<'_>>>> {
         let mut found = vec![None; addrs.len()];
         let mut block = 0;
-        for (addr, index) in sorted_by_address(addrs) {
+        let order = sorted_by_key(addrs.iter().copied().zip(0..).collect());
+        for (addr, index) in order {
             let Some(slot) = found.get_mut(index) else {
                 continue; // An index of `addrs`: in range.
             };
@@ -445,49 +447,6 @@ impl Kallsyms {
             what: format!("internal error: the symbol at {addr:#x} points outside the text"),
         }
     }
-}
-
-/// Bits per radix-sort digit: 2,048 buckets, whose counts fit in L1.
-const RADIX_BITS: u32 = 11;
-
-/// `(address, index in addrs)` in ascending order of address: an LSD radix sort of the
-/// addresses less the smallest, 11 bits a pass over only the bits that differ (100,000
-/// random addresses of a kernel's 30-odd MB of text: 3 passes).
-fn sorted_by_address(addrs: &[u64]) -> Vec<(u64, usize)> {
-    let mut items: Vec<(u64, usize)> = addrs.iter().copied().zip(0..).collect();
-    let (Some(&min), Some(&max)) = (addrs.iter().min(), addrs.iter().max()) else {
-        return items;
-    };
-    let bits = u64::BITS - (max - min).leading_zeros();
-    let mut spare = items.clone();
-    let buckets = 1usize << RADIX_BITS;
-    let digit = |addr: u64, shift: u32| ((addr - min) >> shift) as usize & (buckets - 1);
-    let mut shift = 0;
-    while shift < bits {
-        let mut counts = vec![0usize; buckets];
-        for &(addr, _) in &items {
-            if let Some(count) = counts.get_mut(digit(addr, shift)) {
-                *count += 1;
-            }
-        }
-        let mut next = 0;
-        for count in counts.iter_mut() {
-            let here = *count;
-            *count = next;
-            next += here;
-        }
-        for &item in &items {
-            if let Some(bucket) = counts.get_mut(digit(item.0, shift)) {
-                if let Some(to) = spare.get_mut(*bucket) {
-                    *to = item;
-                }
-                *bucket += 1;
-            }
-        }
-        std::mem::swap(&mut items, &mut spare);
-        shift += RADIX_BITS;
-    }
-    items
 }
 
 fn is_text(t: u8) -> bool {

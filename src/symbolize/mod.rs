@@ -4,7 +4,6 @@
 //! Sources are an enum ([`Source`]) so that DWARF line info, the kernel and processes join as
 //! new variants and new loaders behind the same call, not as a new API.
 
-mod batch_order;
 mod cache;
 pub mod finder;
 mod kallsyms_cache;
@@ -35,6 +34,7 @@ use crate::dwarf::Frame;
 use crate::elf::{hex, ElfFile, SymbolId, SymbolRuns};
 use crate::error::{Error, Result};
 use crate::process::{Process, ProcessMaps};
+use crate::radix::sorted_by_key;
 use cache::SharedLru;
 use loaded::{DebugOptions, LoadedElf};
 use output::{Answer, ElfPart, Entry, ModuleName, Part};
@@ -464,11 +464,11 @@ impl Symbolizer {
         }));
         // Every address's entry in input order, and (address, index) of those with a virtual
         // address, to answer in address order.
-        let mut order: Vec<(VirtAddr, usize)> = Vec::with_capacity(input_addrs.len());
+        let mut order: Vec<(u64, usize)> = Vec::with_capacity(input_addrs.len());
         for (i, &raw) in input_addrs.iter().enumerate() {
             let (addr, file_offset) = to_virt_and_offset(raw);
             if let Some(addr) = addr {
-                order.push((addr, i));
+                order.push((addr.0, i));
             }
             symbols.entries.push(Entry {
                 answer: Answer::NoSymbol,
@@ -481,7 +481,7 @@ impl Symbolizer {
         // addresses inside one function costs one symbol search, neighbouring addresses share
         // line-table rows and function ranges (which stay in the CPU caches), and a profile's
         // repeated addresses cost one DWARF lookup.
-        let order = batch_order::sorted_by_address(order);
+        let order = sorted_by_key(order);
         if dwarf.is_some() {
             symbols.frames.reserve(order.len() + order.len() / 4);
         }
@@ -490,6 +490,7 @@ impl Symbolizer {
         let mut last_named: Option<(bool, SymbolId)> = None;
         let mut previous_frames: Option<(VirtAddr, Range<u32>)> = None;
         for (addr, i) in order {
+            let addr = VirtAddr(addr);
             let own = own_symbols.find(addr)?;
             // MiniDebugInfo names what `.dynsym` does not: the nearer symbol wins.
             let from_mini = match &mut mini_symbols {
