@@ -14,6 +14,8 @@ mod support;
 use std::path::Path;
 use std::process::Command;
 
+use stacksym::debuginfo::mini_debuginfo;
+use stacksym::elf::ElfFile;
 use stacksym::{Input, NameOrigin, Source, Symbolizer};
 use support::writeln_stderr;
 
@@ -131,5 +133,32 @@ fn corrupt_minidebuginfo_is_reported_and_dynsym_still_answers() {
             !sym.symbol_file.to_string_lossy().contains(".gnu_debugdata"),
             "nothing is named from the corrupt payload"
         );
+    }
+}
+
+/// A finding of the `debug_companions` fuzz target (2026-11-24), kept as
+/// `testdata/fuzz/debug_companions/regression-xz-footer-overflow`: an ELF file whose
+/// `.gnu_debugdata` xz stream reaches a stream footer whose Backward Size is 0xFFFFFFFF.
+/// lzma-rs 0.3 computed `(backward_size + 1) << 2` and panicked where overflow checks are on
+/// (as in this test's build). Now an error that names the file.
+#[test]
+fn xz_footer_with_the_largest_backward_size_is_an_error() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/fuzz/debug_companions/regression-xz-footer-overflow");
+    let bytes = std::fs::read(&path).expect("the committed fuzz input");
+    let elf =
+        ElfFile::from_bytes("fuzz-input", bytes.as_slice()).expect("its ELF headers are fine");
+    match mini_debuginfo(&elf) {
+        Err(e) => {
+            let text = e.to_string();
+            assert!(
+                text.starts_with("fuzz-input") && text.contains("xz"),
+                "{text}"
+            );
+        }
+        Ok(found) => panic!(
+            "a broken xz stream decoded: {:?}",
+            found.map(|f| f.path().to_path_buf())
+        ),
     }
 }

@@ -6,7 +6,7 @@
 //!
 //! Run from the repository root, seeded with the test binaries (the corpus dir must exist):
 //!   mkdir -p fuzz/corpus/debug_companions
-//!   cargo +nightly fuzz run debug_companions fuzz/corpus/debug_companions testdata/bin -- -max_total_time=30
+//!   cargo +nightly fuzz run debug_companions fuzz/corpus/debug_companions testdata/bin testdata/fuzz/debug_companions -- -max_total_time=30
 //! Without a nightly toolchain: `RUSTC_BOOTSTRAP=1 cargo fuzz ...` (what `.ci/run` falls back to).
 
 #![no_main]

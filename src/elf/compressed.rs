@@ -66,44 +66,22 @@ fn read_capped(reader: impl Read, cap: u64, out: &mut Vec<u8>) -> Result<(), Str
     Ok(())
 }
 
-/// xz through lzma-rs (the `minidebuginfo` feature), at most `cap` bytes.
+/// The most memory an xz block's decoder may ask for (its dictionary, allocated before
+/// anything is decoded): a hostile header can claim up to 4 GiB. `xz -9` needs 65 MiB.
+#[cfg(feature = "minidebuginfo")]
+const XZ_MEMORY_LIMIT_KIB: u32 = 1 << 20;
+
+/// xz through lzma-rust2 (the `minidebuginfo` feature), at most `cap` bytes; concatenated
+/// streams are read as `xz -d` reads them.
 #[cfg(feature = "minidebuginfo")]
 pub(crate) fn xz(data: &[u8], cap: u64) -> Result<Vec<u8>, String> {
-    let mut out = Capped {
-        bytes: Vec::new(),
-        cap: usize::try_from(cap).unwrap_or(usize::MAX),
-    };
-    let mut input = data;
-    lzma_rs::xz_decompress(&mut input, &mut out).map_err(|e| e.to_string())?;
-    Ok(out.bytes)
+    let reader = lzma_rust2::XzReader::new_mem_limit(data, true, XZ_MEMORY_LIMIT_KIB);
+    let mut out = Vec::new();
+    read_capped(reader, cap, &mut out)?;
+    Ok(out)
 }
 
 #[cfg(not(feature = "minidebuginfo"))]
 pub(crate) fn xz(_data: &[u8], _cap: u64) -> Result<Vec<u8>, String> {
     Err("stacksym was built without its `minidebuginfo` feature, which reads xz".to_string())
-}
-
-/// A `Write` into memory that refuses to grow past `cap` (a decompression bomb stops there).
-#[cfg(feature = "minidebuginfo")]
-struct Capped {
-    bytes: Vec<u8>,
-    cap: usize,
-}
-
-#[cfg(feature = "minidebuginfo")]
-impl std::io::Write for Capped {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if self.bytes.len().saturating_add(buf.len()) > self.cap {
-            return Err(std::io::Error::other(format!(
-                "decompression bomb: more than {} bytes",
-                self.cap
-            )));
-        }
-        self.bytes.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
