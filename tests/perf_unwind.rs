@@ -247,6 +247,10 @@ fn perf_unwind_names_a_bad_file_and_the_offset() {
     // asserts it is not: a panic in release builds too).
     let long_build_id = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("testdata/fuzz/perf_data/regression-build-id-length.data");
+    // Its fourth (2026-11-24): an event types section whose entry names a list of event ids
+    // of 0x1f400000000 bytes (linux-perf-data allocated it: an abort, not an error).
+    let huge_ids = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/fuzz/perf_data/regression-event-ids-size.data");
     for (file, expected) in [
         (&not_perf, "offset 0"),
         (&truncated, "ends at offset 0x6000"),
@@ -263,6 +267,10 @@ fn perf_unwind_names_a_bad_file_and_the_offset() {
         (
             &long_build_id,
             "record 42: malformed: an MMAP2 build-id longer than 20 bytes",
+        ),
+        (
+            &huge_ids,
+            "the event types section (offset 0x90) names a list of event ids outside the file",
         ),
     ] {
         let out = Command::new(&example)

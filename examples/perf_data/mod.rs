@@ -238,7 +238,40 @@ fn check_layout<R: Read + Seek>(path: &Path, reader: &mut R, len: u64) -> Result
             })?;
         }
     }
+    // Without an event description, linux-perf-data reads the event types section: per
+    // entry an attr and the (offset, size) of its list of ids, which it allocates by size.
+    let (types_offset, types_size) = (word(56), word(64));
+    if !features.contains(&HEADER_EVENT_DESC) && types_size != 0 {
+        reader.seek(SeekFrom::Start(types_offset)).map_err(io)?;
+        // Inside the file (checked above), so no larger than what was read into memory.
+        let mut section = vec![0u8; types_size as usize];
+        reader.read_exact(&mut section).map_err(io)?;
+        check_event_types(&section, attr_size, len).map_err(|at| {
+            format!(
+                "{}: malformed perf.data: the event types section (offset {types_offset:#x}) \
+                 names a list of event ids outside the file at its byte {at}",
+                path.display()
+            )
+        })?;
+    }
     reader.rewind().map_err(io)
+}
+
+/// Checks the event types section (entries of an `attr_size`-byte attr and the offset and
+/// size of its ids): every list of ids inside the file of `len` bytes; `Err(position)` of
+/// the first that is not.
+fn check_event_types(section: &[u8], attr_size: u64, len: u64) -> Result<(), usize> {
+    // `attr_size` is in ATTR_SIZES (checked by the caller), so entries are 80 bytes or more.
+    let entry = usize::try_from(attr_size + 16).map_err(|_| 0usize)?;
+    for start in (0..section.len() / entry).map(|i| i * entry) {
+        let ids_at = start + entry - 16;
+        let ids = section.get(ids_at..start + entry).ok_or(ids_at)?;
+        let (offset, size) = (le_u64(&ids[..8]), le_u64(&ids[8..]));
+        if offset.checked_add(size).is_none_or(|end| end > len) {
+            return Err(ids_at);
+        }
+    }
+    Ok(())
 }
 
 /// Walks `HEADER_EVENT_DESC` (`nr`, `attr_size`, then per event the attr, `nr_ids`, a
