@@ -249,7 +249,7 @@ fn check_layout<R: Read + Seek>(path: &Path, reader: &mut R, len: u64) -> Result
         check_event_types(&section, attr_size, len).map_err(|at| {
             format!(
                 "{}: malformed perf.data: the event types section (offset {types_offset:#x}) \
-                 names a list of event ids outside the file at its byte {at}",
+                 has an attr size or a list of event ids that does not fit at its byte {at}",
                 path.display()
             )
         })?;
@@ -258,12 +258,18 @@ fn check_layout<R: Read + Seek>(path: &Path, reader: &mut R, len: u64) -> Result
 }
 
 /// Checks the event types section (entries of an `attr_size`-byte attr and the offset and
-/// size of its ids): every list of ids inside the file of `len` bytes; `Err(position)` of
-/// the first that is not.
+/// size of its ids): every attr's own size one the reader consumes exactly and no larger
+/// than its slot, every list of ids inside the file of `len` bytes; `Err(position)` of the
+/// first that is not.
 fn check_event_types(section: &[u8], attr_size: u64, len: u64) -> Result<(), usize> {
     // `attr_size` is in ATTR_SIZES (checked by the caller), so entries are 80 bytes or more.
     let entry = usize::try_from(attr_size + 16).map_err(|_| 0usize)?;
     for start in (0..section.len() / entry).map(|i| i * entry) {
+        let own = section.get(start + 4..start + 8).ok_or(start + 4)?;
+        let own = u64::from(u32::from_le_bytes([own[0], own[1], own[2], own[3]]));
+        if own > attr_size || !attr_read_exactly(own) {
+            return Err(start + 4);
+        }
         let ids_at = start + entry - 16;
         let ids = section.get(ids_at..start + entry).ok_or(ids_at)?;
         let (offset, size) = (le_u64(&ids[..8]), le_u64(&ids[8..]));
@@ -300,8 +306,10 @@ fn check_event_desc(section: &[u8]) -> Result<(), usize> {
         Ok(next)
     };
     for _ in 0..nr {
-        // The attr's own size (its second u32) must fit the slot it is given.
-        if u32_at(at + 4)? > attr_size {
+        // The attr's own size (its second u32) must fit the slot it is given, and be one the
+        // reader consumes exactly.
+        let own = u32_at(at + 4)?;
+        if own > attr_size || !attr_read_exactly(own) {
             return Err(at + 4);
         }
         at = advance(at, attr_size)?;
@@ -312,6 +320,15 @@ fn check_event_desc(section: &[u8]) -> Result<(), usize> {
         at = advance(at, 8 * nr_ids)?;
     }
     Ok(())
+}
+
+/// Whether linux-perf-event-reader reads exactly `size` bytes of an attr that says it is
+/// `size` bytes long: it reads the fields of the largest known layout (64, 72, ... 128
+/// bytes) that fits and skips only what lies past 128, so a size between two layouts (69,
+/// say) leaves it short of the attr's end, and linux-perf-data then reads the list of event
+/// ids that follows from the wrong place (a size it allocates).
+fn attr_read_exactly(size: u64) -> bool {
+    matches!(size, 64 | 72 | 80 | 96 | 104 | 112 | 120) || size >= 128
 }
 
 fn le_u64(bytes: &[u8]) -> u64 {
