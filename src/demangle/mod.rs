@@ -1,7 +1,9 @@
 //! Demangling of C++ (Itanium) and Rust (legacy and v0) symbol names.
 //!
-//! Rust legacy names are also valid Itanium names, so Rust is tried first: `rustc-demangle`
-//! recognizes its own hash suffix and v0 prefix. The Rust hash (`::h0123…`) is dropped, as
+//! Rust legacy names are also valid Itanium names, so Rust is tried first: a Rust v0 name
+//! (`_R…`) by `rust_v0`'s one-pass printer, which prints what `rustc-demangle` prints for
+//! the names it knows and leaves the others to it; then `rustc-demangle`, which recognizes
+//! its own hash suffix and v0 prefix. The Rust hash (`::h0123…`) is dropped, as
 //! perf and llvm-symbolizer do. Names that neither demangler accepts are returned unchanged.
 //!
 //! C++ goes through `cpp_demangle`, with two repairs where its output differs from
@@ -16,6 +18,8 @@
 //! constructor can be dropped, a pack expansion can lose its `&&`, a pointer can attach
 //! to the wrong part of a nested name, and a construction vtable (`_ZTC`) names its two
 //! classes in the opposite order. They affect a few percent of libLLVM's names.
+
+mod rust_v0;
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -40,6 +44,9 @@ pub fn demangle(name: &str) -> Cow<'_, str> {
 fn demangle_stem(name: &str) -> Option<String> {
     if name.len() > MAX_MANGLED_LEN {
         return None;
+    }
+    if let Some(rust) = rust_v0::demangle(name) {
+        return Some(rust);
     }
     if let Ok(rust) = rustc_demangle::try_demangle(name) {
         // `{:#}` leaves out the hash. Sized up front: `format!` starts empty and grows
@@ -140,6 +147,9 @@ mod tests {
             "std::io::stdio::_print"
         );
         assert_eq!(demangle("_RNvCs1234_7mycrate4main"), "mycrate::main");
+        // v0 names the one-pass printer leaves to rustc-demangle: punycode, a string.
+        assert_eq!(demangle("_RNvC5crateu9bcher_kva"), "crate::bücher");
+        assert_eq!(demangle("_RINvC5crate1fKRe616263_E"), "crate::f::<\"abc\">");
         assert_eq!(demangle("main"), "main");
         assert_eq!(demangle("_Z"), "_Z");
         assert_eq!(demangle("_Z3fooi@plt"), "foo(int)@plt");
