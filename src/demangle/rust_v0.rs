@@ -234,6 +234,36 @@ impl<'s> Printer<'s> {
         self.integer_62()?.checked_add(1).ok_or(GiveUp)
     }
 
+    /// `[s <base-62-number>]` whose value is not printed (a crate root's or an impl's):
+    /// only checked, as `opt_integer_62` would. Crate roots carry an 11-digit hash each, and
+    /// accumulating it costs more than checking its digits.
+    fn skip_disambiguator(&mut self) -> Step {
+        if !self.eat(b's') {
+            return Ok(());
+        }
+        let start = self.next;
+        loop {
+            let byte = self.take()?;
+            if byte == b'_' {
+                break;
+            }
+            if BASE_62_DIGIT[usize::from(byte)] == NOT_A_DIGIT {
+                return Err(GiveUp);
+            }
+        }
+        // `opt_integer_62` refuses a value above `u64::MAX - 2` (1.84e19). Ten digits stay
+        // below 62^10 (8.4e17), eleven whose first is below 21 below 21 * 62^10 (1.76e19);
+        // anything longer is added up exactly.
+        let digits = self.next - 1 - start;
+        let first = BASE_62_DIGIT[usize::from(self.sym.as_bytes()[start])];
+        if digits <= 10 || (digits == 11 && first < 21) {
+            return Ok(());
+        }
+        self.next = start;
+        self.integer_62()?.checked_add(1).ok_or(GiveUp)?;
+        Ok(())
+    }
+
     /// `["u"] <decimal-number> ["_"] <bytes>`; punycode is left to `rustc-demangle`.
     fn ident(&mut self) -> Step<&'s str> {
         if self.peek() == Some(b'u') {
@@ -243,14 +273,17 @@ impl<'s> Printer<'s> {
             d @ b'0'..=b'9' => usize::from(d - b'0'),
             _ => return Err(GiveUp),
         };
-        // A leading zero is the whole number (an empty identifier).
+        // A leading zero is the whole number (an empty identifier). Names are at most 64 KiB
+        // (`MAX_MANGLED_LEN`), so a length of more than 7 digits cannot fit; stopping there
+        // keeps the arithmetic unchecked.
         if len != 0 {
+            let start = self.next;
             while let Some(d @ b'0'..=b'9') = self.peek() {
                 self.next += 1;
-                len = len
-                    .checked_mul(10)
-                    .and_then(|l| l.checked_add(usize::from(d - b'0')))
-                    .ok_or(GiveUp)?;
+                if self.next - start > 7 {
+                    return Err(GiveUp);
+                }
+                len = len * 10 + usize::from(d - b'0');
             }
         }
         self.eat(b'_');
@@ -301,7 +334,7 @@ impl<'s> Printer<'s> {
         self.enter()?;
         match self.take()? {
             b'C' => {
-                self.opt_integer_62(b's')?;
+                self.skip_disambiguator()?;
                 let name = self.ident()?;
                 self.print(name);
             }
@@ -342,7 +375,7 @@ impl<'s> Printer<'s> {
             }
             tag @ (b'M' | b'X' | b'Y') => {
                 if tag != b'Y' {
-                    self.opt_integer_62(b's')?;
+                    self.skip_disambiguator()?;
                     let printing = std::mem::replace(&mut self.printing, false);
                     let impl_path = self.path(false);
                     self.printing = printing;
