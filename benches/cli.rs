@@ -11,7 +11,8 @@
 //!   `librustc_driver-*.so` (`rustc --print sysroot`), which has symbol tables and no DWARF:
 //!   symbols only.
 //!
-//! Commands: `symbolize --output-style=GNU -a --obj FILE`, `llvm-symbolizer
+//! Commands: `symbolize --output-style=GNU -a --obj FILE` (by default it reads DWARF ahead
+//! on every CPU it may use; a row of its own runs it with `--threads 1`), `llvm-symbolizer
 //! --output-style=GNU -a --obj FILE`, `addr2line -a -f -i -C -e FILE` (binutils and the
 //! crate's), addresses on stdin, output to a file. Before timing, every tool runs once
 //! without demangling and its answers are compared with the example's, address by address
@@ -64,15 +65,25 @@ enum Tool {
     LlvmSymbolizer,
     Binutils,
     Addr2lineCrate,
+    /// The example with `--threads 1`: all its work on one thread, as the other tools do
+    /// theirs (by default it reads DWARF ahead on every CPU it may use). Last, so the
+    /// others keep their places.
+    ExampleOneThread,
 }
 
+/// How many tools there are.
+const TOOLS: usize = 5;
+
 impl Tool {
-    const ALL: [Tool; 4] = [
+    const ALL: [Tool; TOOLS] = [
         Tool::Example,
         Tool::LlvmSymbolizer,
         Tool::Binutils,
         Tool::Addr2lineCrate,
+        Tool::ExampleOneThread,
     ];
+    /// The other CLIs, which the targets compare the example with.
+    const OTHERS: [Tool; 3] = [Tool::LlvmSymbolizer, Tool::Binutils, Tool::Addr2lineCrate];
 
     fn name(self) -> &'static str {
         match self {
@@ -80,6 +91,7 @@ impl Tool {
             Tool::LlvmSymbolizer => "llvm-symbolizer",
             Tool::Binutils => "binutils addr2line",
             Tool::Addr2lineCrate => "addr2line crate CLI",
+            Tool::ExampleOneThread => "symbolize example --threads 1",
         }
     }
 }
@@ -106,7 +118,7 @@ struct Run {
 
 /// Where each tool is (`None`: missing, said why).
 struct Tools {
-    paths: [Option<PathBuf>; 4],
+    paths: [Option<PathBuf>; TOOLS],
 }
 
 impl Tools {
@@ -119,7 +131,10 @@ impl Tools {
         let mut args: Vec<OsString> = vec![exe];
         let obj = workload.obj.as_os_str().to_owned();
         match tool {
-            Tool::Example | Tool::LlvmSymbolizer => {
+            Tool::Example | Tool::ExampleOneThread | Tool::LlvmSymbolizer => {
+                if tool == Tool::ExampleOneThread {
+                    args.extend(["--threads".into(), "1".into()]);
+                }
                 args.extend([
                     "--output-style=GNU".into(),
                     "-a".into(),
@@ -393,7 +408,7 @@ fn find_tools(example: PathBuf) -> Tools {
     };
     Tools {
         paths: [
-            Some(example),
+            Some(example.clone()),
             which("llvm-symbolizer")
                 .or_else(|| found("llvm-symbolizer".into(), "apt-get install llvm")),
             found("/usr/bin/addr2line".into(), "apt-get install binutils"),
@@ -401,6 +416,7 @@ fn find_tools(example: PathBuf) -> Tools {
                 crate_cli,
                 "cargo install --root target/peers addr2line --features bin, as .ci/run does",
             ),
+            Some(example),
         ],
     }
 }
@@ -560,14 +576,12 @@ fn main() {
     println!("| target | workload | measured | |");
     println!("|---|---|---|---|");
     for (workload, results) in workloads.iter().zip(&summary) {
-        let peers = &results[1..];
         let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
-        if let Some((tool, fastest)) = Tool::ALL[1..]
+        let fastest_other = Tool::OTHERS
             .iter()
-            .zip(peers)
-            .filter_map(|(t, r)| Some((t, r.as_ref()?)))
-            .min_by(|a, b| a.1.ms.total_cmp(&b.1.ms))
-        {
+            .filter_map(|&t| Some((t, results[t as usize].as_ref()?)))
+            .min_by(|a, b| a.1.ms.total_cmp(&b.1.ms));
+        if let Some((tool, fastest)) = fastest_other {
             println!(
                 "| ≥ 2× faster than the fastest other CLI ({}) | {} | {:.2}× | {} |",
                 tool.name(),
@@ -575,6 +589,15 @@ fn main() {
                 fastest.ratio,
                 verdict(fastest.ratio >= 2.0)
             );
+            // The same with the example on one thread (not a target: the ratio of times).
+            if let Some(one) = &results[Tool::ExampleOneThread as usize] {
+                println!(
+                    "| (`--threads 1`, not the default) the same | {} | {:.2}× | {} |",
+                    workload.title,
+                    fastest.ms / one.ms,
+                    verdict(fastest.ms / one.ms >= 2.0)
+                );
+            }
         }
         if let (Some(llvm), Some(ours)) = (&results[1], &results[0]) {
             println!(
@@ -583,6 +606,14 @@ fn main() {
                 llvm.ratio,
                 verdict(llvm.ratio >= 4.0)
             );
+            if let Some(one) = &results[Tool::ExampleOneThread as usize] {
+                println!(
+                    "| (`--threads 1`, not the default) the same | {} | {:.2}× | {} |",
+                    workload.title,
+                    llvm.ms / one.ms,
+                    verdict(llvm.ms / one.ms >= 4.0)
+                );
+            }
             println!(
                 "| peak RSS below llvm-symbolizer's | {} | {:.1} vs {:.1} MiB | {} |",
                 workload.title,
@@ -611,14 +642,14 @@ fn measure(
     dir: &Path,
     rounds: usize,
     quick: bool,
-) -> [Option<Measured>; 4] {
+) -> [Option<Measured>; TOOLS] {
     println!("{}: checking answers", workload.title);
     let symbols = symbol_addresses(&workload.symbol_files);
     let mut reference: Vec<(u64, Vec<Frame>)> = Vec::new();
     let mut timed: Vec<Tool> = Vec::new();
-    let mut agreements: [String; 4] = Default::default();
+    let mut agreements: [String; TOOLS] = Default::default();
     // A tool run only once (binutils on librustc_driver): its check run is its timing.
-    let mut single: [Option<Run>; 4] = Default::default();
+    let mut single: [Option<Run>; TOOLS] = Default::default();
     for tool in Tool::ALL {
         let skip_once = tool == Tool::Binutils && workload.binutils_once;
         if skip_once && quick {
@@ -667,11 +698,11 @@ fn measure(
         }
     }
     println!("{}: timing", workload.title);
-    let mut seconds: [Vec<f64>; 4] = Default::default();
-    let mut peaks: [u64; 4] = [0; 4];
-    let mut ratios: [Vec<f64>; 4] = Default::default();
+    let mut seconds: [Vec<f64>; TOOLS] = Default::default();
+    let mut peaks: [u64; TOOLS] = [0; TOOLS];
+    let mut ratios: [Vec<f64>; TOOLS] = Default::default();
     for round in 0..rounds {
-        let mut this_round = [0.0; 4];
+        let mut this_round = [0.0; TOOLS];
         // Rotate the order, so no tool always runs first.
         for k in 0..timed.len() {
             let tool = timed[(k + round) % timed.len()];
@@ -686,7 +717,7 @@ fn measure(
         }
     }
     let example_ms = median(seconds[0].clone()).unwrap_or(0.0) * 1e3;
-    let mut results: [Option<Measured>; 4] = Default::default();
+    let mut results: [Option<Measured>; TOOLS] = Default::default();
     for tool in Tool::ALL {
         let i = tool as usize;
         let agreement = std::mem::take(&mut agreements[i]);

@@ -17,6 +17,10 @@
 //! - warm, same batch: the cold run's batch again on its symbolizer (everything it needs is
 //!   cached), reported apart.
 //!
+//! - stacksym with `threads(2)` (not the default): the same, reading each batch's DWARF
+//!   ahead on two threads; a column of its own, and its ratios against the peers printed
+//!   apart from the targets' (which are judged on the default, one thread).
+//!
 //! Before timing, the peers' chains are compared (frame counts, innermost function names
 //! and lines) and the agreement printed. Peak memory: each peer's cold run and its second
 //! batch are repeated in a child process of this bench and its peak resident set (`VmHWM`)
@@ -62,10 +66,13 @@ fn pick_addresses(debug: &Path, seed: u64) -> Vec<u64> {
 /// innermost line).
 type Summary = (usize, String, u32);
 
-fn stacksym_new() -> Symbolizer {
+/// stacksym's symbolizer; `threads` > 1 reads a batch's DWARF ahead on that many threads
+/// (`SymbolizerBuilder::threads`, not the default).
+fn stacksym_new(threads: usize) -> Symbolizer {
     Symbolizer::builder()
         .demangle(true)
         .debug_dirs(vec![PathBuf::from(DEBUG_DIR)])
+        .threads(threads)
         .build()
 }
 
@@ -228,16 +235,24 @@ enum Peer {
     Stacksym,
     Addr2line,
     Blazesym,
+    /// stacksym with `threads(2)`; last, so that the first three keep their places.
+    StacksymTwoThreads,
 }
 
 impl Peer {
-    const ALL: [Peer; 3] = [Peer::Stacksym, Peer::Addr2line, Peer::Blazesym];
+    const ALL: [Peer; 4] = [
+        Peer::Stacksym,
+        Peer::Addr2line,
+        Peer::Blazesym,
+        Peer::StacksymTwoThreads,
+    ];
 
     fn name(self) -> &'static str {
         match self {
             Peer::Stacksym => "stacksym",
             Peer::Addr2line => "addr2line",
             Peer::Blazesym => "blazesym",
+            Peer::StacksymTwoThreads => "stacksym-2-threads",
         }
     }
 
@@ -245,7 +260,8 @@ impl Peer {
     fn cold(self, debug: &Path, addrs: &[u64]) -> Duration {
         let start = Instant::now();
         match self {
-            Peer::Stacksym => black_box(stacksym_run(&stacksym_new(), addrs, None)),
+            Peer::Stacksym => black_box(stacksym_run(&stacksym_new(1), addrs, None)),
+            Peer::StacksymTwoThreads => black_box(stacksym_run(&stacksym_new(2), addrs, None)),
             Peer::Addr2line => black_box(addr2line_run(&addr2line_new(debug), addrs, None)),
             Peer::Blazesym => black_box(blazesym_run(
                 &blazesym_new(),
@@ -266,9 +282,10 @@ impl Peer {
             start.elapsed()
         }
         match self {
-            Peer::Stacksym => {
+            Peer::Stacksym | Peer::StacksymTwoThreads => {
+                let threads = if self == Peer::Stacksym { 1 } else { 2 };
                 let mut s = None;
-                let cold = timed(|| stacksym_run(s.insert(stacksym_new()), first, None));
+                let cold = timed(|| stacksym_run(s.insert(stacksym_new(threads)), first, None));
                 let s = s.expect("set by the cold run");
                 (cold, timed(|| stacksym_run(&s, second, None)))
             }
@@ -292,6 +309,7 @@ impl Peer {
 /// Warm symbolizers of every peer, each after one cold run.
 struct Warm {
     stacksym: Symbolizer,
+    stacksym_two_threads: Symbolizer,
     addr2line: addr2line::Loader,
     blazesym: BlazeSymbolizer,
     blazesym_source: BlazeSource<'static>,
@@ -300,7 +318,8 @@ struct Warm {
 impl Warm {
     fn new(debug: &Path, addrs: &[u64]) -> Warm {
         let warm = Warm {
-            stacksym: stacksym_new(),
+            stacksym: stacksym_new(1),
+            stacksym_two_threads: stacksym_new(2),
             addr2line: addr2line_new(debug),
             blazesym: blazesym_new(),
             blazesym_source: blazesym_source(),
@@ -314,6 +333,7 @@ impl Warm {
     fn run(&self, peer: Peer, addrs: &[u64]) -> usize {
         match peer {
             Peer::Stacksym => stacksym_run(&self.stacksym, addrs, None),
+            Peer::StacksymTwoThreads => stacksym_run(&self.stacksym_two_threads, addrs, None),
             Peer::Addr2line => addr2line_run(&self.addr2line, addrs, None),
             Peer::Blazesym => blazesym_run(&self.blazesym, &self.blazesym_source, addrs, None),
         }
@@ -392,7 +412,7 @@ fn main() {
         let mut ours = Vec::new();
         let mut a2l = Vec::new();
         let mut blaze = Vec::new();
-        stacksym_run(&stacksym_new(), &addrs, Some(&mut ours));
+        stacksym_run(&stacksym_new(1), &addrs, Some(&mut ours));
         addr2line_run(&addr2line_new(&debug), &addrs, Some(&mut a2l));
         blazesym_run(
             &blazesym_new(),
@@ -466,11 +486,13 @@ fn main() {
     let rounds = if quick { 1 } else { 7 };
     let warm = Warm::new(&debug, &addrs);
     // Per measure (cold, warm with new addresses, warm with the same batch), per peer.
-    let mut times: [[Vec<f64>; 3]; 3] = Default::default();
-    // Per measure, the addr2line crate's and blazesym's time over stacksym's.
+    let mut times: [[Vec<f64>; 4]; 3] = Default::default();
+    // Per measure, the addr2line crate's and blazesym's time over stacksym's, and over
+    // stacksym's with two threads.
     let mut ratios: [[Vec<f64>; 2]; 3] = Default::default();
+    let mut ratios_two_threads: [[Vec<f64>; 2]; 3] = Default::default();
     for _ in 0..rounds {
-        let mut round = [[0.0; 3]; 3];
+        let mut round = [[0.0; 4]; 3];
         for (i, peer) in Peer::ALL.into_iter().enumerate() {
             let (cold, new) = peer.cold_then_new(&debug, &addrs, &second);
             round[0][i] = cold.as_secs_f64();
@@ -480,11 +502,12 @@ fn main() {
             round[2][i] = warm.time(peer, &addrs).as_secs_f64();
         }
         for m in 0..3 {
-            for i in 0..3 {
+            for i in 0..4 {
                 times[m][i].push(round[m][i]);
             }
             for i in 0..2 {
                 ratios[m][i].push(round[m][i + 1] / round[m][0]);
+                ratios_two_threads[m][i].push(round[m][i + 1] / round[m][3]);
             }
         }
     }
@@ -503,23 +526,25 @@ fn main() {
         },
         addrs.len()
     );
-    println!("| | stacksym | addr2line crate | blazesym |");
-    println!("|---|---|---|---|");
+    println!("| | stacksym | addr2line crate | blazesym | stacksym, `threads(2)` |");
+    println!("|---|---|---|---|---|");
     println!(
-        "| cold (open + find debug file + all frames), ms | {:.1} | {:.1} | {:.1} |",
+        "| cold (open + find debug file + all frames), ms | {:.1} | {:.1} | {:.1} | {:.1} |",
         ms(&times[0][0]),
         ms(&times[0][1]),
-        ms(&times[0][2])
+        ms(&times[0][2]),
+        ms(&times[0][3])
     );
     for (m, what) in [
         (1, "warm, new addresses (a second batch on the opened file)"),
         (2, "warm, the same batch again"),
     ] {
         println!(
-            "| {what}, µs/address | {:.2} | {:.2} | {:.2} |",
+            "| {what}, µs/address | {:.2} | {:.2} | {:.2} | {:.2} |",
             us_per_addr(&times[m][0]),
             us_per_addr(&times[m][1]),
-            us_per_addr(&times[m][2])
+            us_per_addr(&times[m][2]),
+            us_per_addr(&times[m][3])
         );
     }
     let peak = |p: &Option<(u64, u64)>| {
@@ -536,10 +561,11 @@ fn main() {
     };
     println!(
         "| peak RSS of a cold run and a second batch, MiB (+ over the child's baseline) | {} | \
-         {} | {} |",
+         {} | {} | {} |",
         peak(&peaks[0]),
         peak(&peaks[1]),
-        peak(&peaks[2])
+        peak(&peaks[2]),
+        peak(&peaks[3])
     );
     println!("| target | measured | |");
     println!("|---|---|---|");
@@ -556,6 +582,13 @@ fn main() {
         }
         let r = median(ratios[2][i].clone());
         println!("| (warm, the same batch: not a target) vs the {name} | {r:.2}× | |");
+        for (m, what) in [(0, "cold"), (1, "warm (new addresses)")] {
+            let r = median(ratios_two_threads[m][i].clone());
+            println!(
+                "| (with `threads(2)`, not the default) {what} vs the {name} | {r:.2}× | {} |",
+                verdict(r, target)
+            );
+        }
     }
     if let (Some((ours, _)), Some((theirs, _))) = (peaks[0], peaks[1]) {
         println!(

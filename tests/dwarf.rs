@@ -1124,3 +1124,89 @@ fn module_addresses_from_kallsyms_and_sysfs_agree_with_llvm_symbolizer() {
     );
     assert!(agreed * 1000 >= running.len() * REQUIRED_PER_MILLE);
 }
+
+/// `SymbolizerBuilder::threads(2)` reads a batch's DWARF ahead on two threads
+/// (`DwarfInfo::prepare`: units, line tables and function ranges parsed by another thread,
+/// through sections of its own) and demangles its names on two threads. The answers must
+/// be one thread's, field for field and frame for frame. Files: the system's `libc.so.6`
+/// (its debug file found by build-id: 1,900 zlib-compressed units, so both threads parse
+/// many), the toolchain's `librustc_driver-*.so` (no DWARF; thousands of v0 names per
+/// batch, so both threads demangle) and every ELF file of testdata/bin (a few units each;
+/// the split-DWARF and dwz ones keep their functions lazy, the rest are read ahead).
+/// Addresses: 5,000 random ones inside each file's functions (`.symtab`, else `.dynsym`),
+/// in one batch.
+#[test]
+fn two_threads_answer_as_one_thread() {
+    use object::{Object, ObjectSymbol};
+    let test = "two_threads_answer_as_one_thread";
+    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/bin");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(bin)
+        .expect("testdata/bin")
+        .flatten()
+        .map(|entry| entry.path())
+        .collect();
+    files.sort();
+    let libc = Path::new("/usr/lib/x86_64-linux-gnu/libc.so.6");
+    if libc.is_file() {
+        files.push(libc.to_path_buf());
+    } else {
+        support::skip_or_fail(test, &format!("{} does not exist", libc.display()));
+    }
+    let rustc_driver = support::rust_sysroot()
+        .and_then(|sysroot| support::find_file(&sysroot.join("lib"), "librustc_driver-", ".so"));
+    match rustc_driver {
+        Some(path) => files.push(path),
+        None => support::skip_or_fail(test, "no librustc_driver-*.so in the Rust sysroot"),
+    }
+    let one = Symbolizer::builder().build();
+    let two = Symbolizer::builder().threads(2).build();
+    let mut compared = 0;
+    for path in &files {
+        let Ok(bytes) = std::fs::read(path) else {
+            continue;
+        };
+        let Ok(object) = object::File::parse(&*bytes) else {
+            continue;
+        };
+        let functions: Vec<(u64, u64)> = {
+            let table: Vec<_> = if object.symbols().next().is_some() {
+                object.symbols().collect()
+            } else {
+                object.dynamic_symbols().collect()
+            };
+            table
+                .iter()
+                .filter(|s| s.kind() == object::SymbolKind::Text && s.size() > 0)
+                .map(|s| (s.address(), s.size()))
+                .collect()
+        };
+        if functions.is_empty() {
+            continue;
+        }
+        let mut random = support::XorShift::new(seed_for(path));
+        let addrs: Vec<u64> = (0..5_000)
+            .map(|_| {
+                let (start, size) = functions[random.next_u64() as usize % functions.len()];
+                start + random.next_u64() % size
+            })
+            .collect();
+        let source = Source::Elf { path };
+        let (Ok(a), Ok(b)) = (
+            one.symbolize(&source, Input::VirtAddrs(&addrs)),
+            two.symbolize(&source, Input::VirtAddrs(&addrs)),
+        ) else {
+            continue;
+        };
+        for (i, addr) in addrs.iter().enumerate() {
+            assert_eq!(
+                a.get(i).map(|s| s.to_owned()),
+                b.get(i).map(|s| s.to_owned()),
+                "{} at {addr:#x}",
+                path.display()
+            );
+            assert_eq!(a.lines(i), b.lines(i), "{} at {addr:#x}", path.display());
+        }
+        compared += 1;
+    }
+    assert!(compared >= 10, "only {compared} files compared");
+}

@@ -78,6 +78,11 @@ struct Args {
     #[arg(long, overrides_with = "demangle")]
     no_demangle: bool,
 
+    /// Threads a batch may use to read DWARF ahead (default: the CPUs this process may run
+    /// on); 1 keeps all work on one thread
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
+
     /// Print every inlined frame, innermost first: the default (also --inlining)
     #[arg(
         long,
@@ -704,7 +709,10 @@ fn run_demo<W: Write>(engine: &mut Engine<W>) -> io::Result<bool> {
 
 fn run(args: Args, no_arguments: bool) -> io::Result<bool> {
     let demangle = !args.no_demangle;
-    let mut builder = Symbolizer::builder().demangle(demangle);
+    let threads = args.threads.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    });
+    let mut builder = Symbolizer::builder().demangle(demangle).threads(threads);
     if !args.debug_file_directory.is_empty() {
         // As llvm-symbolizer: the given directories replace the default /usr/lib/debug.
         builder = builder.debug_dirs(args.debug_file_directory.clone());

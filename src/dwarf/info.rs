@@ -131,6 +131,20 @@ impl DwarfSections {
         }))
     }
 
+    /// The same sections, each behind a reference count of its own (for another thread;
+    /// see `SectionBytes::Shadow`).
+    fn shadow(&self) -> DwarfSections {
+        let sections = self
+            .sections
+            .iter()
+            .map(|(id, bytes)| (*id, SectionBytes::Shadow(Arc::new(bytes.clone()))))
+            .collect();
+        DwarfSections {
+            sections,
+            ..self.clone()
+        }
+    }
+
     /// Bytes held in memory by decompressed sections (borrowed ones cost nothing).
     pub fn heap_bytes(&self) -> usize {
         self.sections
@@ -138,6 +152,8 @@ impl DwarfSections {
             .map(|(_, bytes)| match bytes {
                 SectionBytes::InFile { .. } => 0,
                 SectionBytes::Owned(owned) => owned.len(),
+                // The bytes are counted where they are owned.
+                SectionBytes::Shadow(_) => 0,
             })
             .sum()
     }
@@ -171,6 +187,8 @@ impl DwarfSections {
 /// references); share it between threads behind a `Mutex`, or load one per thread.
 pub struct DwarfInfo {
     path: PathBuf,
+    /// The sections `dwarf` reads, for threads that read ahead (`prepare`) with their own.
+    sections: DwarfSections,
     /// As [`DwarfSections`]'s: `.dwo` files are opened confined to it.
     root: Option<ConfinedRoot>,
     /// The sections (and the supplementary file's, if any).
@@ -347,6 +365,7 @@ impl DwarfInfo {
             Units::read(&dwarf).map_err(|e| malformed_dwarf(&sections.path, "unit headers", e))?;
         Ok(DwarfInfo {
             path: sections.path.clone(),
+            sections: sections.clone(),
             root: sections.root.clone(),
             dwarf: Arc::new(dwarf),
             units,
@@ -364,6 +383,29 @@ impl DwarfInfo {
     pub fn frames(&self, addr: VirtAddr) -> Result<Option<Vec<Frame>>> {
         let mut frames = Vec::new();
         Ok(self.append_frames(addr, &mut frames)?.then_some(frames))
+    }
+
+    /// Reads ahead, on `threads` threads (the caller's among them), what the first lookup
+    /// of each of `addrs` would read: the units holding them, their line tables and their
+    /// functions, except where split DWARF puts those in another file. Lookups then answer
+    /// exactly as without it (errors included, which stay with the unit and come back from
+    /// the lookup); only when the work is done changes. With `threads` ≤ 1 it does nothing;
+    /// when every unit is read already it costs a pass over `addrs`.
+    pub fn prepare(&self, addrs: &[VirtAddr], threads: usize) {
+        if threads <= 1 {
+            return;
+        }
+        let addrs: Vec<u64> = addrs.iter().map(|addr| addr.0).collect();
+        // Each helper thread reads through sections of its own (see `SectionBytes::Shadow`),
+        // the supplementary file's shared (units are parsed without reading it).
+        let (sections, sup) = (&self.sections, &self.dwarf.sup);
+        let helper_dwarf = || {
+            let mut dwarf = sections.shadow().dwarf().ok()?;
+            dwarf.sup = sup.clone();
+            Some(dwarf)
+        };
+        self.units
+            .prepare(&self.dwarf, &helper_dwarf, &addrs, threads);
     }
 
     /// Like [`DwarfInfo::frames`], appending the frames to `out` (a batch's frames, back to

@@ -46,6 +46,27 @@ impl UnitSlot {
     }
 }
 
+/// A unit parsed as `UnitSlot::parsed` does, with its line table and (when it is not a
+/// split-DWARF skeleton, whose functions are in another file) its functions, as `info.rs`
+/// reads them on first use.
+fn parse_unit(
+    dwarf: &gimli::Dwarf<Reader>,
+    header: gimli::UnitHeader<Reader>,
+) -> Option<Box<UnitEntry>> {
+    let entry = UnitEntry::new(dwarf.unit(header).ok()?);
+    if let Some(program) = &entry.unit.line_program {
+        let _ = entry.lines.set(LineTable::read(program.clone()));
+    }
+    if entry.unit.dwo_id.is_none() {
+        let table = FunctionTable::read(&gimli::UnitRef::new(dwarf, &entry.unit));
+        if let Ok(table) = &table {
+            *entry.names.borrow_mut() = vec![None; table.len()];
+        }
+        let _ = entry.functions.set(table);
+    }
+    Some(Box::new(entry))
+}
+
 /// One parsed unit and what was read from it so far.
 pub(crate) struct UnitEntry {
     pub(crate) unit: gimli::Unit<Reader>,
@@ -187,6 +208,100 @@ impl Units {
             units: units.into_boxed_slice(),
             ranges: ranges.into_boxed_slice(),
         })
+    }
+
+    /// Parses, on `threads` threads (the caller's among them), every unit that holds one of
+    /// `addrs` and is not parsed yet, with its line table and (unless its functions are in
+    /// a split-DWARF file) its function table: what the first lookup in each would do, with
+    /// the same results and errors, kept the same way. `addrs` in address order visit the
+    /// units in order; any order works.
+    pub(crate) fn prepare(
+        &self,
+        dwarf: &gimli::Dwarf<Reader>,
+        helper_dwarf: &(dyn Fn() -> Option<gimli::Dwarf<Reader>> + Sync),
+        addrs: &[u64],
+        threads: usize,
+    ) {
+        let mut wanted: Vec<usize> = Vec::new();
+        for &addr in addrs {
+            let first = self.ranges.partition_point(|r| r.end <= addr);
+            let holding = self.ranges.get(first..).unwrap_or_default().iter();
+            for range in holding.take_while(|r| addr >= r.min_begin) {
+                let unparsed = self
+                    .units
+                    .get(range.unit)
+                    .is_some_and(|slot| slot.parsed.get().is_none());
+                if range.begin <= addr && addr < range.end && unparsed {
+                    wanted.push(range.unit);
+                }
+            }
+        }
+        wanted.sort_unstable();
+        wanted.dedup();
+        if wanted.is_empty() {
+            return;
+        }
+        // Headers are cloned out: a slot (its `OnceCell`s) cannot be shared between threads,
+        // a header and the sections can.
+        let headers: Vec<(
+            usize,
+            gimli::DebugInfoOffset<usize>,
+            gimli::UnitHeader<Reader>,
+        )> = wanted
+            .iter()
+            .filter_map(|&index| {
+                let slot = self.units.get(index)?;
+                Some((index, slot.offset, slot.header.clone()))
+            })
+            .collect();
+        // One unit each at most: a thread costs tens of microseconds to start.
+        let threads = threads.min(headers.len());
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        // Takes units off the shared list until none is left. A helper passes its own
+        // sections and reads each unit's header again from them.
+        let parse_some = |own: Option<&gimli::Dwarf<Reader>>| {
+            let mut parsed = Vec::new();
+            loop {
+                let at = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some((index, offset, header)) = headers.get(at) else {
+                    return parsed;
+                };
+                let entry = match own {
+                    None => parse_unit(dwarf, header.clone()),
+                    Some(own) => match own.debug_info.header_from_offset(*offset) {
+                        Ok(header) => parse_unit(own, header),
+                        Err(_) => parse_unit(dwarf, header.clone()),
+                    },
+                };
+                parsed.push((*index, entry));
+            }
+        };
+        let parsed: Vec<_> = std::thread::scope(|scope| {
+            let helpers: Vec<_> = (1..threads)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let own = helper_dwarf();
+                        parse_some(own.as_ref())
+                    })
+                })
+                .collect();
+            let mut parsed = parse_some(None);
+            for helper in helpers {
+                match helper.join() {
+                    Ok(more) => parsed.extend(more),
+                    // A panic in a helper is a bug; the units it took stay unparsed and are
+                    // parsed on first use, where the panic would show again.
+                    Err(_) => log::error!("a unit-parsing thread panicked"),
+                }
+            }
+            parsed
+        });
+        for (index, entry) in parsed {
+            if let Some(slot) = self.units.get(index) {
+                // Already set only if another lookup parsed it meanwhile; same result.
+                let _ = slot.parsed.set(entry);
+            }
+        }
     }
 
     /// The units whose ranges hold `probe`, in order of their ranges' ends.

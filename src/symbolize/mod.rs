@@ -168,6 +168,7 @@ pub struct SymbolizerBuilder {
     max_open_files: NonZeroUsize,
     max_cached_processes: NonZeroUsize,
     max_cached_kallsyms: NonZeroUsize,
+    threads: usize,
 }
 
 impl Default for SymbolizerBuilder {
@@ -182,6 +183,7 @@ impl Default for SymbolizerBuilder {
             max_open_files: NonZeroUsize::new(64).unwrap_or(NonZeroUsize::MIN),
             max_cached_processes: NonZeroUsize::new(256).unwrap_or(NonZeroUsize::MIN),
             max_cached_kallsyms: NonZeroUsize::new(4).unwrap_or(NonZeroUsize::MIN),
+            threads: 1,
         }
     }
 }
@@ -250,6 +252,16 @@ impl SymbolizerBuilder {
         self
     }
 
+    /// How many threads one batch may use (default: 1, the calling thread only). With more,
+    /// a batch reads the DWARF it needs ahead on that many threads (the caller's among
+    /// them, for the batch's duration): the compilation units holding its addresses, their
+    /// line tables and function ranges, which a cold batch spends most of its time on.
+    /// Answers are the same; a batch whose units are all read already spawns nothing.
+    pub fn threads(mut self, count: usize) -> Self {
+        self.threads = count.max(1);
+        self
+    }
+
     /// The symbolizer.
     pub fn build(self) -> Symbolizer {
         let finder = DebugFinder::new(self.debug_dirs);
@@ -272,6 +284,7 @@ impl SymbolizerBuilder {
             process_maps: SharedLru::new(self.max_cached_processes),
             kallsyms: SharedLru::new(self.max_cached_kallsyms),
             specials: SharedLru::new(self.max_cached_processes),
+            threads: self.threads,
         }
     }
 }
@@ -304,6 +317,8 @@ pub struct Symbolizer {
     kallsyms: SharedLru<PathBuf, kallsyms_cache::CachedKallsyms>,
     /// Per process: its vDSO and perf map (`specials_cache.rs`), bounded like `process_maps`.
     specials: SharedLru<maps_cache::ProcessKey, specials_cache::ProcessSpecials>,
+    /// Threads a batch may use ([`SymbolizerBuilder::threads`]).
+    threads: usize,
 }
 
 impl std::fmt::Debug for Symbolizer {
@@ -482,12 +497,19 @@ impl Symbolizer {
         // line-table rows and function ranges (which stay in the CPU caches), and a profile's
         // repeated addresses cost one DWARF lookup.
         let order = sorted_by_key(order);
-        if dwarf.is_some() {
+        if let Some(dwarf) = &dwarf {
             symbols.frames.reserve(order.len() + order.len() / 4);
+            if self.threads > 1 {
+                let addrs: Vec<VirtAddr> = order.iter().map(|&(addr, _)| VirtAddr(addr)).collect();
+                dwarf.prepare(&addrs, self.threads);
+            }
         }
         let mut own_symbols = SymbolRuns::new(&symbol_file.elf);
         let mut mini_symbols = mini.map(|mini| SymbolRuns::new(&mini.elf));
         let mut last_named: Option<(bool, SymbolId)> = None;
+        // With threads, the symbols whose names to compute (each first hit: `(in_mini, id)`),
+        // computed after the walk on several threads.
+        let mut to_name: Vec<(bool, SymbolId)> = Vec::new();
         let mut previous_frames: Option<(VirtAddr, Range<u32>)> = None;
         for (addr, i) in order {
             let addr = VirtAddr(addr);
@@ -506,7 +528,11 @@ impl Symbolizer {
             if let (Some(file), Some((id, _))) = (file, hit) {
                 if self.demangle && last_named != Some((in_mini, id)) {
                     // Computes the shown name on the symbol's first hit; later hits find it.
-                    file.compute_shown_name(id)?;
+                    if self.threads > 1 {
+                        to_name.push((in_mini, id));
+                    } else {
+                        file.compute_shown_name(id)?;
+                    }
                     last_named = Some((in_mini, id));
                 }
                 answer = Answer::Elf {
@@ -555,6 +581,7 @@ impl Symbolizer {
             entry.answer = answer;
         }
         drop(dwarf);
+        compute_names_on_threads(symbol_file, mini, &to_name, self.threads)?;
         if let Some(Part::Elf(elf)) = symbols.parts.get_mut(part as usize) {
             elf.debug_error = debug_error;
         }
@@ -622,6 +649,51 @@ impl Symbolizer {
         self.kallsyms.clear();
         self.specials.clear();
     }
+}
+
+/// Computes the shown (demangled) names of `ids` (`(in_mini, id)`: a symbol of `symbol_file`,
+/// or of `mini` when `in_mini`) on up to `threads` threads, the caller's among them; names
+/// already computed cost a look. Demangling is most of a symbols-only batch's time on a
+/// large Rust or C++ library, and every name is independent of the others.
+fn compute_names_on_threads(
+    symbol_file: &LoadedElf,
+    mini: Option<&Arc<LoadedElf>>,
+    ids: &[(bool, SymbolId)],
+    threads: usize,
+) -> Result<()> {
+    /// Fewer names than this per thread are not worth a thread's start.
+    const MIN_NAMES_PER_THREAD: usize = 256;
+    let compute = |names: &[(bool, SymbolId)]| -> Result<()> {
+        for &(in_mini, id) in names {
+            match (in_mini, mini) {
+                (true, Some(mini)) => mini.compute_shown_name(id)?,
+                _ => symbol_file.compute_shown_name(id)?,
+            }
+        }
+        Ok(())
+    };
+    let threads = threads.min(ids.len() / MIN_NAMES_PER_THREAD).max(1);
+    if threads == 1 {
+        return compute(ids);
+    }
+    let chunk = ids.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let mut chunks = ids.chunks(chunk);
+        let own = chunks.next().unwrap_or_default();
+        let helpers: Vec<_> = chunks
+            .map(|names| scope.spawn(move || compute(names)))
+            .collect();
+        let mut result = compute(own);
+        for helper in helpers {
+            // A helper that panicked (a bug) left its names uncomputed: they read as no name.
+            let helper_result = helper.join().unwrap_or_else(|_| {
+                log::error!("a name-computing thread panicked");
+                Ok(())
+            });
+            result = result.and(helper_result);
+        }
+        result
+    })
 }
 
 #[cfg(test)]
