@@ -1,7 +1,8 @@
 //! Arbitrary bytes as an ELF file with DWARF: read (and decompress) its debug sections, parse
 //! its units, and look up the frames at addresses derived from the input and its segments.
 //! Malformed DWARF, offsets past a section, truncated or oversized compressed sections must
-//! give errors that name the input, never a panic.
+//! give errors that name the input, never a panic; and the units read ahead on two threads
+//! (`DwarfInfo::prepare`) must give the same answers, errors included.
 //!
 //! Run from the repository root, seeded with the test binaries (the corpus dir must exist):
 //!   mkdir -p fuzz/corpus/dwarf_frames
@@ -50,8 +51,20 @@ fuzz_target!(|data: &[u8]| {
         addrs.extend((0..16).map(|i| seg.virt_addr.0.wrapping_add(i * step)));
     }
     addrs.truncate(MAX_PROBES);
+    // The same DWARF read ahead on two threads (`DwarfInfo::prepare`, what
+    // `SymbolizerBuilder::threads` does) must answer exactly as the lazy one.
+    let prepared = DwarfInfo::new(&sections).expect("loaded once already");
+    let virt_addrs: Vec<VirtAddr> = addrs.iter().map(|&addr| VirtAddr(addr)).collect();
+    prepared.prepare(&virt_addrs, 2);
     for addr in addrs {
-        match dwarf.frames(VirtAddr(addr)) {
+        let ahead = prepared.frames(VirtAddr(addr));
+        let lazy = dwarf.frames(VirtAddr(addr));
+        match (&lazy, &ahead) {
+            (Ok(lazy), Ok(ahead)) => assert_eq!(lazy, ahead, "{addr:#x}"),
+            (Err(lazy), Err(ahead)) => assert_eq!(lazy.to_string(), ahead.to_string()),
+            _ => panic!("{addr:#x}: {lazy:?} lazily, {ahead:?} read ahead"),
+        }
+        match lazy {
             Ok(Some(frames)) => {
                 assert!(!frames.is_empty());
                 assert!(!frames[frames.len() - 1].inlined);
