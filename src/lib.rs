@@ -33,6 +33,9 @@ mod radix;
 pub mod symbolize;
 pub mod unwind;
 
+#[cfg(test)]
+mod test_support;
+
 pub use addr::{FileOffset, VirtAddr};
 pub use error::{Error, Result};
 pub use symbolize::{

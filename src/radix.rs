@@ -74,13 +74,7 @@ mod tests {
 
     #[test]
     fn sorts_like_a_stable_sort_by_key() {
-        let mut state = 0x2545_f491_4f6c_dd1d_u64;
-        let mut random = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut random = crate::test_support::xorshift64(0x2545_f491_4f6c_dd1d);
         for n in [0, 1, 255, 256, 257, 5_000] {
             // Full 64-bit spread (both ends included), a file's narrow spread with repeats
             // (profiles repeat addresses; equal ones keep input order), one address only.

@@ -265,11 +265,7 @@ fn check_event_types(section: &[u8], attr_size: u64, len: u64) -> Result<(), usi
     // `attr_size` is in ATTR_SIZES (checked by the caller), so entries are 80 bytes or more.
     let entry = usize::try_from(attr_size + 16).map_err(|_| 0usize)?;
     for start in (0..section.len() / entry).map(|i| i * entry) {
-        let own = section.get(start + 4..start + 8).ok_or(start + 4)?;
-        let own = u64::from(u32::from_le_bytes([own[0], own[1], own[2], own[3]]));
-        if own > attr_size || !attr_read_exactly(own) {
-            return Err(start + 4);
-        }
+        check_attr_size(section, start, attr_size)?;
         let ids_at = start + entry - 16;
         let ids = section.get(ids_at..start + entry).ok_or(ids_at)?;
         let (offset, size) = (le_u64(&ids[..8]), le_u64(&ids[8..]));
@@ -283,12 +279,7 @@ fn check_event_types(section: &[u8], attr_size: u64, len: u64) -> Result<(), usi
 /// Walks `HEADER_EVENT_DESC` (`nr`, `attr_size`, then per event the attr, `nr_ids`, a
 /// length-prefixed name and the ids); `Err(position)` where it leaves the section.
 fn check_event_desc(section: &[u8]) -> Result<(), usize> {
-    let u32_at = |at: usize| -> Result<u64, usize> {
-        let bytes = section.get(at..at.checked_add(4).ok_or(at)?).ok_or(at)?;
-        Ok(u64::from(u32::from_le_bytes([
-            bytes[0], bytes[1], bytes[2], bytes[3],
-        ])))
-    };
+    let u32_at = |at: usize| u32_at(section, at);
     let nr = u32_at(0)?;
     let attr_size = u32_at(4)?;
     if !ATTR_SIZES.contains(&attr_size) {
@@ -306,18 +297,33 @@ fn check_event_desc(section: &[u8]) -> Result<(), usize> {
         Ok(next)
     };
     for _ in 0..nr {
-        // The attr's own size (its second u32) must fit the slot it is given, and be one the
-        // reader consumes exactly.
-        let own = u32_at(at + 4)?;
-        if own > attr_size || !attr_read_exactly(own) {
-            return Err(at + 4);
-        }
+        check_attr_size(section, at, attr_size)?;
         at = advance(at, attr_size)?;
         let nr_ids = u32_at(at)?;
         at = advance(at, 4)?;
         let name_len = u32_at(at)?;
         at = advance(at, 4 + name_len)?;
         at = advance(at, 8 * nr_ids)?;
+    }
+    Ok(())
+}
+
+/// The little-endian u32 at `at` of `section`; `Err(at)` when it does not fit.
+fn u32_at(section: &[u8], at: usize) -> Result<u64, usize> {
+    let bytes = section.get(at..at.checked_add(4).ok_or(at)?).ok_or(at)?;
+    Ok(u64::from(u32::from_le_bytes([
+        bytes[0], bytes[1], bytes[2], bytes[3],
+    ])))
+}
+
+/// The attr at `attr_at` in a slot of `slot_size` bytes: its own size (its second u32) must
+/// fit the slot and be one the reader consumes exactly ([`attr_read_exactly`]);
+/// `Err(position)` of that size otherwise.
+fn check_attr_size(section: &[u8], attr_at: usize, slot_size: u64) -> Result<(), usize> {
+    let size_at = attr_at.checked_add(4).ok_or(attr_at)?;
+    let own = u32_at(section, size_at)?;
+    if own > slot_size || !attr_read_exactly(own) {
+        return Err(size_at);
     }
     Ok(())
 }

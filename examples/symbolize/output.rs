@@ -353,37 +353,32 @@ fn hex(v: u64) -> String {
 
 /// `v` as `{:#x}` writes it.
 fn write_hex(w: &mut impl Write, v: u64) -> io::Result<()> {
-    let mut buf = [0u8; 18];
-    let mut at = buf.len();
-    let mut rest = v;
-    // At most 16 digits, then "0x": `at` stays inside the 18 bytes.
-    loop {
-        at -= 1;
-        buf[at] = b"0123456789abcdef"[(rest & 0xf) as usize];
-        rest >>= 4;
-        if rest == 0 {
-            break;
-        }
-    }
-    at -= 2;
-    buf[at..at + 2].copy_from_slice(b"0x");
-    w.write_all(&buf[at..])
+    write_digits(w, "0x", v, 16)
 }
 
 /// `v` in decimal, as `{}` writes it.
 fn write_decimal(w: &mut impl Write, v: u64) -> io::Result<()> {
-    let mut buf = [0u8; 20];
+    write_digits(w, "", v, 10)
+}
+
+/// `prefix` and `v`'s digits in `base` (10 or 16, lower-case); inlined into both callers,
+/// where the base is a constant (a division by 10 becomes a multiplication).
+#[inline(always)]
+fn write_digits(w: &mut impl Write, prefix: &str, v: u64, base: u64) -> io::Result<()> {
+    // 20 digits (u64::MAX in decimal) and a prefix of at most 2 bytes.
+    let mut buf = [0u8; 22];
     let mut at = buf.len();
     let mut rest = v;
-    // At most 20 digits: `at` stays inside the buffer.
     loop {
         at -= 1;
-        buf[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
+        buf[at] = b"0123456789abcdef"[(rest % base) as usize];
+        rest /= base;
         if rest == 0 {
             break;
         }
     }
+    at -= prefix.len();
+    buf[at..at + prefix.len()].copy_from_slice(prefix.as_bytes());
     w.write_all(&buf[at..])
 }
 

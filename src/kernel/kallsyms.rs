@@ -1042,13 +1042,7 @@ mod tests {
 
     #[test]
     fn lookups_agree_with_a_linear_scan() {
-        let mut rng = 0x0123_4567_89ab_cdef_u64;
-        let mut next = move || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut next = crate::test_support::xorshift64(0x0123_4567_89ab_cdef);
         // Per-CPU symbols at 0, the image, modules above it: gaps of every size, equal
         // addresses, data and text, and blocks cut by both rules.
         let mut text = String::new();
@@ -1180,11 +1174,9 @@ mod tests {
 
     #[test]
     fn hex8_reads_8_hex_digits_and_nothing_else() {
-        let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = crate::test_support::xorshift64(0x9e37_79b9_7f4a_7c15);
         for _ in 0..20_000 {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
+            let rng = next();
             let mut digits = format!("{:08x}", rng as u32).into_bytes();
             if rng >> 63 == 1 {
                 digits.make_ascii_uppercase();
@@ -1219,11 +1211,9 @@ mod tests {
                 .find(|&j| bytes[j] <= b' ')
                 .unwrap_or(bytes.len().max(i))
         };
-        let mut rng = 0x1234_5678_9abc_def0_u64;
+        let mut next = crate::test_support::xorshift64(0x1234_5678_9abc_def0);
         for _ in 0..2000 {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
+            let rng = next();
             let len = (rng % 40) as usize;
             let bytes: Vec<u8> = (0..len)
                 .map(|k| {
