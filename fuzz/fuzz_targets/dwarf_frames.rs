@@ -54,8 +54,7 @@ fuzz_target!(|data: &[u8]| {
     // The same DWARF read ahead on two threads (`DwarfInfo::prepare`, what
     // `SymbolizerBuilder::threads` does) must answer exactly as the lazy one.
     let prepared = DwarfInfo::new(&sections).expect("loaded once already");
-    let virt_addrs: Vec<VirtAddr> = addrs.iter().map(|&addr| VirtAddr(addr)).collect();
-    prepared.prepare(&virt_addrs, 2);
+    prepared.prepare(addrs.iter().map(|&addr| VirtAddr(addr)), 2);
     for addr in addrs {
         let ahead = prepared.frames(VirtAddr(addr));
         let lazy = dwarf.frames(VirtAddr(addr));

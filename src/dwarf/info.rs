@@ -140,8 +140,10 @@ impl DwarfSections {
             .map(|(id, bytes)| (*id, SectionBytes::Shadow(Arc::new(bytes.clone()))))
             .collect();
         DwarfSections {
+            path: self.path.clone(),
+            root: self.root.clone(),
+            endian: self.endian,
             sections,
-            ..self.clone()
         }
     }
 
@@ -186,11 +188,9 @@ impl DwarfSections {
 /// searches. The value is `Send` but not `Sync` (its caches fill through shared
 /// references); share it between threads behind a `Mutex`, or load one per thread.
 pub struct DwarfInfo {
-    path: PathBuf,
-    /// The sections `dwarf` reads, for threads that read ahead (`prepare`) with their own.
+    /// The sections `dwarf` reads (their file's path, and its root, to which `.dwo` files
+    /// are confined), kept for threads that read ahead (`prepare`) with their own.
     sections: DwarfSections,
-    /// As [`DwarfSections`]'s: `.dwo` files are opened confined to it.
-    root: Option<ConfinedRoot>,
     /// The sections (and the supplementary file's, if any).
     dwarf: Arc<gimli::Dwarf<Reader>>,
     units: Units,
@@ -256,7 +256,7 @@ impl std::hash::Hasher for PointerHasher {
 impl std::fmt::Debug for DwarfInfo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DwarfInfo")
-            .field("path", &self.path)
+            .field("path", &self.sections.path)
             .finish_non_exhaustive()
     }
 }
@@ -364,9 +364,7 @@ impl DwarfInfo {
         let units =
             Units::read(&dwarf).map_err(|e| malformed_dwarf(&sections.path, "unit headers", e))?;
         Ok(DwarfInfo {
-            path: sections.path.clone(),
             sections: sections.clone(),
-            root: sections.root.clone(),
             dwarf: Arc::new(dwarf),
             units,
             sup_units: OnceCell::new(),
@@ -391,11 +389,10 @@ impl DwarfInfo {
     /// exactly as without it (errors included, which stay with the unit and come back from
     /// the lookup); only when the work is done changes. With `threads` ≤ 1 it does nothing;
     /// when every unit is read already it costs a pass over `addrs`.
-    pub fn prepare(&self, addrs: &[VirtAddr], threads: usize) {
+    pub fn prepare(&self, addrs: impl IntoIterator<Item = VirtAddr>, threads: usize) {
         if threads <= 1 {
             return;
         }
-        let addrs: Vec<u64> = addrs.iter().map(|addr| addr.0).collect();
         // Each helper thread reads through sections of its own (see `SectionBytes::Shadow`),
         // the supplementary file's shared (units are parsed without reading it).
         let (sections, sup) = (&self.sections, &self.dwarf.sup);
@@ -404,8 +401,9 @@ impl DwarfInfo {
             dwarf.sup = sup.clone();
             Some(dwarf)
         };
+        let addrs = addrs.into_iter().map(|addr| addr.0);
         self.units
-            .prepare(&self.dwarf, &helper_dwarf, &addrs, threads);
+            .prepare(&self.dwarf, &helper_dwarf, addrs, threads);
     }
 
     /// Like [`DwarfInfo::frames`], appending the frames to `out` (a batch's frames, back to
@@ -434,11 +432,11 @@ impl DwarfInfo {
             };
             let split = self.split_unit(entry);
             let functions = self.functions(entry, split).map_err(|e| {
-                malformed_dwarf_text(&self.path, &format!("functions at {addr:#x}"), &e)
+                malformed_dwarf_text(&self.sections.path, &format!("functions at {addr:#x}"), &e)
             })?;
-            let lines = self
-                .lines(entry)
-                .map_err(|e| malformed_dwarf(&self.path, &format!("lines at {addr:#x}"), e))?;
+            let lines = self.lines(entry).map_err(|e| {
+                malformed_dwarf(&self.sections.path, &format!("lines at {addr:#x}"), e)
+            })?;
             let row = lines.and_then(|lines| lines.row_at(addr.0)).copied();
             let mut chain = self.chain.borrow_mut();
             if !functions.chain_at(addr.0, &mut chain) {
@@ -540,13 +538,9 @@ impl DwarfInfo {
         entry: &'a UnitEntry,
         split: Option<&'a SplitUnit>,
     ) -> std::result::Result<&'a FunctionTable, String> {
-        let table = entry.functions.get_or_init(|| {
-            let table = FunctionTable::read(&self.unit_ref(entry, split).0);
-            if let Ok(table) = &table {
-                *entry.names.borrow_mut() = vec![None; table.len()];
-            }
-            table
-        });
+        let table = entry
+            .functions
+            .get_or_init(|| entry.read_functions(&self.unit_ref(entry, split).0));
         table.as_ref().map_err(|e| {
             // Units here come from `.debug_info` (type units are never asked).
             let offset = entry.unit.header.debug_info_offset();
@@ -618,7 +612,7 @@ impl DwarfInfo {
             None => {
                 let raw: Arc<str> = name
                     .to_string_lossy()
-                    .map_err(|e| malformed_dwarf(&self.path, "function name", e))?
+                    .map_err(|e| malformed_dwarf(&self.sections.path, "function name", e))?
                     .into();
                 let demangled: Arc<str> = match demangle(&raw) {
                     std::borrow::Cow::Borrowed(_) => Arc::clone(&raw),
@@ -657,7 +651,8 @@ impl DwarfInfo {
         file: UnitFile,
         die: gimli::UnitOffset<usize>,
     ) -> Result<Option<Reader>> {
-        let malformed = |e| malformed_dwarf(&self.path, &format!("function at {:#x}", die.0), e);
+        let malformed =
+            |e| malformed_dwarf(&self.sections.path, &format!("function at {:#x}", die.0), e);
         let mut entries = unit.entries_raw(Some(die)).map_err(malformed)?;
         let Some(abbrev) = entries.read_abbreviation().map_err(malformed)? else {
             return Ok(None);
@@ -760,7 +755,9 @@ impl DwarfInfo {
             .get_or_init(|| {
                 let sup = self.dwarf.sup()?;
                 Units::read(sup)
-                    .map_err(|e| log::debug!("{}: supplementary units: {e}", self.path.display()))
+                    .map_err(|e| {
+                        log::debug!("{}: supplementary units: {e}", self.sections.path.display())
+                    })
                     .ok()
             })
             .as_ref()
@@ -768,7 +765,7 @@ impl DwarfInfo {
 
     /// The file the DWARF was read from.
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.sections.path
     }
 
     /// The split-DWARF unit a skeleton unit names: from the `.dwp` package next to the file,
@@ -787,15 +784,15 @@ impl DwarfInfo {
             match package.find_cu(dwo_id, &self.dwarf) {
                 Ok(Some(unit)) => return Some(Arc::new(unit)),
                 Ok(None) => {}
-                Err(e) => log::debug!("{}.dwp: {e}", self.path.display()),
+                Err(e) => log::debug!("{}.dwp: {e}", self.sections.path.display()),
             }
         }
         let name = dwo_name?.to_string_lossy().ok()?;
-        let dir = self.path.parent().unwrap_or(Path::new("."));
+        let dir = self.sections.path.parent().unwrap_or(Path::new("."));
         let file_name = Path::new(name.as_ref()).file_name()?;
         let path = dir.join(file_name);
         let loaded = (|| -> Result<Option<Arc<gimli::Dwarf<Reader>>>> {
-            let elf = Arc::new(ElfFile::open_under(self.root.as_ref(), &path)?);
+            let elf = Arc::new(ElfFile::open_under(self.sections.root.as_ref(), &path)?);
             let Some(sections) = DwarfSections::load_dwo(&elf)? else {
                 return Ok(None);
             };
@@ -821,7 +818,7 @@ impl DwarfInfo {
         match loaded {
             Ok(unit) => unit,
             Err(e) => {
-                log::debug!("split DWARF of {}: {e}", self.path.display());
+                log::debug!("split DWARF of {}: {e}", self.sections.path.display());
                 None
             }
         }

@@ -38,10 +38,7 @@ impl UnitSlot {
     /// The unit, parsed (its abbreviations, root DIE and line program header) on first use.
     pub(crate) fn parsed(&self, dwarf: &gimli::Dwarf<Reader>) -> Option<&UnitEntry> {
         self.parsed
-            .get_or_init(|| {
-                let unit = dwarf.unit(self.header.clone()).ok()?;
-                Some(Box::new(UnitEntry::new(unit)))
-            })
+            .get_or_init(|| UnitEntry::parse(dwarf, self.header.clone()))
             .as_deref()
     }
 }
@@ -53,18 +50,15 @@ fn parse_unit(
     dwarf: &gimli::Dwarf<Reader>,
     header: gimli::UnitHeader<Reader>,
 ) -> Option<Box<UnitEntry>> {
-    let entry = UnitEntry::new(dwarf.unit(header).ok()?);
+    let entry = UnitEntry::parse(dwarf, header)?;
     if let Some(program) = &entry.unit.line_program {
         let _ = entry.lines.set(LineTable::read(program.clone()));
     }
     if entry.unit.dwo_id.is_none() {
-        let table = FunctionTable::read(&gimli::UnitRef::new(dwarf, &entry.unit));
-        if let Ok(table) = &table {
-            *entry.names.borrow_mut() = vec![None; table.len()];
-        }
+        let table = entry.read_functions(&gimli::UnitRef::new(dwarf, &entry.unit));
         let _ = entry.functions.set(table);
     }
-    Some(Box::new(entry))
+    Some(entry)
 }
 
 /// One parsed unit and what was read from it so far.
@@ -84,15 +78,30 @@ pub(crate) struct UnitEntry {
 }
 
 impl UnitEntry {
-    fn new(unit: gimli::Unit<Reader>) -> Self {
-        UnitEntry {
-            unit,
+    /// The unit at `header` (its abbreviations, root DIE and line program header); `None`
+    /// when it does not parse.
+    fn parse(dwarf: &gimli::Dwarf<Reader>, header: gimli::UnitHeader<Reader>) -> Option<Box<Self>> {
+        Some(Box::new(UnitEntry {
+            unit: dwarf.unit(header).ok()?,
             lines: OnceCell::new(),
             split: OnceCell::new(),
             functions: OnceCell::new(),
             names: RefCell::default(),
             files: RefCell::default(),
+        }))
+    }
+
+    /// Reads the function table of `unit` (this unit, or its split unit), and sizes
+    /// `names` to it; for `functions` to keep.
+    pub(crate) fn read_functions(
+        &self,
+        unit: &gimli::UnitRef<'_, Reader>,
+    ) -> Result<FunctionTable, FunctionsError> {
+        let table = FunctionTable::read(unit);
+        if let Ok(table) = &table {
+            *self.names.borrow_mut() = vec![None; table.len()];
         }
+        table
     }
 }
 
@@ -219,23 +228,17 @@ impl Units {
         &self,
         dwarf: &gimli::Dwarf<Reader>,
         helper_dwarf: &(dyn Fn() -> Option<gimli::Dwarf<Reader>> + Sync),
-        addrs: &[u64],
+        addrs: impl Iterator<Item = u64>,
         threads: usize,
     ) {
-        let mut wanted: Vec<usize> = Vec::new();
-        for &addr in addrs {
-            let first = self.ranges.partition_point(|r| r.end <= addr);
-            let holding = self.ranges.get(first..).unwrap_or_default().iter();
-            for range in holding.take_while(|r| addr >= r.min_begin) {
-                let unparsed = self
-                    .units
-                    .get(range.unit)
-                    .is_some_and(|slot| slot.parsed.get().is_none());
-                if range.begin <= addr && addr < range.end && unparsed {
-                    wanted.push(range.unit);
-                }
-            }
-        }
+        let unparsed = |&index: &usize| {
+            self.units
+                .get(index)
+                .is_some_and(|slot| slot.parsed.get().is_none())
+        };
+        let mut wanted: Vec<usize> = addrs
+            .flat_map(|addr| self.find_indices(addr).filter(unparsed))
+            .collect();
         wanted.sort_unstable();
         wanted.dedup();
         if wanted.is_empty() {
@@ -306,6 +309,12 @@ impl Units {
 
     /// The units whose ranges hold `probe`, in order of their ranges' ends.
     pub(crate) fn find(&self, probe: u64) -> impl Iterator<Item = &UnitSlot> + '_ {
+        self.find_indices(probe)
+            .filter_map(|index| self.units.get(index))
+    }
+
+    /// As [`Units::find`], the units' indices.
+    fn find_indices(&self, probe: u64) -> impl Iterator<Item = usize> + '_ {
         // The first range that ends after `probe`.
         let first = self.ranges.partition_point(|r| r.end <= probe);
         self.ranges
@@ -314,7 +323,7 @@ impl Units {
             .iter()
             .take_while(move |r| probe >= r.min_begin)
             .filter(move |r| r.begin <= probe && probe < r.end)
-            .filter_map(|r| self.units.get(r.unit))
+            .map(|r| r.unit)
     }
 
     /// The unit holding the DIE at `offset` of `.debug_info`, and the DIE's offset in it.

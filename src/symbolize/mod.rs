@@ -500,8 +500,8 @@ impl Symbolizer {
         if let Some(dwarf) = &dwarf {
             symbols.frames.reserve(order.len() + order.len() / 4);
             if self.threads > 1 {
-                let addrs: Vec<VirtAddr> = order.iter().map(|&(addr, _)| VirtAddr(addr)).collect();
-                dwarf.prepare(&addrs, self.threads);
+                let addrs = order.iter().map(|&(addr, _)| VirtAddr(addr));
+                dwarf.prepare(addrs, self.threads);
             }
         }
         let mut own_symbols = SymbolRuns::new(&symbol_file.elf);
