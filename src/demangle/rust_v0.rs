@@ -101,6 +101,23 @@ static BASE_62_DIGIT: [u8; 256] = {
     table
 };
 
+/// The value of hex `nibbles`, `None` when it needs more than 64 bits.
+fn hex_value(nibbles: &str) -> Option<u64> {
+    let nibbles = nibbles.trim_start_matches('0');
+    if nibbles.len() > 16 {
+        return None;
+    }
+    let mut value = 0u64;
+    for nibble in nibbles.bytes() {
+        let digit = match nibble {
+            b'0'..=b'9' => nibble - b'0',
+            _ => nibble - b'a' + 10,
+        };
+        value = (value << 4) | u64::from(digit);
+    }
+    Some(value)
+}
+
 fn basic_type(tag: u8) -> Option<&'static str> {
     Some(match tag {
         b'b' => "bool",
@@ -618,7 +635,7 @@ impl<'s> Printer<'s> {
                 }
                 self.const_uint()?;
             }
-            b'b' => match self.hex_value()? {
+            b'b' => match hex_value(self.hex_nibbles()?) {
                 Some(0) => self.print("false"),
                 Some(1) => self.print("true"),
                 _ => return Err(GiveUp),
@@ -626,7 +643,7 @@ impl<'s> Printer<'s> {
             b'c' => {
                 // Characters that `char::escape_debug` would change are left to
                 // rustc-demangle; a double quote prints as it is inside single quotes.
-                match self.hex_value()? {
+                match hex_value(self.hex_nibbles()?) {
                     Some(c @ 0x20..=0x7e) if c != u64::from(b'\'') && c != u64::from(b'\\') => {
                         if self.printing {
                             self.out.push('\'');
@@ -659,30 +676,12 @@ impl<'s> Printer<'s> {
         Ok(&self.sym[start..self.next - 1])
     }
 
-    /// Hex digits up to `_` as a number, `None` when it needs more than 64 bits.
-    fn hex_value(&mut self) -> Step<Option<u64>> {
-        let nibbles = self.hex_nibbles()?.trim_start_matches('0');
-        if nibbles.len() > 16 {
-            return Ok(None);
-        }
-        let mut value = 0u64;
-        for nibble in nibbles.bytes() {
-            let digit = match nibble {
-                b'0'..=b'9' => nibble - b'0',
-                _ => nibble - b'a' + 10,
-            };
-            value = (value << 4) | u64::from(digit);
-        }
-        Ok(Some(value))
-    }
-
     /// An integer constant: decimal when it fits 64 bits, else `0x` and its digits as given.
     fn const_uint(&mut self) -> Step {
-        let start = self.next;
-        match self.hex_value()? {
+        let nibbles = self.hex_nibbles()?;
+        match hex_value(nibbles) {
             Some(value) => self.print_decimal(value),
             None => {
-                let nibbles = &self.sym[start..self.next - 1];
                 self.print("0x");
                 self.print(nibbles);
             }
