@@ -14,8 +14,9 @@ use gimli::{Reader as _, RunTimeEndian, SectionId};
 use crate::addr::VirtAddr;
 use crate::confine::ConfinedRoot;
 use crate::demangle::demangle;
+use crate::dwarf::files::FileTable;
 use crate::dwarf::functions::{FunctionDie, FunctionTable};
-use crate::dwarf::lines::{LineTable, Row};
+use crate::dwarf::lines::Row;
 use crate::dwarf::reader::{Reader, SectionBytes};
 use crate::dwarf::units::{SplitUnit, UnitEntry, Units};
 use crate::elf::{ElfFile, SectionContents};
@@ -434,7 +435,7 @@ impl DwarfInfo {
             let functions = self.functions(entry, split).map_err(|e| {
                 malformed_dwarf_text(&self.sections.path, &format!("functions at {addr:#x}"), &e)
             })?;
-            let lines = self.lines(entry).map_err(|e| {
+            let lines = entry.lines().map_err(|e| {
                 malformed_dwarf(&self.sections.path, &format!("lines at {addr:#x}"), e)
             })?;
             let row = lines.and_then(|lines| lines.row_at(addr.0)).copied();
@@ -518,20 +519,6 @@ impl DwarfInfo {
         }
     }
 
-    /// `entry`'s line table, read on first use; `None` when the unit has no line program.
-    fn lines<'a>(
-        &self,
-        entry: &'a UnitEntry,
-    ) -> std::result::Result<Option<&'a LineTable>, gimli::Error> {
-        let Some(program) = &entry.unit.line_program else {
-            return Ok(None);
-        };
-        match entry.lines.get_or_init(|| LineTable::read(program.clone())) {
-            Ok(lines) => Ok(Some(lines)),
-            Err(e) => Err(*e),
-        }
-    }
-
     /// `entry`'s functions (its split unit's, when it has one), read on first use.
     fn functions<'a>(
         &self,
@@ -583,9 +570,9 @@ impl DwarfInfo {
                 let header = dwarf.units().next().ok()??;
                 let mut split = dwarf.unit(header).ok()?;
                 split.copy_relocated_attributes(&entry.unit);
-                Some(SplitUnit { dwarf, unit: split })
+                Some(Box::new(SplitUnit::new(dwarf, split)))
             })
-            .as_ref()
+            .as_deref()
     }
 
     /// The function at `index` of `entry`'s table: its name, read and demangled once per
@@ -624,7 +611,18 @@ impl DwarfInfo {
                 (raw, demangled)
             }
         };
-        let declared = self.declaration(&unit, die);
+        // The file table `DW_AT_decl_file` indexes: the one of the unit the DIE is in.
+        let table = match file {
+            UnitFile::Main => entry.file_table.as_ref(),
+            UnitFile::Split => entry
+                .split
+                .get()
+                .and_then(Option::as_deref)
+                .and_then(|split| split.file_table.as_ref()),
+            // Not passed here: `unit` is `entry`'s own or its split unit.
+            UnitFile::Supplementary => None,
+        };
+        let declared = self.declaration(&unit, table, die);
         let interned = Arc::new(FunctionName {
             raw: raw.to_string(),
             demangled: demangled.to_string(),
@@ -832,6 +830,7 @@ impl DwarfInfo {
     fn declaration(
         &self,
         unit: &gimli::UnitRef<'_, Reader>,
+        table: Option<&FileTable>,
         die: gimli::UnitOffset<usize>,
     ) -> Declaration {
         use gimli::{constants, AttributeValue};
@@ -849,7 +848,9 @@ impl DwarfInfo {
                     constants::DW_AT_decl_file if found.file.is_none() => {
                         found.file = match attr.value() {
                             AttributeValue::FileIndex(index) | AttributeValue::Udata(index) => {
-                                file_path(unit, index, PathFor::Declaration)
+                                table.and_then(|table| {
+                                    file_path(unit, table, index, PathFor::Declaration)
+                                })
                             }
                             _ => None,
                         }
@@ -881,14 +882,11 @@ impl DwarfInfo {
         if let Some(Some(known)) = slot.and_then(|i| entry.files.borrow().get(i).cloned()) {
             return known;
         }
+        let table = entry.file_table.as_ref()?;
         let unit = gimli::UnitRef::new(&self.dwarf, &entry.unit);
-        let shown: Option<Arc<str>> = file_path(&unit, index, PathFor::Frame).map(Arc::from);
+        let shown: Option<Arc<str>> = file_path(&unit, table, index, PathFor::Frame).map(Arc::from);
         // Slots for the table's files only (one more: DWARF 4 numbers them from 1).
-        let count = entry
-            .unit
-            .line_program
-            .as_ref()
-            .map_or(0, |p| p.header().file_names().len() + 1);
+        let count = table.len() + 1;
         if let Some(i) = slot.filter(|&i| i < count) {
             let mut files = entry.files.borrow_mut();
             if files.len() < count {
@@ -924,17 +922,21 @@ enum PathFor {
 ///   DWARF 4 file index 0 (no such file) is an empty name, as the addr2line crate gives it.
 /// - [`PathFor::Declaration`]: joined in DWARF 5 (an absolute one replaces the compilation
 ///   directory); a missing index has no path.
-fn file_path(unit: &gimli::UnitRef<'_, Reader>, index: u64, use_: PathFor) -> Option<String> {
-    let header = unit.line_program.as_ref()?.header();
-    let Some(entry) = header.file(index) else {
+fn file_path(
+    unit: &gimli::UnitRef<'_, Reader>,
+    table: &FileTable,
+    index: u64,
+    use_: PathFor,
+) -> Option<String> {
+    let Some(entry) = table.file(index) else {
         return (use_ == PathFor::Frame && index == 0).then(String::new);
     };
     let text = |value| attr_text(unit, value);
     let mut path = comp_dir(unit);
-    let dir = if entry.directory_index() != 0 {
-        entry.directory(header).and_then(text)
-    } else if header.version() >= 5 {
-        let dir0 = entry.directory(header).and_then(text);
+    let dir = if entry.directory != 0 {
+        table.directory(unit, entry.directory).and_then(text)
+    } else if table.version() >= 5 {
+        let dir0 = table.directory(unit, entry.directory).and_then(text);
         match use_ {
             PathFor::Frame => dir0.filter(|d| !d.is_empty() && !d.starts_with('/')),
             PathFor::Declaration => dir0,
@@ -945,7 +947,7 @@ fn file_path(unit: &gimli::UnitRef<'_, Reader>, index: u64, use_: PathFor) -> Op
     if let Some(dir) = dir {
         push_path(&mut path, &dir);
     }
-    push_path(&mut path, &text(entry.path_name())?);
+    push_path(&mut path, &text(table.path(unit, entry)?)?);
     Some(path)
 }
 

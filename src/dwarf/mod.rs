@@ -31,6 +31,8 @@
 //! applied). Falling back to the symbol table where DWARF does not cover an address is the
 //! caller's job: [`DwarfInfo::frames`] returns `Ok(None)`.
 
+/// One unit's file table, compact.
+mod files;
 /// One unit's functions and inlined calls.
 mod functions;
 mod info;

@@ -13,6 +13,7 @@
 use std::cell::{OnceCell, RefCell};
 use std::sync::Arc;
 
+use crate::dwarf::files::FileTable;
 use crate::dwarf::functions::{root_range_attributes, FunctionTable, FunctionsError};
 use crate::dwarf::lines::LineTable;
 use crate::dwarf::reader::Reader;
@@ -51,9 +52,7 @@ fn parse_unit(
     header: gimli::UnitHeader<Reader>,
 ) -> Option<Box<UnitEntry>> {
     let entry = UnitEntry::parse(dwarf, header)?;
-    if let Some(program) = &entry.unit.line_program {
-        let _ = entry.lines.set(LineTable::read(program.clone()));
-    }
+    let _ = entry.lines();
     if entry.unit.dwo_id.is_none() {
         let table = entry.read_functions(&gimli::UnitRef::new(dwarf, &entry.unit));
         let _ = entry.functions.set(table);
@@ -63,12 +62,19 @@ fn parse_unit(
 
 /// One parsed unit and what was read from it so far.
 pub(crate) struct UnitEntry {
+    /// The unit, without its line program (`program` and `file_table` have it).
     pub(crate) unit: gimli::Unit<Reader>,
-    /// Its line table (a split unit's is its skeleton's, this unit's).
-    pub(crate) lines: OnceCell<Result<LineTable, gimli::Error>>,
+    /// Its line program until its line table is read (then dropped: see `files.rs`).
+    program: RefCell<Option<gimli::IncompleteLineProgram<Reader>>>,
+    /// Its line table, read on first use (`None`: the unit has no line program; a split
+    /// unit's is its skeleton's, this unit's).
+    lines: OnceCell<Result<Option<LineTable>, gimli::Error>>,
+    /// Its line program's file table (`None`: it has no line program).
+    pub(crate) file_table: Option<FileTable>,
     /// Its split unit, for a skeleton unit (`None`: not split, or the split file is
-    /// missing or refused; the skeleton then answers alone, with lines only).
-    pub(crate) split: OnceCell<Option<SplitUnit>>,
+    /// missing or refused; the skeleton then answers alone, with lines only). Boxed: a
+    /// `gimli::Unit` is 768 bytes, and few units are skeletons.
+    pub(crate) split: OnceCell<Option<Box<SplitUnit>>>,
     /// Its functions (a skeleton's, from its split unit).
     pub(crate) functions: OnceCell<Result<FunctionTable, FunctionsError>>,
     /// Per entry of `functions`, its name once read: `info.rs`'s cache.
@@ -81,14 +87,34 @@ impl UnitEntry {
     /// The unit at `header` (its abbreviations, root DIE and line program header); `None`
     /// when it does not parse.
     fn parse(dwarf: &gimli::Dwarf<Reader>, header: gimli::UnitHeader<Reader>) -> Option<Box<Self>> {
+        let mut unit = dwarf.unit(header).ok()?;
+        let program = unit.line_program.take();
+        let file_table = program
+            .as_ref()
+            .map(|program| FileTable::new(&unit, &dwarf.debug_line, program.header()));
         Some(Box::new(UnitEntry {
-            unit: dwarf.unit(header).ok()?,
+            unit,
+            program: RefCell::new(program),
             lines: OnceCell::new(),
+            file_table,
             split: OnceCell::new(),
             functions: OnceCell::new(),
             names: RefCell::default(),
             files: RefCell::default(),
         }))
+    }
+
+    /// Its line table, read on first use (`None`: the unit has no line program).
+    pub(crate) fn lines(&self) -> Result<Option<&LineTable>, gimli::Error> {
+        let lines = self.lines.get_or_init(|| {
+            // Taken: the rows and `file_table` are all that is kept of it.
+            let program = self.program.borrow_mut().take();
+            program.map(LineTable::read).transpose()
+        });
+        match lines {
+            Ok(lines) => Ok(lines.as_ref()),
+            Err(e) => Err(*e),
+        }
     }
 
     /// Reads the function table of `unit` (this unit, or its split unit), and sizes
@@ -108,7 +134,25 @@ impl UnitEntry {
 /// A split-DWARF unit (from a `.dwo` file or a `.dwp` package) and its sections.
 pub(crate) struct SplitUnit {
     pub(crate) dwarf: Arc<gimli::Dwarf<Reader>>,
+    /// The unit, without its line program (which has only a file table: `file_table`).
     pub(crate) unit: gimli::Unit<Reader>,
+    /// The file table its `DW_AT_decl_file`s index.
+    pub(crate) file_table: Option<FileTable>,
+}
+
+impl SplitUnit {
+    /// `unit`, read from `dwarf`, its line program's header kept as a [`FileTable`].
+    pub(crate) fn new(dwarf: Arc<gimli::Dwarf<Reader>>, mut unit: gimli::Unit<Reader>) -> Self {
+        let file_table = unit
+            .line_program
+            .take()
+            .map(|program| FileTable::new(&unit, &dwarf.debug_line, program.header()));
+        SplitUnit {
+            dwarf,
+            unit,
+            file_table,
+        }
+    }
 }
 
 /// An address range of a unit, with the lowest start of every range sorted after it (so a
@@ -194,14 +238,10 @@ impl Units {
                     continue;
                 };
                 if !root.for_each(&unit, &mut add)? {
-                    if let Some(program) = entry.unit.line_program.clone() {
-                        let lines = LineTable::read(program);
-                        if let Ok(lines) = &lines {
-                            for range in lines.ranges() {
-                                add(range.begin, range.end);
-                            }
+                    if let Ok(Some(lines)) = entry.lines() {
+                        for range in lines.ranges() {
+                            add(range.begin, range.end);
                         }
-                        let _ = entry.lines.set(lines);
                     }
                 }
             }
