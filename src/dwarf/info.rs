@@ -175,7 +175,7 @@ impl DwarfSections {
         Reader::new(bytes, self.endian)
     }
 
-    fn dwarf(&self) -> Result<gimli::Dwarf<Reader>> {
+    pub(crate) fn dwarf(&self) -> Result<gimli::Dwarf<Reader>> {
         gimli::Dwarf::load(|id| Ok::<_, gimli::Error>(self.section(id)))
             .map_err(|e| malformed_dwarf(&self.path, "sections", e))
     }

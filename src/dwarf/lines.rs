@@ -9,6 +9,7 @@
 //! at or past their end, as a discarded function's tombstoned sequence does) are dropped.
 //! File names are rendered by the caller (`info.rs`), lazily, by index.
 
+use crate::dwarf::line_program::{self, RawRow};
 use crate::dwarf::reader::Reader;
 use crate::dwarf::{range_order, saturate};
 
@@ -45,54 +46,21 @@ pub(crate) struct LineTable {
 }
 
 impl LineTable {
-    /// Runs `program` once and keeps its rows.
+    /// Runs `program` once and keeps its rows: with `line_program.rs`'s decoder, or where
+    /// that declines, gimli's (which gives the same rows, or the error).
     pub(crate) fn read(
         program: gimli::IncompleteLineProgram<Reader>,
     ) -> Result<LineTable, gimli::Error> {
-        let mut sequences = Vec::new();
-        let mut rows: Vec<Row> = Vec::new();
-        let mut sequence_start_row = 0;
+        let mut table = TableBuilder::default();
+        if line_program::run(program.header(), &mut |row| table.push(row)).is_some() {
+            return Ok(table.finish());
+        }
+        let mut table = TableBuilder::default();
         let mut program_rows = program.rows();
         while let Some((_, row)) = program_rows.next_row()? {
-            let address = row.address();
-            if row.end_sequence() {
-                match rows.get(sequence_start_row) {
-                    Some(first) if first.address < address => sequences.push(Sequence {
-                        start: first.address,
-                        end: address,
-                        first_row: sequence_start_row,
-                        rows_end: rows.len(),
-                    }),
-                    // An empty sequence, or one that does not grow: not kept.
-                    _ => rows.truncate(sequence_start_row),
-                }
-                sequence_start_row = rows.len();
-                continue;
-            }
-            let new = Row {
-                address,
-                file: saturate(row.file_index()),
-                line: row.line().map_or(0, |line| saturate(line.get())),
-                column: match row.column() {
-                    gimli::ColumnType::LeftEdge => 0,
-                    gimli::ColumnType::Column(column) => saturate(column.get()),
-                },
-                discriminator: saturate(row.discriminator()),
-            };
-            let in_sequence = rows.len() > sequence_start_row;
-            match rows.last_mut() {
-                // A later row at the same address replaces this one.
-                Some(last) if in_sequence && last.address == address => *last = new,
-                _ => rows.push(new),
-            }
+            table.push(RawRow::from_gimli(row));
         }
-        // Rows of a sequence the program left open (no end_sequence) cover nothing.
-        rows.truncate(sequence_start_row);
-        sequences.sort_unstable_by_key(|s: &Sequence| s.start);
-        Ok(LineTable {
-            sequences: sequences.into_boxed_slice(),
-            rows: rows.into_boxed_slice(),
-        })
+        Ok(table.finish())
     }
 
     /// The row covering `probe`, if a sequence holds it.
@@ -113,5 +81,57 @@ impl LineTable {
             begin: s.start,
             end: s.end,
         })
+    }
+}
+
+/// A [`LineTable`] being filled, row by row, in the program's order.
+#[derive(Default)]
+struct TableBuilder {
+    sequences: Vec<Sequence>,
+    rows: Vec<Row>,
+    /// Where the open sequence's rows start in `rows`.
+    sequence_start_row: usize,
+}
+
+impl TableBuilder {
+    fn push(&mut self, row: RawRow) {
+        let address = row.address;
+        if row.end_sequence {
+            match self.rows.get(self.sequence_start_row) {
+                Some(first) if first.address < address => self.sequences.push(Sequence {
+                    start: first.address,
+                    end: address,
+                    first_row: self.sequence_start_row,
+                    rows_end: self.rows.len(),
+                }),
+                // An empty sequence, or one that does not grow: not kept.
+                _ => self.rows.truncate(self.sequence_start_row),
+            }
+            self.sequence_start_row = self.rows.len();
+            return;
+        }
+        let new = Row {
+            address,
+            file: saturate(row.file),
+            line: saturate(row.line),
+            column: saturate(row.column),
+            discriminator: saturate(row.discriminator),
+        };
+        let in_sequence = self.rows.len() > self.sequence_start_row;
+        match self.rows.last_mut() {
+            // A later row at the same address replaces this one.
+            Some(last) if in_sequence && last.address == address => *last = new,
+            _ => self.rows.push(new),
+        }
+    }
+
+    fn finish(mut self) -> LineTable {
+        // Rows of a sequence the program left open (no end_sequence) cover nothing.
+        self.rows.truncate(self.sequence_start_row);
+        self.sequences.sort_unstable_by_key(|s: &Sequence| s.start);
+        LineTable {
+            sequences: self.sequences.into_boxed_slice(),
+            rows: self.rows.into_boxed_slice(),
+        }
     }
 }

@@ -36,6 +36,8 @@ mod files;
 /// One unit's functions and inlined calls.
 mod functions;
 mod info;
+/// A line program's rows, decoded from its bytes.
+mod line_program;
 /// One unit's line table.
 mod lines;
 /// The owned, zero-copy byte type gimli reads through.
