@@ -12,7 +12,7 @@ use gimli::{Reader as _, Section as _};
 
 use crate::dwarf::reader::Reader;
 
-/// Where one string of the file table is (see [`FileTable::value`]).
+/// Where one string of the file table is (see `value`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Text {
     /// `DW_FORM_string` inside the line program header: `.debug_line[start..start + len]`.
@@ -42,6 +42,16 @@ pub(crate) struct FileEntry {
     path: Text,
 }
 
+impl FileEntry {
+    /// Its path string, as an attribute value for `unit` (the table's) to read.
+    pub(crate) fn path(
+        self,
+        unit: &gimli::UnitRef<'_, Reader>,
+    ) -> Option<gimli::AttributeValue<Reader>> {
+        value(unit, self.path)
+    }
+}
+
 /// A unit's file table, numbered as gimli's `LineProgramHeader::file` and `directory`
 /// number them (DWARF 4 counts files from 1 and directories from the compilation directory
 /// at 0; DWARF 5 counts both from 0).
@@ -52,8 +62,6 @@ pub(crate) struct FileTable {
     directories: Box<[Text]>,
     /// In `LineProgramHeader::file` order (for DWARF 4, slot 0 is the unit's own file).
     files: Box<[Option<FileEntry>]>,
-    /// How many files the header lists (`file_names().len()`).
-    listed: usize,
 }
 
 impl FileTable {
@@ -73,22 +81,20 @@ impl FileTable {
             directory: file.directory_index(),
             path: places.text(&file.path_name()),
         };
-        let (directories, files): (Vec<Text>, Vec<Option<FileEntry>>) = if version <= 4 {
-            let directories = std::iter::once(Text::CompDir)
-                .chain(header.include_directories().iter().map(|d| places.text(d)));
-            let files = std::iter::once(header.file(0).map(entry))
-                .chain(header.file_names().iter().map(|f| Some(entry(f))));
-            (directories.collect(), files.collect())
-        } else {
-            let directories = header.include_directories().iter().map(|d| places.text(d));
-            let files = header.file_names().iter().map(|f| Some(entry(f)));
-            (directories.collect(), files.collect())
-        };
+        // DWARF 4's directory 0 and file 0 are the unit's own, not listed in the header.
+        let numbered_from_1 = version <= 4;
+        let directories = numbered_from_1
+            .then_some(Text::CompDir)
+            .into_iter()
+            .chain(header.include_directories().iter().map(|d| places.text(d)));
+        let files = numbered_from_1
+            .then(|| header.file(0).map(entry))
+            .into_iter()
+            .chain(header.file_names().iter().map(|f| Some(entry(f))));
         FileTable {
             version,
-            directories: directories.into_boxed_slice(),
-            files: files.into_boxed_slice(),
-            listed: header.file_names().len(),
+            directories: directories.collect(),
+            files: files.collect(),
         }
     }
 
@@ -97,23 +103,14 @@ impl FileTable {
         self.version
     }
 
-    /// How many files the header lists.
+    /// How many files the header lists (DWARF 4's file 0 is not listed).
     pub(crate) fn len(&self) -> usize {
-        self.listed
+        self.files.len() - usize::from(self.version <= 4)
     }
 
     /// File `index`, as `LineProgramHeader::file` numbers it.
     pub(crate) fn file(&self, index: u64) -> Option<FileEntry> {
         *self.files.get(usize::try_from(index).ok()?)?
-    }
-
-    /// The path string of `file`, as an attribute value for `unit` to read.
-    pub(crate) fn path(
-        &self,
-        unit: &gimli::UnitRef<'_, Reader>,
-        file: FileEntry,
-    ) -> Option<gimli::AttributeValue<Reader>> {
-        value(unit, file.path)
     }
 
     /// Directory `index`, as `LineProgramHeader::directory` numbers it, as an attribute

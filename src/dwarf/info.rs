@@ -947,7 +947,7 @@ fn file_path(
     if let Some(dir) = dir {
         push_path(&mut path, &dir);
     }
-    push_path(&mut path, &text(table.path(unit, entry)?)?);
+    push_path(&mut path, &text(entry.path(unit)?)?);
     Some(path)
 }
 

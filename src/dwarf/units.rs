@@ -89,13 +89,10 @@ impl UnitEntry {
     /// when it does not parse.
     fn parse(dwarf: &gimli::Dwarf<Reader>, header: gimli::UnitHeader<Reader>) -> Option<Box<Self>> {
         let mut unit = dwarf.unit(header).ok()?;
-        let program = unit.line_program.take().map(Box::new);
-        let file_table = program
-            .as_ref()
-            .map(|program| FileTable::new(&unit, &dwarf.debug_line, program.header()));
+        let (program, file_table) = take_line_program(dwarf, &mut unit);
         Some(Box::new(UnitEntry {
             unit,
-            program: RefCell::new(program),
+            program: RefCell::new(program.map(Box::new)),
             lines: OnceCell::new(),
             file_table,
             split: OnceCell::new(),
@@ -144,16 +141,29 @@ pub(crate) struct SplitUnit {
 impl SplitUnit {
     /// `unit`, read from `dwarf`, its line program's header kept as a [`FileTable`].
     pub(crate) fn new(dwarf: Arc<gimli::Dwarf<Reader>>, mut unit: gimli::Unit<Reader>) -> Self {
-        let file_table = unit
-            .line_program
-            .take()
-            .map(|program| FileTable::new(&unit, &dwarf.debug_line, program.header()));
+        let (_, file_table) = take_line_program(&dwarf, &mut unit);
         SplitUnit {
             dwarf,
             unit,
             file_table,
         }
     }
+}
+
+/// Takes `unit`'s line program out of it (a parsed unit would keep its whole header as long
+/// as it lives: see `files.rs`), with its file table; `unit` was read from `dwarf`.
+fn take_line_program(
+    dwarf: &gimli::Dwarf<Reader>,
+    unit: &mut gimli::Unit<Reader>,
+) -> (
+    Option<gimli::IncompleteLineProgram<Reader>>,
+    Option<FileTable>,
+) {
+    let program = unit.line_program.take();
+    let file_table = program
+        .as_ref()
+        .map(|program| FileTable::new(unit, &dwarf.debug_line, program.header()));
+    (program, file_table)
 }
 
 /// An address range of a unit, with the lowest start of every range sorted after it (so a
