@@ -6,6 +6,8 @@
 //!   recursively: one stack frame pair per level);
 //! - `DW_AT_abstract_origin` / `DW_AT_specification` cycles, a DIE that is its own origin;
 //! - a line program with 2,000,000 rows for one address;
+//! - `DW_AT_sibling`s that point back (the walk jumps only forward over subtrees that hold
+//!   no code);
 //! - a `.debug_aranges` that lies (a unit offset past `.debug_info`, a range covering the
 //!   whole address space, a unit that does not hold the range it is given).
 //!
@@ -44,6 +46,18 @@ fn elf_with_unit(
     fill: impl FnOnce(&mut DwarfUnit, gimli::write::UnitEntryId),
     extra: &[(&str, Vec<u8>)],
 ) -> Vec<u8> {
+    let mut named = unit_sections(fill);
+    for (name, bytes) in extra {
+        named.retain(|(n, _)| n != name);
+        named.push((name.to_string(), bytes.clone()));
+    }
+    elf_with_sections(&named)
+}
+
+/// The DWARF sections of [`elf_with_unit`]'s unit, by name.
+fn unit_sections(
+    fill: impl FnOnce(&mut DwarfUnit, gimli::write::UnitEntryId),
+) -> Vec<(String, Vec<u8>)> {
     let mut dwarf = DwarfUnit::new(encoding());
     let root = dwarf.unit.root();
     let cu = dwarf.unit.get_mut(root);
@@ -76,11 +90,29 @@ fn elf_with_unit(
             Ok::<_, gimli::write::Error>(())
         })
         .unwrap();
-    for (name, bytes) in extra {
-        named.retain(|(n, _)| n != name);
-        named.push((name.to_string(), bytes.clone()));
-    }
-    elf_with_sections(&named)
+    named
+}
+
+/// Adds to `parent` an inlined copy of `origin` at `low..low+size`.
+fn add_inlined_call(
+    dwarf: &mut DwarfUnit,
+    parent: gimli::write::UnitEntryId,
+    origin: gimli::write::UnitEntryId,
+    low: u64,
+    size: u64,
+) -> gimli::write::UnitEntryId {
+    let call = dwarf.unit.add(parent, gimli::DW_TAG_inlined_subroutine);
+    let entry = dwarf.unit.get_mut(call);
+    entry.set(
+        gimli::DW_AT_abstract_origin,
+        AttributeValue::UnitRef(origin),
+    );
+    entry.set(
+        gimli::DW_AT_low_pc,
+        AttributeValue::Address(Address::Constant(low)),
+    );
+    entry.set(gimli::DW_AT_high_pc, AttributeValue::Udata(size));
+    call
 }
 
 /// A relocatable x86_64 ELF file holding `sections` (non-allocated, as debug sections are).
@@ -112,15 +144,7 @@ fn nested_inlines(depth: usize) -> Vec<u8> {
                         .set(gimli::DW_AT_name, AttributeValue::String(b"inl".to_vec()));
                     let mut parent = outer;
                     for _ in 0..depth {
-                        let child = dwarf.unit.add(parent, gimli::DW_TAG_inlined_subroutine);
-                        let entry = dwarf.unit.get_mut(child);
-                        entry.set(gimli::DW_AT_abstract_origin, AttributeValue::UnitRef(inl));
-                        entry.set(
-                            gimli::DW_AT_low_pc,
-                            AttributeValue::Address(Address::Constant(LOW)),
-                        );
-                        entry.set(gimli::DW_AT_high_pc, AttributeValue::Udata(SIZE));
-                        parent = child;
+                        parent = add_inlined_call(dwarf, parent, inl, LOW, SIZE);
                     }
                 },
                 &[],
@@ -159,22 +183,102 @@ fn origin_cycles() -> Vec<u8> {
                 .get_mut(outer)
                 .set(gimli::DW_AT_abstract_origin, AttributeValue::UnitRef(a));
             for (i, origin) in [a, b, own].into_iter().enumerate() {
-                let call = dwarf.unit.add(outer, gimli::DW_TAG_inlined_subroutine);
-                let entry = dwarf.unit.get_mut(call);
-                entry.set(
-                    gimli::DW_AT_abstract_origin,
-                    AttributeValue::UnitRef(origin),
-                );
-                let start = LOW + 0x10 * i as u64;
-                entry.set(
-                    gimli::DW_AT_low_pc,
-                    AttributeValue::Address(Address::Constant(start)),
-                );
-                entry.set(gimli::DW_AT_high_pc, AttributeValue::Udata(0x10));
+                add_inlined_call(dwarf, outer, origin, LOW + 0x10 * i as u64, 0x10);
             }
         },
         &[],
     )
+}
+
+/// A C unit whose walk may jump over subtrees that hold no code (see
+/// `src/dwarf/functions.rs`): `outer` holds a `DW_TAG_GNU_call_site` (with a parameter)
+/// and, after it, an inlined copy of `inl` at `LOW..LOW+0x10`; after `outer` come a
+/// structure with a member, then subprogram `later` at `LOW+SIZE..LOW+SIZE+0x10`. The call
+/// site and the structure carry `DW_AT_sibling`. With `hostile`, those siblings point back
+/// (the call site's at `outer`, the structure's at itself), which the walk must not follow.
+fn sibling_jumps(hostile: bool) -> Vec<u8> {
+    let mut sections = unit_sections(|dwarf, outer| {
+        let root = dwarf.unit.root();
+        let cu = dwarf.unit.get_mut(root);
+        cu.set(
+            gimli::DW_AT_language,
+            AttributeValue::Language(gimli::DW_LANG_C99),
+        );
+        // The unit covers `later` too.
+        cu.set(gimli::DW_AT_high_pc, AttributeValue::Udata(SIZE + 0x10));
+        let inl = dwarf.unit.add(root, gimli::DW_TAG_subprogram);
+        dwarf
+            .unit
+            .get_mut(inl)
+            .set(gimli::DW_AT_name, AttributeValue::String(b"inl".to_vec()));
+        let call_site = dwarf.unit.add(outer, gimli::DW_TAG_GNU_call_site);
+        dwarf.unit.get_mut(call_site).set_sibling(true);
+        dwarf
+            .unit
+            .add(call_site, gimli::DW_TAG_GNU_call_site_parameter);
+        add_inlined_call(dwarf, outer, inl, LOW, 0x10);
+        let structure = dwarf.unit.add(root, gimli::DW_TAG_structure_type);
+        dwarf.unit.get_mut(structure).set_sibling(true);
+        dwarf.unit.add(structure, gimli::DW_TAG_member);
+        let later = dwarf.unit.add(root, gimli::DW_TAG_subprogram);
+        let entry = dwarf.unit.get_mut(later);
+        entry.set(gimli::DW_AT_name, AttributeValue::String(b"later".to_vec()));
+        entry.set(
+            gimli::DW_AT_low_pc,
+            AttributeValue::Address(Address::Constant(LOW + SIZE)),
+        );
+        entry.set(gimli::DW_AT_high_pc, AttributeValue::Udata(0x10));
+    });
+    if hostile {
+        let abbrev = sections
+            .iter()
+            .find(|(name, _)| name == ".debug_abbrev")
+            .unwrap()
+            .1
+            .clone();
+        let info = &mut sections
+            .iter_mut()
+            .find(|(name, _)| name == ".debug_info")
+            .unwrap()
+            .1;
+        // Where each DIE is, and where its `DW_AT_sibling` (gimli writes it first, as a
+        // `DW_FORM_ref4` after a one-byte abbreviation code) is in the section.
+        let mut patches = Vec::new();
+        {
+            let read = gimli::DebugInfo::new(info, gimli::LittleEndian);
+            let header = read.units().next().unwrap().unwrap();
+            let abbrevs = header
+                .abbreviations(&gimli::DebugAbbrev::new(&abbrev, gimli::LittleEndian))
+                .unwrap();
+            let mut outer = None;
+            let mut entries = header.entries(&abbrevs);
+            while let Some(entry) = entries.next_dfs().unwrap() {
+                let at = entry.offset().to_debug_info_offset(&header).unwrap().0;
+                let sibling = match entry.attr(gimli::DW_AT_sibling).map(|a| a.value()) {
+                    Some(gimli::AttributeValue::UnitRef(ahead)) => Some(ahead.0),
+                    _ => None,
+                };
+                match entry.tag() {
+                    gimli::DW_TAG_subprogram if outer.is_none() => outer = Some(entry.offset()),
+                    // The call site's sibling goes back to `outer`, the structure's to
+                    // itself.
+                    gimli::DW_TAG_GNU_call_site => patches.push((at, outer.unwrap(), sibling)),
+                    gimli::DW_TAG_structure_type => patches.push((at, entry.offset(), sibling)),
+                    _ => {}
+                }
+            }
+        }
+        assert_eq!(patches.len(), 2);
+        for (at, target, sibling) in patches {
+            let ahead = sibling.unwrap_or_else(|| panic!("no DW_AT_sibling at {at:#x}"));
+            let value = at + 1;
+            assert!(info[at] < 0x80, "a one-byte abbreviation code");
+            let old = u32::from_le_bytes(info[value..value + 4].try_into().unwrap());
+            assert_eq!(old as usize, ahead, "the sibling is the first attribute");
+            info[value..value + 4].copy_from_slice(&(target.0 as u32).to_le_bytes());
+        }
+    }
+    elf_with_sections(&sections)
 }
 
 /// A line program with `rows` rows, all at `LOW` (line 1, 2, ... `rows`), then the end of
@@ -384,6 +488,29 @@ fn lying_aranges_give_answers_or_errors() {
     assert_eq!(at_low.last().unwrap().as_deref(), Some("outer"));
 }
 
+#[test]
+fn sibling_jumps_are_followed_only_forward() {
+    // The walk jumps over the call site's parameters and the structure's members when
+    // their siblings point ahead; pointing back (to `outer`, to the structure itself), they
+    // are walked instead, and the answers are the same: the inlined call after the call site
+    // is still inside `outer`, and `later` after the structure is still found.
+    for hostile in [false, true] {
+        let dwarf = dwarf_of("siblings", sibling_jumps(hostile))
+            .unwrap()
+            .unwrap();
+        let inner = names(&dwarf, LOW + 4).unwrap().expect("covered");
+        assert_eq!(
+            inner,
+            [Some("inl".to_string()), Some("outer".to_string())],
+            "hostile: {hostile}"
+        );
+        let later = names(&dwarf, LOW + SIZE + 4).unwrap().expect("covered");
+        assert_eq!(later, [Some("later".to_string())], "hostile: {hostile}");
+        let middle = names(&dwarf, LOW + 0x20).unwrap().expect("covered");
+        assert_eq!(middle, [Some("outer".to_string())], "hostile: {hostile}");
+    }
+}
+
 /// The fuzz seeds: each shape, small enough for a fuzzer, with the address to probe
 /// appended.
 fn seeds() -> Vec<(&'static str, Vec<u8>)> {
@@ -402,6 +529,8 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
             with_probe(rows_at_one_address(20_000), LOW + 8),
         ),
         ("lying-aranges", with_probe(lying_aranges(), LOW + 4)),
+        ("sibling-jumps", with_probe(sibling_jumps(false), LOW + 4)),
+        ("sibling-back", with_probe(sibling_jumps(true), LOW + 4)),
     ]
 }
 
