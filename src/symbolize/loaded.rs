@@ -22,6 +22,9 @@ pub(crate) struct DebugOptions {
     pub(crate) finder: Option<DebugFinder>,
     /// Read DWARF for source lines and inlined frames.
     pub(crate) source_lines: bool,
+    /// Threads a batch may use ([`crate::SymbolizerBuilder::threads`]); with two or more,
+    /// a debug file's sections are decompressed on two.
+    pub(crate) threads: usize,
 }
 
 impl DebugOptions {
@@ -38,6 +41,7 @@ impl DebugOptions {
         DebugOptions {
             finder,
             source_lines: self.source_lines,
+            threads: self.threads,
         }
     }
 }
@@ -195,7 +199,7 @@ impl DebugState {
             Some(companion) if !has_dwarf => &companion.elf,
             _ => elf,
         };
-        state.dwarf = load_dwarf(dwarf_file, options.finder.as_ref()).map(|d| d.map(Mutex::new));
+        state.dwarf = load_dwarf(dwarf_file, options).map(|d| d.map(Mutex::new));
         if let Err(e) = &state.dwarf {
             log::debug!("{e}; symbols only");
         }
@@ -206,8 +210,9 @@ impl DebugState {
 /// The DWARF of `file`, with its dwz supplementary file when it names one and `finder` finds
 /// it. A missing supplementary file is not an error: lookups that need it fail one by one,
 /// and the rest work.
-fn load_dwarf(file: &Arc<ElfFile>, finder: Option<&DebugFinder>) -> Result<Option<DwarfInfo>> {
-    let Some(sections) = DwarfSections::load(file)? else {
+fn load_dwarf(file: &Arc<ElfFile>, options: &DebugOptions) -> Result<Option<DwarfInfo>> {
+    let finder = options.finder.as_ref();
+    let Some(sections) = DwarfSections::load_with_threads(file, options.threads)? else {
         return Ok(None);
     };
     let supplementary = match (finder, file.debugaltlink()) {
@@ -215,7 +220,7 @@ fn load_dwarf(file: &Arc<ElfFile>, finder: Option<&DebugFinder>) -> Result<Optio
         _ => None,
     };
     let info = match supplementary {
-        Some(sup) => match DwarfSections::load(&sup.elf)? {
+        Some(sup) => match DwarfSections::load_with_threads(&sup.elf, options.threads)? {
             Some(sup_sections) => DwarfInfo::with_supplementary(&sections, &sup_sections)?,
             None => DwarfInfo::new(&sections)?,
         },

@@ -279,6 +279,7 @@ impl SymbolizerBuilder {
             debug: DebugOptions {
                 finder: self.debug_files.then_some(finder),
                 source_lines: self.source_lines,
+                threads: self.threads,
             },
             files: SharedLru::new(self.max_open_files),
             process_maps: SharedLru::new(self.max_cached_processes),
