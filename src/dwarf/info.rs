@@ -126,7 +126,7 @@ impl DwarfSections {
         let read_all = |ids: &mut dyn Iterator<Item = SectionId>| -> Result<Vec<_>> {
             ids.filter_map(|id| read(id).transpose()).collect()
         };
-        let mut sections = if threads > 1 && ids.contains(&SectionId::DebugInfo) {
+        let sections = if threads > 1 && ids.contains(&SectionId::DebugInfo) {
             std::thread::scope(|scope| {
                 let info = scope.spawn(|| read(SectionId::DebugInfo));
                 let rest =
@@ -139,13 +139,14 @@ impl DwarfSections {
                 });
                 let mut sections = rest?;
                 sections.extend(info?);
+                // In `ids`' order, as one thread reads them (lookups go by id; the order
+                // shows in `Debug`).
+                sections.sort_by_key(|(id, _)| ids.iter().position(|i| i == id));
                 Ok::<_, crate::Error>(sections)
             })?
         } else {
             read_all(&mut ids.iter().copied())?
         };
-        // In `ids`' order whichever thread read what.
-        sections.sort_by_key(|(id, _)| ids.iter().position(|i| i == id));
         let has = |wanted: SectionId| sections.iter().any(|(id, _)| *id == wanted);
         if !has(SectionId::DebugInfo) && !has(SectionId::DebugLine) {
             return Ok(None);

@@ -54,27 +54,28 @@ pub(crate) fn decompress(format: Compression, data: &[u8], cap: u64) -> Result<V
     Ok(out)
 }
 
-/// A compressed section's format (`SHF_COMPRESSED`'s `ch_type`, or `.zdebug_*`: zlib).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SectionCompression {
-    Zlib,
-    Zstd,
-}
-
-/// A compressed section's `data` decompressed to exactly `size` bytes (its header's claim,
-/// which the caller has checked against its cap): fewer or more is an error. The error is
-/// a message without the file and section, which the caller adds.
+/// A compressed section's `data` (`SHF_COMPRESSED`, or `.zdebug_*`: zlib) decompressed to
+/// exactly `size` bytes (its header's claim, which the caller has checked against its cap):
+/// fewer or more is an error, as is a format other than zlib and zstd. The error is a
+/// message without the file and section, which the caller adds.
 pub(crate) fn decompress_section(
-    format: SectionCompression,
+    format: object::CompressionFormat,
     data: &[u8],
     size: usize,
 ) -> Result<Vec<u8>, String> {
+    use object::CompressionFormat;
+    if !matches!(
+        format,
+        CompressionFormat::Zlib | CompressionFormat::Zstandard
+    ) {
+        return Err(format!("unknown compression {format:?}"));
+    }
     let mut out = Vec::new();
     out.try_reserve_exact(size)
         .map_err(|_| format!("cannot allocate {size} bytes to decompress into"))?;
     advise_huge_pages(&mut out);
     match format {
-        SectionCompression::Zlib => {
+        CompressionFormat::Zlib => {
             let mut inflate = flate2::Decompress::new(true);
             let status = inflate
                 .decompress_vec(data, &mut out, flate2::FlushDecompress::Finish)
@@ -85,7 +86,8 @@ pub(crate) fn decompress_section(
                 ));
             }
         }
-        SectionCompression::Zstd => {
+        // Zstandard, the only other format let through above.
+        _ => {
             let mut decoder = ruzstd::decoding::FrameDecoder::new();
             decoder
                 .decode_all_to_vec(data, &mut out)
@@ -185,7 +187,11 @@ mod tests {
     #[test]
     fn a_section_decompresses_to_the_size_its_header_claims() {
         let section = large_section();
-        let out = decompress_section(SectionCompression::Zlib, &zlib(&section), section.len());
+        let out = decompress_section(
+            object::CompressionFormat::Zlib,
+            &zlib(&section),
+            section.len(),
+        );
         assert!(
             out.as_deref() == Ok(&section[..]),
             "{:?}",
@@ -197,7 +203,7 @@ mod tests {
     fn a_header_claiming_more_or_fewer_bytes_is_an_error() {
         let section = large_section();
         let data = zlib(&section);
-        let more = decompress_section(SectionCompression::Zlib, &data, section.len() + 1);
+        let more = decompress_section(object::CompressionFormat::Zlib, &data, section.len() + 1);
         assert_eq!(
             more,
             Err(format!(
@@ -206,7 +212,7 @@ mod tests {
                 section.len() + 1
             ))
         );
-        let fewer = decompress_section(SectionCompression::Zlib, &data, section.len() - 1);
+        let fewer = decompress_section(object::CompressionFormat::Zlib, &data, section.len() - 1);
         assert_eq!(
             fewer,
             Err(format!(
@@ -214,9 +220,13 @@ mod tests {
                 section.len() - 1
             ))
         );
-        let truncated = decompress_section(SectionCompression::Zlib, &data[..1000], section.len());
+        let truncated = decompress_section(
+            object::CompressionFormat::Zlib,
+            &data[..1000],
+            section.len(),
+        );
         assert!(truncated.is_err(), "a truncated stream decompressed");
-        let garbage = decompress_section(SectionCompression::Zstd, b"not zstd", 100);
+        let garbage = decompress_section(object::CompressionFormat::Zstandard, b"not zstd", 100);
         assert!(garbage.unwrap_err().starts_with("zstd: "));
     }
 }

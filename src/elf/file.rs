@@ -381,18 +381,9 @@ impl ElfFile {
                 MAX_DECOMPRESSION_RATIO,
             )));
         }
-        let format = match compressed.format {
-            CompressionFormat::Zlib => compressed::SectionCompression::Zlib,
-            CompressionFormat::Zstandard => compressed::SectionCompression::Zstd,
-            other => {
-                return Err(malformed(format!(
-                    "section {name}: unknown compression {other:?}"
-                )))
-            }
-        };
         // Within the cap just checked, which is below usize::MAX.
         let size = usize::try_from(compressed.uncompressed_size).unwrap_or(usize::MAX);
-        compressed::decompress_section(format, compressed.data, size)
+        compressed::decompress_section(compressed.format, compressed.data, size)
             .map(SectionContents::Owned)
             .map_err(|e| malformed(format!("section {name}: {e}")))
     }
