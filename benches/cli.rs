@@ -36,8 +36,9 @@
 //! `cargo install --root target/peers addr2line@<the version in Cargo.lock> --features bin`
 //! (its binary is also named `addr2line`, so it is kept off the PATH, where it would hide
 //! binutils'), or the path in `STACKSYM_ADDR2LINE_CRATE_CLI`. The example is built by the
-//! bench (`cargo build --release --example symbolize`). A missing tool is a failure under
-//! `CI=true` and a SKIPPED line otherwise.
+//! bench in its own profile (`common::build_example`: release under `cargo bench`, debug
+//! under CI's one-round `cargo test --benches`, whose figures mean nothing). A missing tool is
+//! a failure under `CI=true` and a SKIPPED line otherwise.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -427,26 +428,6 @@ fn which(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Builds the example (a no-op when it is built) and returns its path.
-fn build_example() -> PathBuf {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
-        .args(["build", "--release", "--quiet", "--example", "symbolize"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .status()
-        .expect("cargo runs");
-    assert!(
-        status.success(),
-        "cargo build --release --example symbolize"
-    );
-    let exe = std::env::current_exe().expect("the bench's path");
-    // target/release/deps/cli-HASH -> target/release/examples/symbolize
-    exe.parent()
-        .and_then(Path::parent)
-        .map(|release| release.join("examples/symbolize"))
-        .expect("the bench runs from target/<profile>/deps")
-}
-
 fn write_input(dir: &Path, name: &str, addresses: &[u64]) -> PathBuf {
     let path = dir.join(name);
     let mut file = std::io::BufWriter::new(File::create(&path).expect("an input file"));
@@ -528,7 +509,8 @@ fn main() {
             println!("cli bench: SKIPPED the librustc_driver workload: {why}");
         }
     }
-    let tools = find_tools(build_example());
+    let tools =
+        find_tools(common::build_example("symbolize").expect("the symbolize example builds"));
     let rounds = if quick { 1 } else { 7 };
     println!(
         "cli bench: {rounds} interleaved round(s){}; wall time of the whole process, peak RSS \

@@ -23,8 +23,8 @@
 //!   address's first frame in the pass;
 //!
 //! in ns per frame (each unwinder's time over the frames it found), and end to end: the
-//! `perf_unwind` example (built with `cargo build --release --examples`; built here if
-//! missing) against `perf script -F comm,tid,ip,sym,dso --no-inline`, both writing to
+//! `perf_unwind` example (built by the bench in its own profile: `common::build_example`)
+//! against `perf script -F comm,tid,ip,sym,dso --no-inline`, both writing to
 //! /dev/null, in interleaved runs (median wall times). The summary prints the ratios against
 //! issue 9's targets: warm ≥ 1× framehop (goal 1.5×), cold ≥ 2.5×, perf_unwind ≥ 5× perf script.
 //!
@@ -441,28 +441,6 @@ fn print_agreement(peers: &mut Peers, samples: &[Sample]) {
     );
 }
 
-/// The perf_unwind example, built now (so that a stale copy is never measured; cargo has
-/// nothing to do after `cargo build --release --examples`).
-fn example_exe() -> Result<PathBuf, String> {
-    let bench_exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let profile_dir = bench_exe
-        .parent()
-        .and_then(Path::parent)
-        .ok_or("the bench is not in target/<profile>/deps")?;
-    let exe = profile_dir.join("examples/perf_unwind");
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "--release", "--example", "perf_unwind"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .status()
-        .map_err(|e| format!("cargo: {e}"))?;
-    if !status.success() || !exe.is_file() {
-        return Err(format!(
-            "cargo build --release --example perf_unwind: {status}"
-        ));
-    }
-    Ok(exe)
-}
-
 fn find_perf() -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
@@ -602,7 +580,7 @@ fn main() {
 
     // End to end: the example against perf script, in turns.
     let perf = find_perf();
-    let end_to_end = match (&perf, example_exe()) {
+    let end_to_end = match (&perf, common::build_example("perf_unwind")) {
         (Some(perf), Ok(example)) => {
             let ours = || {
                 let mut command = Command::new(&example);

@@ -24,9 +24,7 @@ use clap::Parser;
 use stacksym::elf::ElfFile;
 use stacksym::kernel::Kallsyms;
 use stacksym::process::Process;
-use stacksym::unwind::{
-    Frame, Modules, RegsAarch64, RegsX86_64, UnwindArch, UnwindCache, Unwinder,
-};
+use stacksym::unwind::{Modules, RegsAarch64, RegsX86_64, UnwindArch, UnwindCache, Unwinder};
 use stacksym::{Input, Source, Symbolizer};
 
 mod perf_data;
@@ -213,11 +211,10 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
                             }
                             stack.frames
                         }
-                        None => vec![Frame {
-                            addr: regs.ip(),
-                            is_return_address: false,
-                            recovered: stacksym::unwind::Recovery::Registers,
-                        }],
+                        // No mapping of the process is known yet (a sample taken while the
+                        // kernel still loads the program, before its first mmap event): perf
+                        // unwinds nothing and shows no user frame, and neither do we.
+                        None => Vec::new(),
                     };
                     for frame in frames {
                         shown.push(self.user_frame(pid, frame.lookup_addr()));

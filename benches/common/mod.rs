@@ -113,3 +113,34 @@ pub fn criterion(measurement: std::time::Duration) -> criterion::Criterion {
         .without_plots()
         .configure_from_args()
 }
+
+/// Builds the example `name` in the bench's own profile (release under `cargo bench`, debug
+/// under `cargo test --benches`, as CI runs the benches once) and returns its path; cargo has
+/// nothing to do when it is built, and a stale copy is never measured.
+pub fn build_example(name: &str) -> Result<PathBuf, String> {
+    let bench_exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    // target/<profile>/deps/BENCH-HASH -> target/<profile>
+    let profile_dir = bench_exe
+        .parent()
+        .and_then(Path::parent)
+        .ok_or("the bench is not in target/<profile>/deps")?;
+    let profile: &[&str] = if profile_dir.file_name() == Some(std::ffi::OsStr::new("debug")) {
+        &[]
+    } else {
+        &["--release"]
+    };
+    let status = std::process::Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "--example", name])
+        .args(profile)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .status()
+        .map_err(|e| format!("cargo: {e}"))?;
+    let exe = profile_dir.join("examples").join(name);
+    if !status.success() || !exe.is_file() {
+        return Err(format!(
+            "cargo build --example {name} {}: {status}",
+            profile.join(" ")
+        ));
+    }
+    Ok(exe)
+}
