@@ -32,10 +32,12 @@
 //! addr2line needs about a minute for (b) (it searches its symbols linearly): it runs (b)
 //! once, and not at all in a quick run (`-- --test`, as `.ci/run` does).
 //!
-//! Which addr2line crate CLI: `target/peers/bin/addr2line`, which `.ci/run` installs with
+//! Which addr2line crate CLI: the path in `STACKSYM_ADDR2LINE_CRATE_CLI`, else
+//! `target/peers/bin/addr2line`, an optimized build installed with
 //! `cargo install --root target/peers addr2line@<the version in Cargo.lock> --features bin`
 //! (its binary is also named `addr2line`, so it is kept off the PATH, where it would hide
-//! binutils'), or the path in `STACKSYM_ADDR2LINE_CRATE_CLI`. The example is built by the
+//! binutils'). `.ci/run` installs an unoptimized one into `target/peers-debug` for its one
+//! round and names it in that variable. The example is built by the
 //! bench in its own profile (`common::build_example`: release under `cargo bench`, debug
 //! under CI's one-round `cargo test --benches`, whose figures mean nothing). A missing tool is
 //! a failure under `CI=true` and a SKIPPED line otherwise.
@@ -415,7 +417,7 @@ fn find_tools(example: PathBuf) -> Tools {
             found("/usr/bin/addr2line".into(), "apt-get install binutils"),
             found(
                 crate_cli,
-                "cargo install --root target/peers addr2line --features bin, as .ci/run does",
+                "cargo install --root target/peers addr2line --features bin",
             ),
             Some(example),
         ],
