@@ -30,17 +30,16 @@
 //! elsewhere falls on all); the medians, the median of each round's ratio against the
 //! example, and each process's peak resident set (`ru_maxrss` from `wait4`). Binutils'
 //! addr2line needs about a minute for (b) (it searches its symbols linearly): it runs (b)
-//! once, and not at all in a quick run (`-- --test`, as `.ci/run` does).
+//! once, and not at all in a quick run (`-- --test`, or `cargo test --benches`).
 //!
 //! Which addr2line crate CLI: the path in `STACKSYM_ADDR2LINE_CRATE_CLI`, else
 //! `target/peers/bin/addr2line`, an optimized build installed with
 //! `cargo install --root target/peers addr2line@<the version in Cargo.lock> --features bin`
 //! (its binary is also named `addr2line`, so it is kept off the PATH, where it would hide
-//! binutils'). `.ci/run` installs an unoptimized one into `target/peers-debug` for its one
-//! round and names it in that variable. The example is built by the
-//! bench in its own profile (`common::build_example`: release under `cargo bench`, debug
-//! under CI's one-round `cargo test --benches`, whose figures mean nothing). A missing tool is
-//! a failure under `CI=true` and a SKIPPED line otherwise.
+//! binutils'). The example is built by the bench in its own profile
+//! (`common::build_example`: release under `cargo bench`, debug under `cargo test --benches`,
+//! one round whose figures mean nothing). A missing tool is a failure under `CI=true` and a
+//! SKIPPED line otherwise.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
