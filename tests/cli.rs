@@ -556,11 +556,11 @@ fn c_binaries_match_llvm_symbolizer_in_every_style() {
     ];
     // Every style on a non-PIE and a PIE executable; the other binaries (their symbol tables
     // are what differs: stripped to .dynsym, IBT PLTs, i386, aarch64, versions) in the
-    // default and the JSON style, which between them print every field. Each
-    // llvm-symbolizer run starts libLLVM: 5–11 s on the project's loaded 2-core machine
-    // on 2026-11-26, where this file took 869 s with all 84 runs.
+    // default style with the address line (`-a`) and the JSON style, which between them
+    // print every field. Each llvm-symbolizer run starts libLLVM: 5–11 s on the project's
+    // loaded 2-core machine on 2026-11-26, where this file took 869 s with all 84 runs.
     const EVERY_STYLE: &[&str] = &["c-nopie", "c-pie-g"];
-    let two_styles: &[&[&str]] = &[&[], &["--output-style=JSON"]];
+    let two_styles: &[&[&str]] = &[&["-a"], &["--output-style=JSON"]];
     for name in C_BINARIES {
         let styles = if EVERY_STYLE.contains(name) {
             flag_sets
