@@ -82,7 +82,7 @@ fn stacksym_run(s: &Symbolizer, addrs: &[u64], summaries: Option<&mut Vec<Summar
             &Source::Elf {
                 path: Path::new(LIBC),
             },
-            Input::VirtAddrs(addrs),
+            Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(addrs)),
         )
         .expect("stacksym symbolizes libc");
     let mut total = 0;

@@ -220,7 +220,7 @@ fn stacksym_new() -> Symbolizer {
 fn stacksym_run(s: &Symbolizer, process: &Process, addrs: &[u64]) -> usize {
     s.symbolize(
         &stacksym::Source::process(process),
-        stacksym::Input::AbsAddrs(addrs),
+        stacksym::Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(addrs)),
     )
     .expect("stacksym symbolizes the child")
     .iter()
@@ -279,7 +279,7 @@ fn agreement(pid: u32, ours: &[u64], theirs: &[u64]) -> ([usize; 5], Vec<(String
     let ours = s
         .symbolize(
             &stacksym::Source::process(&process),
-            stacksym::Input::AbsAddrs(ours),
+            stacksym::Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(ours)),
         )
         .expect("stacksym symbolizes the child");
     let b = blazesym_new();

@@ -321,7 +321,7 @@ fn stacksym_new(demangle: bool) -> stacksym::Symbolizer {
 fn stacksym_symbolize(s: &stacksym::Symbolizer, path: &Path, addrs: &[u64]) -> stacksym::Symbols {
     s.symbolize(
         &stacksym::Source::Elf { path },
-        stacksym::Input::VirtAddrs(addrs),
+        stacksym::Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(addrs)),
     )
     .expect("stacksym symbolizes the library")
 }

@@ -340,7 +340,7 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
             } else {
                 match self
                     .symbolizer
-                    .symbolize(&Source::Elf { path: &path }, Input::FileOffsets(&[offset]))
+                    .symbolize(&Source::Elf { path: &path }, Input::FileOffsets(stacksym::FileOffset::from_raw_slice(&[offset])))
                 {
                     Ok(symbols) => symbols
                         .get(0)

@@ -55,10 +55,42 @@ pub enum Error {
         /// What is not supported.
         what: String,
     },
-    /// A process could not be inspected: its `/proc/PID/maps` is malformed (the message names
-    /// the line), it does not exist or exited while it was being read, its memory or its perf
-    /// JIT map could not be used. `path` is the procfs or perf-map file concerned (e.g.
-    /// `/proc/PID/maps`, which names the pid).
+    /// The request does not fit: the [`crate::Input`]'s kind does not fit the
+    /// [`crate::Source`] (the message names both), or the source cannot answer this question
+    /// (names are looked up in files, not processes). A mistake of the caller's, not of a file.
+    #[error("{path}: {what}")]
+    InvalidRequest {
+        /// The source asked.
+        path: PathBuf,
+        /// What does not fit, and what would.
+        what: String,
+    },
+    /// What was asked for does not exist where it was looked for: no file with this build-id
+    /// in the debug dirs (the message lists them).
+    #[error("{path}: {what}")]
+    NotFound {
+        /// What was looked for (e.g. `build-id 0a1b…`).
+        path: PathBuf,
+        /// Where it was looked for.
+        what: String,
+    },
+    /// The process does not exist, or exited (or became a zombie) while it was being read: a
+    /// routine event for a profiler, told apart from a process whose maps are malformed
+    /// ([`Error::Process`]).
+    #[error("{path}: process {pid} does not exist or has exited {detail}")]
+    ProcessGone {
+        /// The process's maps file, e.g. `/proc/1234/maps`.
+        path: PathBuf,
+        /// The pid.
+        pid: u32,
+        /// When it was noticed, e.g. `(it is a zombie)`.
+        detail: String,
+    },
+    /// A live process could not be used: its `/proc/PID/maps` is malformed (the message names
+    /// the line), its memory (the vDSO) or its perf JIT map could not be read or parsed, a
+    /// mapped file was replaced since it was mapped. `path` is the procfs or perf-map file
+    /// concerned (e.g. `/proc/PID/maps`, which names the pid). A process that is gone is
+    /// [`Error::ProcessGone`].
     #[error("{path}: {what}")]
     Process {
         /// The process's maps file, e.g. `/proc/1234/maps`.
@@ -109,11 +141,61 @@ pub enum Error {
     },
 }
 
+/// What kind of failure an [`Error`] is, for a caller to match on ([`Error::kind`]); the
+/// error itself says which file and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The process does not exist or exited ([`Error::ProcessGone`]): routine for a profiler.
+    ProcessGone,
+    /// The operating system refused (a file's permissions, ptrace access, `/proc/PID/mem`),
+    /// or the kernel hides its addresses (`kernel.kptr_restrict`).
+    PermissionDenied,
+    /// A file, a build-id or a kernel module's `.ko` that was asked for is not there.
+    NotFound,
+    /// A file or text is malformed: not ELF, inconsistent ELF or DWARF, a malformed maps,
+    /// perf-map or kallsyms file (the error names it).
+    Malformed,
+    /// A well-formed file uses something this crate does not handle, or is not a regular
+    /// file.
+    Unsupported,
+    /// The caller's request does not fit ([`Error::InvalidRequest`]).
+    InvalidRequest,
+    /// A debuginfod server could not give the file ([`Error::Debuginfod`]).
+    Network,
+    /// Any other I/O failure.
+    Io,
+}
+
 impl Error {
+    /// What kind of failure this is.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Io { source, .. } => match source.kind() {
+                io::ErrorKind::NotFound => ErrorKind::NotFound,
+                io::ErrorKind::PermissionDenied => ErrorKind::PermissionDenied,
+                _ => ErrorKind::Io,
+            },
+            Error::NotAFile { .. } | Error::Unsupported { .. } => ErrorKind::Unsupported,
+            Error::NotElf { .. }
+            | Error::MalformedElf { .. }
+            | Error::Process { .. }
+            | Error::Kallsyms { .. } => ErrorKind::Malformed,
+            Error::InvalidRequest { .. } => ErrorKind::InvalidRequest,
+            Error::NotFound { .. } | Error::KernelModule { .. } => ErrorKind::NotFound,
+            Error::ProcessGone { .. } => ErrorKind::ProcessGone,
+            Error::KernelAddrsHidden { .. } => ErrorKind::PermissionDenied,
+            Error::Debuginfod { .. } => ErrorKind::Network,
+        }
+    }
+
     /// The file this error is about.
     pub fn path(&self) -> &std::path::Path {
         match self {
             Error::Io { path, .. }
+            | Error::InvalidRequest { path, .. }
+            | Error::NotFound { path, .. }
+            | Error::ProcessGone { path, .. }
             | Error::NotAFile { path, .. }
             | Error::NotElf { path, .. }
             | Error::MalformedElf { path, .. }
@@ -151,6 +233,19 @@ impl Error {
             Error::Unsupported { path, what } => Error::Unsupported {
                 path: path.clone(),
                 what: what.clone(),
+            },
+            Error::InvalidRequest { path, what } => Error::InvalidRequest {
+                path: path.clone(),
+                what: what.clone(),
+            },
+            Error::NotFound { path, what } => Error::NotFound {
+                path: path.clone(),
+                what: what.clone(),
+            },
+            Error::ProcessGone { path, pid, detail } => Error::ProcessGone {
+                path: path.clone(),
+                pid: *pid,
+                detail: detail.clone(),
             },
             Error::Process { path, what } => Error::Process {
                 path: path.clone(),

@@ -7,11 +7,11 @@
 //! - [`symbolize`]: the [`Symbolizer`] façade with its caches, composing the layers below.
 //!
 //! ```
-//! use stacksym::{Input, Source, Symbolizer};
+//! use stacksym::{Input, Source, Symbolizer, VirtAddr};
 //! # fn main() -> stacksym::Result<()> {
 //! let symbolizer = Symbolizer::builder().demangle(true).build();
 //! let path = std::path::Path::new("testdata/bin/c-nopie");
-//! let symbols = symbolizer.symbolize(&Source::Elf { path }, Input::VirtAddrs(&[0x401000, 0x1]))?;
+//! let symbols = symbolizer.symbolize(&Source::Elf { path }, Input::VirtAddrs(&[VirtAddr(0x401000), VirtAddr(0x1)]))?;
 //! assert_eq!(symbols.len(), 2);
 //! assert!(symbols.get(1).is_none(), "0x1 is in no symbol");
 //! # Ok(())
@@ -21,7 +21,7 @@
 #![deny(missing_docs)]
 
 pub mod addr;
-pub mod confine;
+mod confine;
 pub mod debuginfo;
 pub mod demangle;
 pub mod dwarf;
@@ -36,8 +36,9 @@ pub mod unwind;
 #[cfg(test)]
 mod test_support;
 
-pub use addr::{FileOffset, VirtAddr};
-pub use error::{Error, Result};
+pub use addr::{AbsAddr, FileOffset, VirtAddr};
+pub use dwarf::{FunctionName, InlineFrame};
+pub use error::{Error, ErrorKind, Result};
 pub use symbolize::{
     Input, KernelSource, NameOrigin, NotFound, OwnedSym, Source, Sym, Symbolizer,
     SymbolizerBuilder, Symbols,

@@ -526,7 +526,7 @@ fn symbolize_pid(symbolizer: &Symbolizer, process: &Process, addrs: &[u64]) -> s
     symbolizer
         .symbolize(
             &stacksym::Source::process(process),
-            stacksym::Input::AbsAddrs(addrs),
+            stacksym::Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(addrs)),
         )
         .unwrap()
 }

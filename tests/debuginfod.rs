@@ -131,7 +131,7 @@ fn remote_only(config: DebuginfodConfig) -> Symbolizer {
 
 fn symbolize(symbolizer: &Symbolizer, path: &Path, addrs: &[u64]) -> Symbols {
     symbolizer
-        .symbolize(&Source::Elf { path }, Input::VirtAddrs(addrs))
+        .symbolize(&Source::Elf { path }, Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(addrs)))
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -739,8 +739,13 @@ fn child_process() {
         .collect();
     capture_warnings();
     let symbolizer = match role.as_str() {
-        // The default builder: elfutils' variables, as the parent set them.
-        "environment" => Symbolizer::builder().debug_dirs(Vec::new()).build(),
+        // elfutils' variables, as the parent set them, read because the builder is told to.
+        "environment" => Symbolizer::builder()
+            .debug_dirs(Vec::new())
+            .debuginfod(DebuginfodConfig::from_env())
+            .build(),
+        // The default builder: the environment is not read, nothing is fetched.
+        "default" => Symbolizer::builder().debug_dirs(Vec::new()).build(),
         _ => remote_only(config(
             &[&var("STACKSYM_TEST_URL")],
             Path::new(&var("STACKSYM_TEST_CACHE")),
@@ -763,7 +768,7 @@ fn child_process() {
             &Source::BuildId {
                 build_id: &[0x12; 20],
             },
-            Input::VirtAddrs(&addrs),
+            Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&addrs)),
         );
         assert!(other.is_err());
         let cache = var("STACKSYM_TEST_CACHE");
@@ -1011,7 +1016,7 @@ fn real_debuginfod_server_serves_what_the_local_debug_files_would() {
             &Source::BuildId {
                 build_id: &build_id,
             },
-            Input::VirtAddrs(&addrs),
+            Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&addrs)),
         )
         .unwrap();
     assert_eq!(answers(&symbols), twin);
@@ -1024,7 +1029,7 @@ fn real_debuginfod_server_serves_what_the_local_debug_files_would() {
             &Source::BuildId {
                 build_id: &build_id,
             },
-            Input::FileOffsets(&offsets),
+            Input::FileOffsets(stacksym::FileOffset::from_raw_slice(&offsets)),
         )
         .unwrap();
     assert_eq!(
@@ -1071,6 +1076,30 @@ fn real_debuginfod_server_serves_what_the_local_debug_files_would() {
 
 // ---------------------------------------------------------------------------------------
 // Bad input
+
+/// No network unless asked: `DEBUGINFOD_URLS` names a working server, and the default
+/// builder still makes no request (a root tracer on Fedora or Ubuntu, where the variable is
+/// set system-wide, must not fetch inside `symbolize()`); told to read the environment, the
+/// same child fetches.
+#[test]
+fn the_default_builder_ignores_debuginfod_urls() {
+    let (binary, debug) = c_buildid();
+    let server = FakeServer::start(Reply::File(debug));
+    let cache = tempfile::tempdir().unwrap();
+    let addrs = function_addrs(&binary);
+    let exe = std::env::current_exe().unwrap();
+    for (role, want_downloads) in [("default", 0), ("environment", 1)] {
+        let mut envs = child_env(&binary, &addrs, "unused", Path::new("unused"));
+        envs.push(("DEBUGINFOD_URLS".into(), server.url.clone()));
+        envs.push((
+            "DEBUGINFOD_CACHE_PATH".into(),
+            cache.path().display().to_string(),
+        ));
+        let out = finish(spawn_child_with(role, &envs, &exe));
+        assert_eq!(reported(&out, "downloads"), want_downloads, "{role}: {out}");
+    }
+    assert_eq!(server.requests().len(), 1, "only the child told to read the environment");
+}
 
 #[test]
 fn hostile_urls_in_the_environment_are_dropped() {
@@ -1133,7 +1162,7 @@ fn a_cache_path_that_is_a_file_warns_once_and_fetches_uncached() {
         &Source::BuildId {
             build_id: &[0x12; 20],
         },
-        Input::VirtAddrs(&addrs),
+        Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&addrs)),
     );
     assert!(other.is_err(), "the server's file has another build-id");
     let warned = warnings_mentioning(&not_a_dir.display().to_string());

@@ -450,7 +450,7 @@ fn vmlinux_names_and_source_lines_after_the_kaslr_offset() {
     let frames = symbolizer
         .symbolize(
             &kernel(&kallsyms_path, Some(&vmlinux_path), None),
-            stacksym::Input::AbsAddrs(&addrs),
+            stacksym::Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&addrs)),
         )
         .expect("symbolized");
     let inlined = frames.get(0).expect("0x12c4 is in checksum");
@@ -486,7 +486,7 @@ fn vmlinux_names_and_source_lines_after_the_kaslr_offset() {
     let given = symbolizer
         .symbolize(
             &kernel(&kallsyms_path, Some(&vmlinux_path), Some(offset)),
-            stacksym::Input::AbsAddrs(&addrs),
+            stacksym::Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&addrs)),
         )
         .expect("symbolized");
     assert_eq!(given.get(0), frames.get(0));
@@ -495,7 +495,7 @@ fn vmlinux_names_and_source_lines_after_the_kaslr_offset() {
     let frames = symbolizer
         .symbolize(
             &kernel(&kallsyms_path, None, None),
-            stacksym::Input::AbsAddrs(&addrs[..1]),
+            stacksym::Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&addrs[..1])),
         )
         .expect("symbolized");
     let only = frames.get(0).expect("kallsyms names it");
@@ -507,7 +507,7 @@ fn vmlinux_names_and_source_lines_after_the_kaslr_offset() {
     let err = symbolizer
         .symbolize(
             &kernel(&kallsyms_path, Some(&support::bin("c-pie-g")), None),
-            stacksym::Input::AbsAddrs(&addrs),
+            stacksym::Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&addrs)),
         )
         .expect_err("no _stext");
     assert!(err.to_string().contains("c-pie-g"), "{err}");
@@ -549,7 +549,7 @@ fn symbolizer_caches_kallsyms_and_rereads_for_unknown_addresses() {
     let known = [0xffff_ffff_8100_0104u64];
     for _ in 0..2 {
         let symbols = symbolizer
-            .symbolize(&source, Input::AbsAddrs(&known))
+            .symbolize(&source, Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&known)))
             .unwrap();
         assert_eq!(symbols.get(0).map(|s| s.name), Some("do_work"));
     }
@@ -566,7 +566,7 @@ fn symbolizer_caches_kallsyms_and_rereads_for_unknown_addresses() {
         .unwrap();
     let new_module = [0xffff_ffff_c000_9004u64];
     let young = symbolizer
-        .symbolize(&source, Input::AbsAddrs(&new_module))
+        .symbolize(&source, Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&new_module)))
         .unwrap();
     assert!(
         matches!(young.not_found(0), Some(NotFound::NoSymbol)),
@@ -574,7 +574,7 @@ fn symbolizer_caches_kallsyms_and_rereads_for_unknown_addresses() {
     );
     std::thread::sleep(stacksym::symbolize::KALLSYMS_MIN_AGE);
     let fresh = symbolizer
-        .symbolize(&source, Input::AbsAddrs(&new_module))
+        .symbolize(&source, Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&new_module)))
         .unwrap();
     assert_eq!(
         fresh.get(0).map(|f| (f.name, f.kernel_module)),
@@ -603,7 +603,7 @@ fn hidden_kernel_addresses_are_a_reason_per_address() {
         .build()
         .symbolize(
             &source,
-            Input::AbsAddrs(&[0xffff_ffff_8100_0104, 0xffff_ffff_8100_0000]),
+            Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&[0xffff_ffff_8100_0104, 0xffff_ffff_8100_0000])),
         )
         .unwrap();
     for i in 0..2 {
@@ -622,7 +622,7 @@ fn hidden_kernel_addresses_are_a_reason_per_address() {
 mod modules {
     use std::path::{Path, PathBuf};
 
-    use stacksym::dwarf::Frame;
+    use stacksym::InlineFrame;
     use stacksym::kernel::{Kallsyms, KernelModules, ModuleSections};
     use stacksym::{Error, Input, KernelSource, Source, Symbolizer};
 
@@ -657,7 +657,7 @@ mod modules {
         offset: u64,
         size: u64,
         module: Option<String>,
-        frames: Vec<Frame>,
+        frames: Vec<InlineFrame>,
     }
 
     fn symbolize(
@@ -673,7 +673,7 @@ mod modules {
             ..KernelSource::default()
         });
         let symbols = symbolizer
-            .symbolize(&source, Input::AbsAddrs(addrs))
+            .symbolize(&source, Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(addrs)))
             .unwrap();
         symbols
             .iter()

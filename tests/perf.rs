@@ -170,7 +170,7 @@ fn perf_record_of_sort_agrees_with_perf_script() {
     for (path, list) in &by_file {
         let offsets: Vec<u64> = list.iter().map(|&(_, off)| off).collect();
         let symbols = symbolizer
-            .symbolize(&Source::Elf { path }, Input::FileOffsets(&offsets))
+            .symbolize(&Source::Elf { path }, Input::FileOffsets(stacksym::FileOffset::from_raw_slice(&offsets)))
             .unwrap_or_else(|e| panic!("{e}"));
         for (k, &(i, _)) in list.iter().enumerate() {
             if let Some(sym) = symbols.get(k) {
@@ -183,7 +183,7 @@ fn perf_record_of_sort_agrees_with_perf_script() {
     let kernel_symbols = symbolizer
         .symbolize(
             &Source::Kernel(KernelSource::default()),
-            Input::AbsAddrs(&addrs),
+            Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&addrs)),
         )
         .ok()
         .filter(|symbols| {

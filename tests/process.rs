@@ -181,6 +181,7 @@ fn fixture_malformed_line_is_an_error_naming_file_and_line() {
         "{shown}"
     );
     assert!(matches!(err, Error::Process { .. }));
+    assert_eq!(err.kind(), stacksym::ErrorKind::Malformed, "told apart from a gone process");
 }
 
 #[test]
@@ -589,7 +590,7 @@ fn normalized_addresses_are_symbolized_by_build_id() {
     };
     let virt = [n.virt_addr.unwrap().0];
     let symbols = symbolizer
-        .symbolize(&source, Input::VirtAddrs(&virt))
+        .symbolize(&source, Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&virt)))
         .expect("the debug file is found by build-id");
     let sym = symbols.get(0).expect("named");
     assert_eq!((sym.name, sym.offset), ("checksum", 4));
@@ -600,7 +601,7 @@ fn normalized_addresses_are_symbolized_by_build_id() {
         .ends_with(".debug"));
     assert!(!sym.frames.is_empty(), "the debug file's DWARF");
     let err = symbolizer
-        .symbolize(&source, Input::FileOffsets(&[n.file_offset.0]))
+        .symbolize(&source, Input::FileOffsets(stacksym::FileOffset::from_raw_slice(&[n.file_offset.0])))
         .expect_err("a debug file cannot convert file offsets");
     assert!(err.to_string().contains("virt_addr"), "{err}");
 
@@ -618,7 +619,7 @@ fn normalized_addresses_are_symbolized_by_build_id() {
         .debug_dirs(vec![linked.path().to_path_buf()])
         .build();
     let symbols = symbolizer
-        .symbolize(&source, Input::FileOffsets(&[n.file_offset.0]))
+        .symbolize(&source, Input::FileOffsets(stacksym::FileOffset::from_raw_slice(&[n.file_offset.0])))
         .expect("the binary is found by build-id");
     assert_eq!(
         symbols.get(0).map(|s| (s.name, s.offset)),
@@ -631,7 +632,7 @@ fn normalized_addresses_are_symbolized_by_build_id() {
             &Source::BuildId {
                 build_id: &[0xde, 0xad, 0xbe, 0xef],
             },
-            Input::VirtAddrs(&virt),
+            Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&virt)),
         )
         .expect_err("nothing has it");
     assert!(err.to_string().contains("deadbeef"), "{err}");
@@ -1005,7 +1006,7 @@ fn live_process_whose_binary_was_replaced_keeps_its_old_symbols() {
     let new_file = symbolizer
         .symbolize(
             &stacksym::Source::Elf { path: &exe },
-            stacksym::Input::VirtAddrs(&[nm_addr(&bin("c-nopie"), "main")]),
+            stacksym::Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&[nm_addr(&bin("c-nopie"), "main")])),
         )
         .unwrap();
     assert_eq!(new_file.get(0).map(|s| s.name), Some("main"));
@@ -1025,7 +1026,8 @@ fn live_process_whose_binary_was_replaced_keeps_its_old_symbols() {
 
 fn assert_names_pid(err: &Error, pid: u32) {
     let shown = err.to_string();
-    assert!(matches!(err, Error::Process { .. }), "{err:?}");
+    assert!(matches!(err, Error::ProcessGone { pid: p, .. } if *p == pid), "{err:?}");
+    assert_eq!(err.kind(), stacksym::ErrorKind::ProcessGone);
     assert!(shown.contains(&format!("process {pid} ")), "{shown}");
     assert_eq!(err.path(), Path::new(&format!("/proc/{pid}/maps")));
 }
@@ -1094,7 +1096,7 @@ fn mixed_kernel_and_user_stack_in_one_call() {
         kernel: Some(kernel),
     };
     let frames = symbolizer
-        .symbolize(&source, Input::AbsAddrs(&stack))
+        .symbolize(&source, Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&stack)))
         .unwrap();
     assert_eq!(frames.len(), stack.len());
     let do_work = frames.get(0).expect("kallsyms names it");
@@ -1115,7 +1117,7 @@ fn mixed_kernel_and_user_stack_in_one_call() {
         kernel: None,
     };
     let without_kernel = symbolizer
-        .symbolize(&source, Input::AbsAddrs(&stack))
+        .symbolize(&source, Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&stack)))
         .unwrap();
     assert!(matches!(
         without_kernel.not_found(0),
@@ -1140,7 +1142,7 @@ fn mixed_kernel_and_user_stack_in_one_call() {
     };
     let stack = [0xffff_ffff_c0a0_1083, waiter.addr("wait_target") + 1];
     let frames = symbolizer
-        .symbolize(&source, Input::AbsAddrs(&stack))
+        .symbolize(&source, Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&stack)))
         .unwrap();
     let module_frame = frames.get(0).expect("kallsyms names it");
     assert_eq!(module_frame.name, "kd_run");

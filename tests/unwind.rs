@@ -127,7 +127,7 @@ fn names(
             let path = elf.path();
             let offset = module.file_offset_of(addr).expect("found in this module").0;
             let symbols = symbolizer
-                .symbolize(&Source::Elf { path }, Input::FileOffsets(&[offset]))
+                .symbolize(&Source::Elf { path }, Input::FileOffsets(stacksym::FileOffset::from_raw_slice(&[offset])))
                 .expect("a mapped file symbolizes");
             symbols
                 .get(0)
@@ -147,7 +147,7 @@ fn own_stack_matches_libgcc_live_and_copied_and_symbolizes() {
         let addrs: Vec<u64> = live.frames.iter().map(|f| f.addr).collect();
         check_against_libgcc(&addrs, reference);
         assert_eq!(live.stop, StopReason::Root, "{live:?}");
-        assert!(live.frames[1..].iter().all(|f| f.is_return_address));
+        assert!(live.frames[1..].iter().all(|f| f.is_return_address()));
         assert!(
             live.frames[1..]
                 .iter()

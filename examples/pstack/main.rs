@@ -29,12 +29,11 @@ mod ptrace;
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use stacksym::process::{MappingKind, Process};
-use stacksym::unwind::{Modules, ProcessMemory, Stack, StopReason, UnwindCache, Unwinder};
+use stacksym::process::Process;
+use stacksym::unwind::{FrameKind, Stack, StopReason};
 use stacksym::{Input, Source, Symbolizer};
 
 #[derive(Parser, Debug)]
@@ -120,29 +119,11 @@ fn run(args: &Args) -> Result<(), String> {
     let pid = i32::try_from(args.pid).map_err(|_| format!("{}: not a process id", args.pid))?;
     let process = Process::new(args.pid);
     let symbolizer = Symbolizer::builder().build();
-    // Modules first (reading the maps, opening and reading the files), while the process
-    // still runs.
-    let maps = symbolizer
-        .process_maps(&process)
+    // The modules first (reading the maps, opening and reading the files, the vDSO), while
+    // the process still runs.
+    let mut unwinder = symbolizer
+        .process_unwinder::<Regs>(&process)
         .map_err(|e| e.to_string())?;
-    let mut modules = Modules::from_process_maps(&maps, None, |mapping| {
-        match symbolizer.process_file(&process, mapping) {
-            Ok(elf) => elf,
-            Err(e) => {
-                eprintln!("pstack: note: {e}; frames there follow the frame pointer");
-                None
-            }
-        }
-    });
-    if let Some(vdso) = maps.mappings().iter().find(|m| m.kind == MappingKind::Vdso) {
-        match process.vdso(&maps) {
-            Ok(Some(elf)) => modules.add(vdso.range.start.0..vdso.range.end.0, 0, Arc::new(elf)),
-            Ok(None) => {}
-            Err(e) => eprintln!("pstack: note: {e}"),
-        }
-    }
-    let unwinder = Unwinder::new(modules);
-    let memory = ProcessMemory::new(args.pid);
 
     let started = Instant::now();
     let mut seized = match ptrace::Seized::stop_all(pid, &CAUGHT) {
@@ -156,7 +137,6 @@ fn run(args: &Args) -> Result<(), String> {
         }
     };
     let mut stacks = Vec::new();
-    let mut cache = UnwindCache::new();
     for thread in &seized.threads {
         if CAUGHT.load(Ordering::SeqCst) != 0 {
             break;
@@ -168,9 +148,9 @@ fn run(args: &Args) -> Result<(), String> {
                 Ok(raw) => {
                     let regs = regs_of(&raw);
                     Ok(if args.frame_pointers {
-                        unwinder.unwind_frame_pointers(&regs, &memory, &mut cache)
+                        unwinder.unwind_frame_pointers(&regs)
                     } else {
-                        unwinder.unwind(&regs, &memory, &mut cache)
+                        unwinder.unwind(&regs)
                     })
                 }
                 Err(e) => Err(format!("registers: {e}")),
@@ -204,17 +184,11 @@ type Regs = stacksym::unwind::RegsX86_64;
 /// The unwinder's registers from the kernel's `user_regs_struct`.
 #[cfg(target_arch = "x86_64")]
 fn regs_of(raw: &libc::user_regs_struct) -> Regs {
-    use stacksym::unwind::Registers;
-    let mut regs = Regs::new(raw.rip, raw.rsp, raw.rbp);
-    // DWARF numbering: rax rdx rcx rbx rsi rdi rbp rsp r8..r15.
-    let values = [
-        raw.rax, raw.rdx, raw.rcx, raw.rbx, raw.rsi, raw.rdi, raw.rbp, raw.rsp, raw.r8, raw.r9,
-        raw.r10, raw.r11, raw.r12, raw.r13, raw.r14, raw.r15,
-    ];
-    for (reg, value) in (0u16..).zip(values) {
-        regs.set(reg, value);
-    }
-    regs
+    Regs::from_user_regs(&[
+        raw.r15, raw.r14, raw.r13, raw.r12, raw.rbp, raw.rbx, raw.r11, raw.r10, raw.r9, raw.r8,
+        raw.rax, raw.rcx, raw.rdx, raw.rsi, raw.rdi, raw.orig_rax, raw.rip, raw.cs, raw.eflags,
+        raw.rsp, raw.ss, raw.fs_base, raw.gs_base, raw.ds, raw.es, raw.fs, raw.gs,
+    ])
 }
 
 #[cfg(target_arch = "aarch64")]
@@ -223,12 +197,12 @@ type Regs = stacksym::unwind::RegsAarch64;
 /// The unwinder's registers from the kernel's `user_pt_regs`.
 #[cfg(target_arch = "aarch64")]
 fn regs_of(raw: &libc::user_regs_struct) -> Regs {
-    use stacksym::unwind::Registers;
-    let mut regs = Regs::new(raw.pc, raw.sp, raw.regs[29], raw.regs[30]);
-    for (reg, value) in (0u16..).zip(raw.regs) {
-        regs.set(reg, value);
-    }
-    regs
+    let mut words = [0u64; 34];
+    words[..31].copy_from_slice(&raw.regs);
+    words[31] = raw.sp;
+    words[32] = raw.pc;
+    words[33] = raw.pstate;
+    Regs::from_user_regs(&words)
 }
 
 /// What a thread is called (`/proc/PID/task/TID/comm`).
@@ -253,7 +227,7 @@ fn print_stacks(
         .flat_map(|stack| stack.frames.iter().map(|frame| frame.lookup_addr()))
         .collect();
     let symbols = symbolizer
-        .symbolize(&Source::process(process), Input::AbsAddrs(&addrs))
+        .symbolize(&Source::process(process), Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&addrs)))
         .map_err(|e| e.to_string())?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut text = String::new();
@@ -281,15 +255,10 @@ fn print_stacks(
             }
         };
         let mut number = 0;
-        for (i, frame) in stack.frames.iter().enumerate() {
-            // The frame a signal interrupted is the one frame after the first that is not
-            // a return address: the frame before it is the signal trampoline the handler
-            // returns to (glibc's `__restore_rt`), shown as gdb shows it.
-            let trampoline = stack
-                .frames
-                .get(i + 1)
-                .is_some_and(|next| !next.is_return_address);
-            if trampoline {
+        for frame in &stack.frames {
+            // The signal trampoline the handler returns to (glibc's `__restore_rt`), shown
+            // as gdb shows it.
+            if frame.kind == FrameKind::SignalTrampoline {
                 index += 1;
                 let _ = writeln!(
                     text,

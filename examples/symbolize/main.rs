@@ -571,7 +571,7 @@ impl<W: Write> Engine<W> {
         }
         match self.symbolizer.symbolize(
             &Source::Elf { path: &module.open },
-            Input::VirtAddrs(&self.addrs),
+            Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&self.addrs)),
         ) {
             Ok(symbols) => ModuleAnswers::Symbols(symbols),
             Err(err) => {
@@ -790,7 +790,7 @@ fn run(args: Args, no_arguments: bool) -> io::Result<bool> {
         // not match fails here, once, not per address.
         let checked = symbolizer.symbolize(
             &stacksym::Source::Kernel(kernel),
-            stacksym::Input::AbsAddrs(&[u64::MAX]),
+            stacksym::Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&[u64::MAX])),
         );
         let err = match &checked {
             Err(err) => Some(err),
@@ -967,7 +967,7 @@ fn kernel_modules(args: &Args) -> stacksym::kernel::KernelModules {
 
 /// A library frame as the printer takes it, borrowed; the function name demangled or not
 /// as `demangle` says.
-pub fn line_of(frame: &stacksym::dwarf::Frame, demangle: bool) -> Line<'_> {
+pub fn line_of(frame: &stacksym::InlineFrame, demangle: bool) -> Line<'_> {
     let function = frame.function.as_deref();
     Line {
         function: function.map(|f| {
@@ -994,7 +994,7 @@ pub fn line_of(frame: &stacksym::dwarf::Frame, demangle: bool) -> Line<'_> {
 }
 
 /// Frames that outlive their batch (`--pid`, kernel and stack-dump answers), owned.
-pub fn owned_lines(frames: &[stacksym::dwarf::Frame], demangle: bool) -> Lines<'static> {
+pub fn owned_lines(frames: &[stacksym::InlineFrame], demangle: bool) -> Lines<'static> {
     Lines::Owned(
         frames
             .iter()

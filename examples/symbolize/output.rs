@@ -75,7 +75,7 @@ impl Paths {
     }
 }
 
-/// One DWARF frame of an answer, borrowed from the library's `dwarf::Frame` (owned where it
+/// One DWARF frame of an answer, borrowed from the library's `InlineFrame` (owned where it
 /// must outlive the batch: `--pid`, kernel and stack-dump answers).
 #[derive(Debug, Clone, Default)]
 pub struct Line<'a> {

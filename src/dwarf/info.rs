@@ -296,7 +296,7 @@ impl std::fmt::Debug for DwarfInfo {
 
 /// One frame of the inline chain at an address.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Frame {
+pub struct InlineFrame {
     /// The function, if DWARF names it (a line-table entry outside every function DIE has
     /// a location but no function). Shared: every frame of one function holds the same name.
     pub function: Option<Arc<FunctionName>>,
@@ -332,7 +332,7 @@ pub struct FunctionName {
     /// refers to in its unit: `DW_AT_abstract_origin`, `DW_AT_specification`) has none.
     pub short: Option<String>,
     /// `DW_AT_decl_file`: the file the function is declared in, rendered as
-    /// [`Frame::file`] is.
+    /// [`InlineFrame::file`] is.
     pub decl_file: Option<Arc<str>>,
     /// `DW_AT_decl_line`: the line it is declared on.
     pub decl_line: Option<u32>,
@@ -411,7 +411,7 @@ impl DwarfInfo {
     /// the inlined functions, then the function that contains them. `Ok(None)` when the
     /// DWARF does not cover `addr`; `Err`, naming the file, when the DWARF met on the way is
     /// malformed.
-    pub fn frames(&self, addr: VirtAddr) -> Result<Option<Vec<Frame>>> {
+    pub fn frames(&self, addr: VirtAddr) -> Result<Option<Vec<InlineFrame>>> {
         let mut frames = Vec::new();
         Ok(self.append_frames(addr, &mut frames)?.then_some(frames))
     }
@@ -442,7 +442,7 @@ impl DwarfInfo {
     /// Like [`DwarfInfo::frames`], appending the frames to `out` (a batch's frames, back to
     /// back, without a vector per address). `Ok(false)` (nothing appended) when the DWARF
     /// does not cover `addr`; on `Err`, `out` is left as it was.
-    pub fn append_frames(&self, addr: VirtAddr, out: &mut Vec<Frame>) -> Result<bool> {
+    pub fn append_frames(&self, addr: VirtAddr, out: &mut Vec<InlineFrame>) -> Result<bool> {
         let start = out.len();
         let appended = self.append_frames_inner(addr, out);
         if appended.is_err() {
@@ -451,7 +451,7 @@ impl DwarfInfo {
         appended
     }
 
-    fn append_frames_inner(&self, addr: VirtAddr, out: &mut Vec<Frame>) -> Result<bool> {
+    fn append_frames_inner(&self, addr: VirtAddr, out: &mut Vec<InlineFrame>) -> Result<bool> {
         if addr.0 == u64::MAX {
             // No half-open DWARF range `[low, high)` can hold the last address.
             return Ok(false);
@@ -475,7 +475,7 @@ impl DwarfInfo {
             if !functions.chain_at(addr.0, &mut chain) {
                 let Some(row) = row else { continue };
                 // A line outside every function DIE: a location without a function.
-                out.push(Frame {
+                out.push(InlineFrame {
                     inlined: false,
                     ..self.innermost(entry, &row, None)
                 });
@@ -494,7 +494,7 @@ impl DwarfInfo {
                 let frame = match call_site {
                     None => match &row {
                         Some(row) => self.innermost(entry, row, name),
-                        None => Frame {
+                        None => InlineFrame {
                             function: name,
                             file: None,
                             line: None,
@@ -503,7 +503,7 @@ impl DwarfInfo {
                             inlined: true,
                         },
                     },
-                    Some(inner) => Frame {
+                    Some(inner) => InlineFrame {
                         function: name,
                         file: inner
                             .call_file()
@@ -532,11 +532,11 @@ impl DwarfInfo {
         entry: &UnitEntry,
         row: &Row,
         function: Option<Arc<FunctionName>>,
-    ) -> Frame {
+    ) -> InlineFrame {
         let file = self.file_name(entry, u64::from(row.file));
         let line = (row.line != 0).then_some(row.line);
         let has_location = file.is_some() || line.is_some();
-        Frame {
+        InlineFrame {
             function,
             file,
             line,
@@ -908,7 +908,7 @@ impl DwarfInfo {
         found
     }
 
-    /// File `index` of `entry`'s line table as [`Frame::file`] gives it, rendered once.
+    /// File `index` of `entry`'s line table as [`InlineFrame::file`] gives it, rendered once.
     fn file_name(&self, entry: &UnitEntry, index: u64) -> Option<Arc<str>> {
         let slot = usize::try_from(index).ok();
         if let Some(Some(known)) = slot.and_then(|i| entry.files.borrow().get(i).cloned()) {

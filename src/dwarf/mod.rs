@@ -47,7 +47,7 @@ mod units;
 pub(crate) use reader::SectionBytes;
 
 pub use functions::MAX_INLINED_DEPTH;
-pub use info::{DwarfInfo, DwarfSections, Frame, FunctionName};
+pub use info::{DwarfInfo, DwarfSections, FunctionName, InlineFrame};
 
 /// Where `probe` lies relative to the half-open range `[begin, end)`, as `binary_search_by`
 /// over sorted, disjoint ranges wants it (`Greater`: the range lies after `probe`).

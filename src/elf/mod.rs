@@ -10,7 +10,7 @@ pub(crate) mod compressed;
 mod file;
 mod index_builder;
 mod names;
-pub mod relocatable;
+mod relocatable;
 mod segments;
 mod symbols;
 

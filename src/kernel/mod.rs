@@ -33,7 +33,7 @@ mod kallsyms;
 mod module;
 mod vmlinux;
 
-pub use kallsyms::{Kallsyms, KernelSym, MAX_LINE_LEN, MAX_NAME_LEN, PROC_KALLSYMS};
+pub use kallsyms::{Kallsyms, KernelSym, PROC_KALLSYMS};
 pub use module::{
     is_pseudo_module, KernelModules, LoadedModule, ModuleSections, LIB_MODULES, SYS_MODULE,
 };

@@ -23,7 +23,8 @@ use std::ops::Range;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use crate::addr::{AbsAddr, FileOffset};
+use crate::addr::{AbsAddr, FileOffset, VirtAddr};
+use crate::elf::ElfFile;
 use crate::error::{Error, Result};
 
 /// The suffix the kernel appends to the path of a file that was deleted (or replaced).
@@ -135,6 +136,25 @@ impl Mapping {
     /// The offset in the backing file of the absolute address `addr` ([`file_offset_in`]).
     pub fn file_offset(&self, addr: AbsAddr) -> Option<FileOffset> {
         file_offset_in(&self.range, self.file_offset, addr)
+    }
+
+    /// The absolute address at which this mapping holds the file's byte at `offset`: the
+    /// inverse of [`Mapping::file_offset`]; `None` when the mapping does not cover it.
+    pub fn abs_addr_of_file_offset(&self, offset: FileOffset) -> Option<AbsAddr> {
+        let into = offset.0.checked_sub(self.file_offset.0)?;
+        let addr = self.range.start.0.checked_add(into)?;
+        (addr < self.range.end.0).then_some(AbsAddr(addr))
+    }
+
+    /// The absolute address of the ELF virtual address `virt` of `elf`, the file this
+    /// mapping maps (a symbol's `st_value`, a probe's address): through the file's segments
+    /// to a file offset, then into this mapping. `None` when `virt` is in no segment with
+    /// file contents or this mapping does not cover it (another mapping of the same file
+    /// may: ask each). With [`Mapping::file_offset`] and
+    /// [`Segments::file_offset_to_virt`](crate::elf::Segments::file_offset_to_virt), the
+    /// round trip between the kinds of addresses.
+    pub fn virt_to_abs(&self, elf: &ElfFile, virt: VirtAddr) -> Option<AbsAddr> {
+        self.abs_addr_of_file_offset(elf.segments().virt_to_file_offset(virt)?)
     }
 
     /// Whether the mapping is backed by a file that can be opened (a file, deleted or not, or
@@ -402,6 +422,9 @@ mod tests {
         assert_eq!(m.file_offset(AbsAddr(0x55d0c010)), Some(FileOffset(0x2010)));
         assert_eq!(m.file_offset(AbsAddr(0x55d0e000)), None);
         assert_eq!(m.file_offset(AbsAddr(0x55d0bfff)), None);
+        assert_eq!(m.abs_addr_of_file_offset(FileOffset(0x2010)), Some(AbsAddr(0x55d0c010)));
+        assert_eq!(m.abs_addr_of_file_offset(FileOffset(0x1fff)), None);
+        assert_eq!(m.abs_addr_of_file_offset(FileOffset(0x4000)), None);
         assert_eq!(m.map_files_name(), "55d0c000-55d0e000");
     }
 

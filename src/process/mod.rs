@@ -24,8 +24,8 @@
 //! symbolizing is its job too; this layer reads ELF files only for their build-ids
 //! (normalization).
 
-pub mod maps;
-pub mod perfmap;
+mod maps;
+mod perfmap;
 mod vdso;
 
 use std::collections::HashMap;
@@ -193,9 +193,10 @@ impl Process {
 
     /// The error for a process that does not exist (any more).
     pub(crate) fn gone(&self, detail: &str) -> Error {
-        Error::Process {
+        Error::ProcessGone {
             path: self.maps_path(),
-            what: format!("process {} does not exist or has exited {detail}", self.pid),
+            pid: self.pid,
+            detail: detail.to_string(),
         }
     }
 

@@ -15,10 +15,14 @@
 //!    names without their hash);
 //! 3. the demangled name without its parameter list (`curve::Demo::hello`), as perf probe and
 //!    bpftrace's C++ probes accept it — not for a compiler's clone (`f(int) [clone .cold]`,
-//!    a fragment of `f`), which matches by its full spellings only.
+//!    a fragment of `f`), which matches by its full spellings only;
+//! 4. for a template function, whose demangled name starts with its return type
+//!    (`int curve::sum<int>(int const*, int)`), spellings 2 and 3 without the return type
+//!    (`curve::sum<int>(int const*, int)`, `curve::sum<int>`: what `perf probe -F` lists).
 //!
 //! A symbol listed in both `.symtab` and `.dynsym` (same name, same address) is one match;
-//! other names at the same address are its [`SymbolMatch::aliases`].
+//! other names at the same address are its [`SymbolMatch::aliases`]. With
+//! [`FindOptions::merge_aliases`], names at one address are one match (a probe per address).
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -129,7 +133,63 @@ pub struct SymbolMatch {
     pub file: PathBuf,
 }
 
+/// How [`Symbolizer::find_addresses_with`] reports what matched.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FindOptions {
+    merge_aliases: bool,
+}
+
+impl FindOptions {
+    /// One match per address (default: off, one per matching name): where several names
+    /// of one address match (libc's `malloc`, `__libc_malloc`, `__malloc`), the match is the
+    /// name [`Symbolizer::symbolize`] answers for the address when it is among them, else
+    /// the first by global before weak before local binding, then table order; the other
+    /// names are its [`SymbolMatch::aliases`]. What a prober wants: one uprobe per address.
+    pub fn merge_aliases(mut self, on: bool) -> Self {
+        self.merge_aliases = on;
+        self
+    }
+}
+
 impl Symbolizer {
+    /// [`Symbolizer::find_addresses`] with options: see [`FindOptions`].
+    pub fn find_addresses_with(
+        &self,
+        source: &Source<'_>,
+        pattern: &NamePattern<'_>,
+        options: FindOptions,
+    ) -> Result<Vec<SymbolMatch>> {
+        let found = self.find_addresses(source, pattern)?;
+        if !options.merge_aliases {
+            return Ok(found);
+        }
+        // The name symbolize gives each matched address, where an ELF file answers it.
+        let answered: HashMap<(PathBuf, u64), String> = match source {
+            Source::Elf { .. } | Source::BuildId { .. } => {
+                let mut answered = HashMap::new();
+                for m in &found {
+                    let key = (m.file.clone(), m.addr.0);
+                    if answered.contains_key(&key) {
+                        continue;
+                    }
+                    let Ok(elf) = self.elf_file(&m.file) else {
+                        continue;
+                    };
+                    if let Ok(Some(sym)) = elf.find_symbol(m.addr) {
+                        if sym.addr == m.addr {
+                            answered.insert(key, String::from_utf8_lossy(sym.name).into_owned());
+                        }
+                    }
+                }
+                answered
+            }
+            _ => HashMap::new(),
+        };
+        Ok(merge_aliases(found, |m| {
+            answered.get(&(m.file.clone(), m.addr.0)).map(String::as_str)
+        }))
+    }
+
     /// Every symbol of `source` whose name matches `pattern` (see the [module
     /// docs](crate::symbolize::finder) for the spellings a pattern is matched against), in
     /// table order. For [`Source::Elf`] and [`Source::BuildId`]: functions and data objects
@@ -196,7 +256,7 @@ impl Symbolizer {
                     .collect())
             }
             Source::Process { process, .. } | Source::Stack { process, .. } => {
-                Err(Error::Unsupported {
+                Err(Error::InvalidRequest {
                     path: process.proc_dir(),
                     what: "names are looked up in a file, not a process (uprobes attach to \
                            files): give the mapped file as Source::Elf"
@@ -290,19 +350,104 @@ impl Symbolizer {
     }
 }
 
-/// The spellings a name is matched under: raw, demangled, demangled without parameters.
+/// One match per (file, address): the group's preferred name (`answered`: the name
+/// symbolize gives the address, when it is in the group; else global before weak before
+/// local, then the first), with every other name of the address among its aliases. Groups
+/// keep the order of their first match.
+fn merge_aliases<'a>(
+    found: Vec<SymbolMatch>,
+    answered: impl Fn(&SymbolMatch) -> Option<&'a str>,
+) -> Vec<SymbolMatch> {
+    let rank = |b: Binding| match b {
+        Binding::Global => 0,
+        Binding::Weak => 1,
+        _ => 2,
+    };
+    let mut groups: Vec<Vec<SymbolMatch>> = Vec::new();
+    let mut group_of: HashMap<(PathBuf, u64), usize> = HashMap::new();
+    for m in found {
+        let key = (m.file.clone(), m.addr.0);
+        match group_of.get(&key) {
+            Some(&g) => groups[g].push(m),
+            None => {
+                group_of.insert(key, groups.len());
+                groups.push(vec![m]);
+            }
+        }
+    }
+    groups
+        .into_iter()
+        .filter_map(|mut group| {
+            let preferred = answered(&group[0]);
+            let best = group
+                .iter()
+                .enumerate()
+                .min_by_key(|(i, m)| (Some(m.name.as_str()) != preferred, rank(m.binding), *i))
+                .map(|(i, _)| i)?;
+            let mut chosen = group.swap_remove(best);
+            let mut aliases: Vec<String> = std::mem::take(&mut chosen.aliases);
+            for other in group {
+                aliases.push(other.name);
+                aliases.extend(other.aliases);
+            }
+            aliases.retain(|a| *a != chosen.name);
+            aliases.sort();
+            aliases.dedup();
+            chosen.aliases = aliases;
+            Some(chosen)
+        })
+        .collect()
+}
+
+/// The spellings a name is matched under: raw, demangled, demangled without parameters, and
+/// for a demangled name that starts with a return type, the last two without it.
 fn spellings(raw: &[u8]) -> impl Iterator<Item = Cow<'_, str>> {
     let raw = String::from_utf8_lossy(raw);
     let demangled = demangle(&raw).into_owned();
     // A compiler's clone (`f(int) [clone .cold]`) is a fragment, not the function: the
-    // short spelling names the function only.
+    // short spellings name the function only.
+    let is_clone = demangled.contains(" [clone ");
     let without_params = strip_parameters(&demangled)
-        .filter(|_| !demangled.contains(" [clone "))
+        .filter(|_| !is_clone)
+        .map(str::to_string);
+    let without_return = strip_return_type(&demangled).map(str::to_string);
+    let without_both = without_return
+        .as_deref()
+        .and_then(strip_parameters)
+        .filter(|_| !is_clone)
         .map(str::to_string);
     let demangled = (demangled != raw).then_some(demangled);
     std::iter::once(raw)
         .chain(demangled.map(Cow::Owned))
         .chain(without_params.map(Cow::Owned))
+        .chain(without_return.map(Cow::Owned))
+        .chain(without_both.map(Cow::Owned))
+}
+
+/// A demangled function name without the return type a template function's name starts
+/// with (`int ns::sum<int>(int*, int)` → `ns::sum<int>(int*, int)`): what follows the last
+/// space outside template arguments and parentheses before the parameter list, unless that
+/// space belongs to a conversion operator or `operator new`/`delete` (`ns::S::operator
+/// bool()`). `None` when there is no return type.
+fn strip_return_type(name: &str) -> Option<&str> {
+    let mut depth = 0usize;
+    let mut last_space = None;
+    for (i, c) in name.char_indices() {
+        match c {
+            '<' => depth += 1,
+            '>' => depth = depth.saturating_sub(1),
+            '(' if depth == 0 => break,
+            ' ' if depth == 0 => {
+                if name[..i].ends_with("operator") {
+                    break; // `operator bool`, `operator new`: the rest is the name
+                }
+                last_space = Some(i);
+            }
+            _ => {}
+        }
+    }
+    let rest = &name[last_space? + 1..];
+    (!rest.is_empty() && !rest.starts_with(['(', '['])).then_some(rest)
 }
 
 /// A demangled C++ name without its parameter list (and any qualifiers after it):
@@ -386,6 +531,68 @@ mod tests {
             Some("S::operator()")
         );
         assert_eq!(strip_parameters("main"), None);
+    }
+
+    #[test]
+    fn return_types_are_stripped_from_template_functions() {
+        assert_eq!(
+            strip_return_type("int curve::sum<int>(int const*, int)"),
+            Some("curve::sum<int>(int const*, int)")
+        );
+        assert_eq!(
+            strip_return_type("std::pair<int, int> ns::mk<std::pair<int, int> >(int)"),
+            Some("ns::mk<std::pair<int, int> >(int)")
+        );
+        assert_eq!(strip_return_type("ns::S::operator bool() const"), None);
+        assert_eq!(
+            strip_return_type("void* operator new(unsigned long)"),
+            Some("operator new(unsigned long)")
+        );
+        assert_eq!(strip_return_type("ns::f(int)"), None);
+        assert_eq!(strip_return_type("f(int) [clone .cold]"), None);
+        let spelled: Vec<String> = spellings(b"_Z3sumIiET_PKS0_i")
+            .map(|s| s.into_owned())
+            .collect();
+        assert!(spelled.contains(&"sum<int>".to_string()), "{spelled:?}");
+        assert!(spelled.contains(&"int sum<int>(int const*, int)".to_string()), "{spelled:?}");
+    }
+
+    #[test]
+    fn merged_aliases_keep_the_answered_name() {
+        let m = |name: &str, addr: u64, binding| SymbolMatch {
+            name: name.to_string(),
+            demangled: name.to_string(),
+            addr: VirtAddr(addr),
+            size: 8,
+            file_offset: None,
+            kind: SymbolKind::Function,
+            binding,
+            version: None,
+            version_hidden: false,
+            found_in: FoundIn::Symtab,
+            aliases: Vec::new(),
+            kernel_module: None,
+            file: PathBuf::from("f"),
+        };
+        let found = vec![
+            m("__libc_malloc", 0x10, Binding::Local),
+            m("other", 0x20, Binding::Global),
+            m("malloc", 0x10, Binding::Global),
+            m("__malloc", 0x10, Binding::Weak),
+        ];
+        let merged = merge_aliases(found.clone(), |_| None);
+        let names: Vec<(&str, &[String])> =
+            merged.iter().map(|m| (m.name.as_str(), m.aliases.as_slice())).collect();
+        assert_eq!(
+            names,
+            vec![
+                ("malloc", &["__libc_malloc".to_string(), "__malloc".to_string()][..]),
+                ("other", &[][..]),
+            ]
+        );
+        let merged = merge_aliases(found, |m| (m.addr.0 == 0x10).then_some("__libc_malloc"));
+        assert_eq!(merged[0].name, "__libc_malloc");
+        assert_eq!(merged[0].aliases, ["__malloc", "malloc"]);
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::addr::VirtAddr;
 use crate::error::{Error, Result};
 use crate::kernel::{is_pseudo_module, KernelModules, KernelSym, PROC_KALLSYMS};
 use crate::symbolize::output::{Answer, Entry, ModuleName, NotFound, Part};
@@ -20,14 +21,14 @@ const KERNEL_IMAGE: &str = "[kernel.kallsyms]";
 ///
 /// ```
 /// use std::path::Path;
-/// use stacksym::{Input, KernelSource, Source, Symbolizer};
+/// use stacksym::{AbsAddr, Input, KernelSource, Source, Symbolizer};
 /// # fn main() -> stacksym::Result<()> {
 /// let symbolizer = Symbolizer::builder().build();
 /// let kernel = KernelSource {
 ///     kallsyms: Some(Path::new("testdata/kallsyms/synthetic.txt")),
 ///     ..KernelSource::default()
 /// };
-/// let symbols = symbolizer.symbolize(&Source::Kernel(kernel), Input::AbsAddrs(&[0xffffffff81000010]))?;
+/// let symbols = symbolizer.symbolize(&Source::Kernel(kernel), Input::AbsAddrs(&[AbsAddr(0xffffffff81000010)]))?;
 /// let sym = symbols.get(0).expect("in _stext");
 /// assert_eq!((sym.name, sym.offset), ("_stext", 0x10));
 /// assert_eq!(sym.module, Path::new("[kernel.kallsyms]"));
@@ -129,7 +130,7 @@ impl Symbolizer {
             let source = Source::Elf {
                 path: vmlinux.path(),
             };
-            let mut image = self.symbolize(&source, Input::VirtAddrs(&virt))?;
+            let mut image = self.symbolize(&source, Input::VirtAddrs(VirtAddr::from_raw_slice(&virt)))?;
             image.rename_modules(kernel_module_name(None, Some(vmlinux.path())));
             // Only the image's addresses that vmlinux names: kallsyms answers the rest.
             let in_module = |i: usize| from_kallsyms[i].is_some_and(|sym| sym.module.is_some());
@@ -181,7 +182,7 @@ impl Symbolizer {
             let source = Source::Elf {
                 path: module.path(),
             };
-            let mut from_file = match self.symbolize(&source, Input::VirtAddrs(&layout)) {
+            let mut from_file = match self.symbolize(&source, Input::VirtAddrs(VirtAddr::from_raw_slice(&layout))) {
                 Ok(symbols) => symbols,
                 Err(e) => {
                     log::debug!("module {name}: kallsyms names only: {e}");

@@ -12,6 +12,7 @@ mod loaded;
 mod maps_cache;
 mod output;
 mod process;
+mod process_unwinder;
 mod specials_cache;
 mod stack;
 
@@ -21,16 +22,17 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError};
 
 pub use cache::{CacheStats, FileId};
-pub use finder::{FoundIn, NamePattern, SymbolMatch};
+pub use finder::{FindOptions, FoundIn, NamePattern, SymbolMatch};
 pub use kallsyms_cache::KALLSYMS_MIN_AGE;
 pub use kernel::KernelSource;
 pub use output::{NameOrigin, NotFound, OwnedSym, Sym, Symbols};
+pub use process_unwinder::ProcessUnwinder;
 pub use stack::is_kernel_addr;
 
-use crate::addr::{FileOffset, VirtAddr};
+use crate::addr::{AbsAddr, FileOffset, VirtAddr};
 use crate::confine::ConfinedRoot;
 use crate::debuginfo::{DebugFinder, DEFAULT_DEBUG_DIR};
-use crate::dwarf::Frame;
+use crate::dwarf::InlineFrame;
 use crate::elf::{hex, ElfFile, SymbolId, SymbolRuns};
 use crate::error::{Error, Result};
 use crate::process::{Process, ProcessMaps};
@@ -117,16 +119,26 @@ impl<'a> Source<'a> {
 pub enum Input<'a> {
     /// Virtual addresses as the ELF file states them (`st_value`, `p_vaddr`); for a PIE or a
     /// shared library, an absolute process address minus the load bias.
-    VirtAddrs(&'a [u64]),
+    VirtAddrs(&'a [VirtAddr]),
     /// Offsets into the file, as `/proc/PID/maps` and perf compute them
     /// (`addr - map_start + map_offset`).
-    FileOffsets(&'a [u64]),
+    FileOffsets(&'a [FileOffset]),
     /// Absolute addresses as a process or the kernel runs them: instruction pointers and
-    /// return addresses from a sample, `ustack`/`kstack` frames.
-    AbsAddrs(&'a [u64]),
+    /// return addresses from a sample, `ustack`/`kstack` frames. A buffer of raw `u64`s is
+    /// given its kind without a copy by [`AbsAddr::from_raw_slice`].
+    AbsAddrs(&'a [AbsAddr]),
 }
 
-impl Input<'_> {
+impl<'a> Input<'a> {
+    /// The addresses as raw numbers (their kind is the variant's).
+    fn raw(&self) -> &'a [u64] {
+        match *self {
+            Input::VirtAddrs(addrs) => VirtAddr::as_raw_slice(addrs),
+            Input::FileOffsets(offsets) => FileOffset::as_raw_slice(offsets),
+            Input::AbsAddrs(addrs) => AbsAddr::as_raw_slice(addrs),
+        }
+    }
+
     fn kind(&self) -> &'static str {
         match self {
             Input::VirtAddrs(_) => "virtual addresses (Input::VirtAddrs)",
@@ -162,7 +174,7 @@ pub struct SymbolizerBuilder {
     source_lines: bool,
     debug_files: bool,
     debug_dirs: Vec<PathBuf>,
-    /// `None`: elfutils' environment variables, read by `build`.
+    /// `None`: no debuginfod (the environment is not read).
     #[cfg(feature = "debuginfod")]
     debuginfod: Option<crate::debuginfo::DebuginfodConfig>,
     max_open_files: NonZeroUsize,
@@ -220,9 +232,10 @@ impl SymbolizerBuilder {
     }
 
     /// Where and how to fetch missing debug files from debuginfod servers (feature
-    /// `debuginfod`). Default: [`DebuginfodConfig::from_env`](crate::debuginfo::DebuginfodConfig::from_env),
-    /// so without `DEBUGINFOD_URLS` nothing is fetched; a config set here is used as it is,
-    /// the environment unread. `DebuginfodConfig::new()` (no URLs) turns fetching off.
+    /// `debuginfod`). Default: none; nothing touches the network and the environment is not
+    /// read. To behave as gdb and elfutils do (`DEBUGINFOD_URLS` and friends), pass
+    /// [`DebuginfodConfig::from_env`](crate::debuginfo::DebuginfodConfig::from_env); a
+    /// config set here is used as it is.
     /// Fetching is part of the debug-file search, so [`SymbolizerBuilder::debug_files`]
     /// off turns it off too, except for [`Source::BuildId`].
     #[cfg(feature = "debuginfod")]
@@ -267,10 +280,10 @@ impl SymbolizerBuilder {
         let finder = DebugFinder::new(self.debug_dirs);
         #[cfg(feature = "debuginfod")]
         let finder = {
-            let config = self
+            let client = self
                 .debuginfod
-                .unwrap_or_else(crate::debuginfo::DebuginfodConfig::from_env);
-            let client = crate::debuginfo::Debuginfod::new(config).map(Arc::new);
+                .and_then(crate::debuginfo::Debuginfod::new)
+                .map(Arc::new);
             finder.with_debuginfod(client)
         };
         Symbolizer {
@@ -293,7 +306,7 @@ impl SymbolizerBuilder {
 /// Turns addresses into symbols. `Send + Sync`: build one and share it between threads.
 ///
 /// ```
-/// use stacksym::{Input, Source, Symbolizer};
+/// use stacksym::{Input, Source, Symbolizer, VirtAddr};
 /// # fn main() -> stacksym::Result<()> {
 /// let symbolizer = Symbolizer::builder().build();
 /// let path = std::path::Path::new("testdata/bin/c-nopie");
@@ -301,7 +314,7 @@ impl SymbolizerBuilder {
 /// # let (code, _) = elf.symbol_count()?;
 /// # assert!(code > 0);
 /// let main = 0x401000; // some address in the binary
-/// let symbols = symbolizer.symbolize(&Source::Elf { path }, Input::VirtAddrs(&[main]))?;
+/// let symbols = symbolizer.symbolize(&Source::Elf { path }, Input::VirtAddrs(&[VirtAddr(main)]))?;
 /// for sym in symbols.iter().flatten() {
 ///     println!("{}+{:#x}", sym.name, sym.offset);
 /// }
@@ -358,7 +371,7 @@ impl Symbolizer {
             (Source::BuildId { build_id }, Input::VirtAddrs(_) | Input::FileOffsets(_)) => {
                 let found = self.file_with_build_id(source, build_id)?;
                 if found.is_debug_file() && matches!(input, Input::FileOffsets(_)) {
-                    return Err(Error::Unsupported {
+                    return Err(Error::InvalidRequest {
                         path: found.path,
                         what: "file offsets need the binary, and only its debug file has \
                                this build-id here: give virtual addresses \
@@ -368,20 +381,23 @@ impl Symbolizer {
                 }
                 self.symbolize_elf(&found.path, input)
             }
-            (Source::Process { process, maps }, Input::AbsAddrs(addrs)) => match maps {
-                Some(maps) => self.symbolize_process_with(process, maps, addrs),
-                None => {
-                    let maps = self.cached_maps(process, addrs)?;
-                    self.symbolize_process_with(process, &maps, addrs)
+            (Source::Process { process, maps }, Input::AbsAddrs(addrs)) => {
+                let addrs = AbsAddr::as_raw_slice(addrs);
+                match maps {
+                    Some(maps) => self.symbolize_process_with(process, maps, addrs),
+                    None => {
+                        let maps = self.cached_maps(process, addrs)?;
+                        self.symbolize_process_with(process, &maps, addrs)
+                    }
                 }
-            },
+            }
             (Source::Kernel(kernel), Input::AbsAddrs(addrs)) => {
-                self.symbolize_kernel(kernel, addrs)
+                self.symbolize_kernel(kernel, AbsAddr::as_raw_slice(addrs))
             }
             (Source::Stack { process, kernel }, Input::AbsAddrs(addrs)) => {
-                self.symbolize_stack(process, kernel.as_ref(), addrs)
+                self.symbolize_stack(process, kernel.as_ref(), AbsAddr::as_raw_slice(addrs))
             }
-            (source, input) => Err(Error::Unsupported {
+            (source, input) => Err(Error::InvalidRequest {
                 path: source.describe(),
                 what: format!(
                     "{} do not fit this source: {}",
@@ -406,7 +422,7 @@ impl Symbolizer {
     ) -> Result<crate::debuginfo::DebugFile> {
         self.build_ids
             .find_by_build_id(build_id)?
-            .ok_or_else(|| Error::Unsupported {
+            .ok_or_else(|| Error::NotFound {
                 path: source.describe(),
                 what: format!(
                     "no file with this build-id in {:?} (.build-id/xx/rest or \
@@ -451,10 +467,7 @@ impl Symbolizer {
         // Each address as a virtual address and the file offset it was given as; the file
         // offset of a virtual address is derived only where no symbol answers (for found ones
         // `Symbols` derives it when read: see `Entry::file_offset`).
-        let (input_addrs, given_as_offsets) = match input {
-            Input::FileOffsets(offsets) => (offsets, true),
-            Input::VirtAddrs(addrs) | Input::AbsAddrs(addrs) => (addrs, false),
-        };
+        let (input_addrs, given_as_offsets) = (input.raw(), matches!(input, Input::FileOffsets(_)));
         let to_virt_and_offset = |raw: u64| {
             if given_as_offsets {
                 let offset = FileOffset(raw);
@@ -572,7 +585,7 @@ impl Symbolizer {
                 // A DWARF function names an address no symbol covers.
                 let has_function = frames
                     .get(range.start as usize..range.end as usize)
-                    .and_then(<[Frame]>::last)
+                    .and_then(<[InlineFrame]>::last)
                     .is_some_and(|frame| frame.function.is_some());
                 if has_function && matches!(answer, Answer::NoSymbol) {
                     answer = Answer::DwarfOnly { part, addr };

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::addr::{AbsAddr, FileOffset, VirtAddr};
-use crate::dwarf::Frame;
+use crate::dwarf::InlineFrame;
 use crate::elf::{ElfFile, Segments, SymbolId, SymbolKind, SymbolOrigin};
 use crate::error::Error;
 use crate::kernel::Kallsyms;
@@ -92,7 +92,7 @@ pub struct Sym<'a> {
     /// location is the call site of the frame inside it, as in llvm-symbolizer. Empty when
     /// DWARF does not cover the address (or source lines are off); then only the symbol
     /// table answered.
-    pub frames: &'a [Frame],
+    pub frames: &'a [InlineFrame],
 }
 
 /// Where a [`Sym`]'s file offset comes from: known, or derived from the file's segments
@@ -121,11 +121,24 @@ impl PartialEq for FileOffsetAt<'_> {
 
 impl Eq for FileOffsetAt<'_> {}
 
-impl Sym<'_> {
+impl<'a> Sym<'a> {
     /// The address's offset in [`Sym::module`], where the address is in a file (`None` for
     /// the kernel, and for a virtual address no segment of the file holds).
     pub fn file_offset(&self) -> Option<FileOffset> {
         self.file_offset_at.get()
+    }
+
+    /// The name to show for `frame`, one of [`Sym::frames`], as llvm-symbolizer shows it: an
+    /// inlined frame by its DWARF function's (demangled) name; the outermost frame, the
+    /// function whose machine code this is, by the symbol table's name ([`Sym::name`]: libc's
+    /// `__libc_malloc`, where DWARF says `__GI___libc_malloc`); `??` where neither names it.
+    pub fn frame_name(&self, frame: &'a InlineFrame) -> &'a str {
+        match &frame.function {
+            Some(function) if frame.inlined => function.demangled.as_str(),
+            _ if !self.name.is_empty() => self.name,
+            Some(function) => function.demangled.as_str(),
+            None => "??",
+        }
     }
 
     /// A copy that owns its strings and frames, to keep past the batch.
@@ -171,7 +184,7 @@ pub struct OwnedSym {
     pub file_offset: Option<FileOffset>,
     pub build_id: Option<Vec<u8>>,
     pub kernel_module: Option<String>,
-    pub frames: Vec<Frame>,
+    pub frames: Vec<InlineFrame>,
 }
 
 /// Why an address has no [`Sym`].
@@ -300,7 +313,7 @@ pub struct Symbols {
     pub(crate) parts: Vec<Part>,
     pub(crate) modules: Vec<ModuleName>,
     /// The frames of every address, back to back.
-    pub(crate) frames: Vec<Frame>,
+    pub(crate) frames: Vec<InlineFrame>,
     pub(crate) demangle: bool,
 }
 
@@ -429,14 +442,14 @@ impl Symbols {
     /// [`Symbols::get`] has no answer: a line-table row that no symbol and no DWARF function
     /// covers (the padding after a function, code the compiler made) still has a file and
     /// line, as llvm-symbolizer prints them under `??`. Empty without DWARF.
-    pub fn lines(&self, index: usize) -> &[Frame] {
+    pub fn lines(&self, index: usize) -> &[InlineFrame] {
         self.entries
             .get(index)
             .map(|entry| self.entry_frames(entry))
             .unwrap_or_default()
     }
 
-    fn entry_frames(&self, entry: &Entry) -> &[Frame] {
+    fn entry_frames(&self, entry: &Entry) -> &[InlineFrame] {
         let range = entry.frames.start as usize..entry.frames.end as usize;
         self.frames.get(range).unwrap_or_default()
     }

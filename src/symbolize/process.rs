@@ -27,26 +27,25 @@ impl Symbolizer {
     ///
     /// ```no_run
     /// use stacksym::process::{Normalized, Process};
-    /// use stacksym::{Input, Source, Symbolizer};
+    /// use stacksym::{AbsAddr, Input, Source, Symbolizer};
     /// # fn main() -> stacksym::Result<()> {
     /// // On the host: capture.
     /// let symbolizer = Symbolizer::builder().build();
-    /// let normalized = symbolizer.normalize(&Process::new(1234), &[0x5566_7788_99aa])?;
+    /// let normalized = symbolizer.normalize(&Process::new(1234), &[AbsAddr(0x5566_7788_99aa)])?;
     /// // Later, elsewhere (debug files by build-id in the debug dirs): symbolize.
     /// if let Normalized::File(addr) = &normalized[0] {
     ///     if let (Some(build_id), Some(virt)) = (&addr.build_id, addr.virt_addr) {
     ///         let source = Source::BuildId { build_id };
-    ///         let symbols = symbolizer.symbolize(&source, Input::VirtAddrs(&[virt.0]))?;
+    ///         let symbols = symbolizer.symbolize(&source, Input::VirtAddrs(&[virt]))?;
     ///         println!("{:?}", symbols.get(0).map(|sym| sym.name));
     ///     }
     /// }
     /// # Ok(())
     /// # }
     /// ```
-    pub fn normalize(&self, process: &Process, addrs: &[u64]) -> Result<Vec<Normalized>> {
-        let maps = self.cached_maps(process, addrs)?;
-        let addrs: Vec<AbsAddr> = addrs.iter().map(|&a| AbsAddr(a)).collect();
-        Ok(process.normalize_with(&maps, &addrs))
+    pub fn normalize(&self, process: &Process, addrs: &[AbsAddr]) -> Result<Vec<Normalized>> {
+        let maps = self.cached_maps(process, AbsAddr::as_raw_slice(addrs))?;
+        Ok(process.normalize_with(&maps, addrs))
     }
 
     /// The ELF file behind `mapping` of `process`, opened as [`crate::Source::Process`]
@@ -151,7 +150,7 @@ impl Symbolizer {
                 self.symbolize_loaded(
                     &loaded,
                     &open_path,
-                    Input::FileOffsets(&group.offsets),
+                    Input::FileOffsets(FileOffset::from_raw_slice(&group.offsets)),
                     Some(&root),
                 )
             }) {

@@ -7,9 +7,10 @@
 //! perf and eBPF profilers capture it; [`ProcessMemory`]: a live process), and the
 //! [`Modules`] mapped in the address space (each with its `Arc<ElfFile>`, the same one the
 //! [`crate::Symbolizer`] caches: [`crate::Symbolizer::elf_file`]). Output: a [`Stack`] of
-//! [`Frame`]s, the instruction pointer first and then the return addresses (look callers up
-//! at `addr - 1`: [`Frame::lookup_addr`]), each saying how it was recovered, and the
-//! [`StopReason`].
+//! [`Frame`]s, the instruction pointer first and then the return addresses (look each up at
+//! [`Frame::lookup_addr`]: `addr - 1` for a return address, the address itself for the
+//! first frame, a signal trampoline and the code a signal interrupted; [`FrameKind`]), each
+//! saying how it was recovered, and the [`StopReason`].
 //!
 //! Each frame's CFI row is compiled into a small `Copy` rule per architecture
 //! ([`RuleX86_64`], [`RuleAarch64`]) and kept in the caller's [`UnwindCache`] (bounded,
@@ -35,20 +36,20 @@
 //! let mut cache = UnwindCache::new();
 //! let result = unwinder.unwind_frame_pointers(&regs, &StackCopy::new(0x7ff0, &stack), &mut cache);
 //! assert_eq!(result.frames.len(), 2);
-//! assert!(result.frames[1].is_return_address);
+//! assert_eq!(result.frames[1].kind, stacksym::unwind::FrameKind::ReturnAddress);
 //! # Ok(())
 //! # }
 //! ```
 
 mod arch;
 mod cfi;
-pub mod expr;
+mod expr;
 mod memory;
 mod module;
 mod regs;
 mod table;
 
-pub use arch::{RuleAarch64, RuleX86_64, UnwindArch, UnwindProblem};
+pub use arch::{UnwindArch, UnwindProblem};
 pub use cfi::MODULE_RULE_SLOTS;
 pub use memory::{Memory, ProcessMemory, StackCopy};
 pub use module::{Module, Modules};
@@ -107,29 +108,52 @@ pub enum StopReason {
     DepthLimit,
 }
 
+/// What a frame's address is, which decides where to look it up ([`Frame::lookup_addr`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FrameKind {
+    /// An exact instruction pointer: the registers' own (the first frame), or where a
+    /// signal interrupted the code (the frame after a [`FrameKind::SignalTrampoline`]).
+    /// Looked up at the address itself.
+    InstructionPointer,
+    /// A return address: the call is the instruction before it (which may be the last of
+    /// its function), so it is looked up at `addr - 1`, as perf and gdb do.
+    ReturnAddress,
+    /// The signal trampoline a signal handler returns to (glibc's `__restore_rt`, the
+    /// vDSO's `__kernel_rt_sigreturn`): a return address, but one that points at the
+    /// trampoline's first instruction, not after a call, so it is looked up at the address
+    /// itself (at `addr - 1` it would name whatever precedes the trampoline). gdb prints it
+    /// as `<signal handler called>`.
+    SignalTrampoline,
+}
+
 /// One frame of a stack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Frame {
     /// The instruction pointer (first frame, or where a signal interrupted the code), or a
     /// return address.
     pub addr: u64,
-    /// `addr` is a return address: the call is the instruction before it, so look it up at
-    /// `addr - 1` ([`Frame::lookup_addr`]).
-    pub is_return_address: bool,
+    /// What `addr` is: where to look it up.
+    pub kind: FrameKind,
     /// How `addr` was found.
     pub recovered: Recovery,
 }
 
 impl Frame {
     /// The address to symbolize: `addr - 1` for a return address (inside the call
-    /// instruction, which may be the last of its function), else `addr`. This is what perf
-    /// prints for caller frames.
+    /// instruction, which may be the last of its function), else `addr` (an exact
+    /// instruction pointer, a signal trampoline). This is what perf prints for caller
+    /// frames.
     pub fn lookup_addr(&self) -> u64 {
-        if self.is_return_address {
-            self.addr.wrapping_sub(1)
-        } else {
-            self.addr
+        match self.kind {
+            FrameKind::ReturnAddress => self.addr.wrapping_sub(1),
+            FrameKind::InstructionPointer | FrameKind::SignalTrampoline => self.addr,
         }
+    }
+
+    /// Whether `addr` is a return address ([`FrameKind::ReturnAddress`] or
+    /// [`FrameKind::SignalTrampoline`]), not an exact instruction pointer.
+    pub fn is_return_address(&self) -> bool {
+        self.kind != FrameKind::InstructionPointer
     }
 }
 
@@ -316,7 +340,7 @@ impl Unwinder {
         let mut frames = Vec::with_capacity(32.min(self.options.max_frames.max(1)));
         frames.push(Frame {
             addr: regs.ip(),
-            is_return_address: false,
+            kind: FrameKind::InstructionPointer,
             recovered: Recovery::Registers,
         });
         let mut exact = true;
@@ -353,9 +377,22 @@ impl Unwinder {
             if (went_down && !signal) || (new_ip == ip && new_sp == sp) {
                 break StopReason::NoProgress;
             }
+            if signal {
+                // The frame just left returned into a signal trampoline: its address is the
+                // trampoline's first instruction, not a call's return address.
+                if let Some(trampoline) = frames.last_mut() {
+                    if trampoline.kind == FrameKind::ReturnAddress {
+                        trampoline.kind = FrameKind::SignalTrampoline;
+                    }
+                }
+            }
             frames.push(Frame {
                 addr: new_ip,
-                is_return_address: !signal,
+                kind: if signal {
+                    FrameKind::InstructionPointer
+                } else {
+                    FrameKind::ReturnAddress
+                },
                 recovered: recovery,
             });
             exact = signal;

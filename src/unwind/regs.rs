@@ -66,12 +66,112 @@ pub struct RegsX86_64 {
 }
 
 impl RegsX86_64 {
+    /// DWARF number of `rax`.
+    pub const RAX: u16 = 0;
+    /// DWARF number of `rdx`.
+    pub const RDX: u16 = 1;
+    /// DWARF number of `rcx`.
+    pub const RCX: u16 = 2;
+    /// DWARF number of `rbx`.
+    pub const RBX: u16 = 3;
+    /// DWARF number of `rsi`.
+    pub const RSI: u16 = 4;
+    /// DWARF number of `rdi`.
+    pub const RDI: u16 = 5;
     /// DWARF number of `rbp`.
     pub const RBP: u16 = 6;
     /// DWARF number of `rsp`.
     pub const RSP: u16 = 7;
+    /// DWARF number of `r8`.
+    pub const R8: u16 = 8;
+    /// DWARF number of `r9`.
+    pub const R9: u16 = 9;
+    /// DWARF number of `r10`.
+    pub const R10: u16 = 10;
+    /// DWARF number of `r11`.
+    pub const R11: u16 = 11;
+    /// DWARF number of `r12`.
+    pub const R12: u16 = 12;
+    /// DWARF number of `r13`.
+    pub const R13: u16 = 13;
+    /// DWARF number of `r14`.
+    pub const R14: u16 = 14;
+    /// DWARF number of `r15`.
+    pub const R15: u16 = 15;
     /// DWARF number of the return address column (`rip`).
     pub const RIP: u16 = 16;
+    /// The register names, by DWARF number.
+    pub const NAMES: [&'static str; 16] = [
+        "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12",
+        "r13", "r14", "r15",
+    ];
+
+    /// Registers with only the instruction and stack pointers known (the frame pointer
+    /// unknown: CFI does not need it; a frame without CFI then stops the walk).
+    pub fn from_ip_sp(ip: u64, sp: u64) -> RegsX86_64 {
+        let mut regs = RegsX86_64 {
+            ip,
+            ..RegsX86_64::default()
+        };
+        regs.set_reg(Self::RSP, sp);
+        regs
+    }
+
+    /// Every register from the kernel's `struct user_regs_struct` as 27 words, in its order
+    /// (what `PTRACE_GETREGS` fills and a core file's `NT_PRSTATUS` holds): r15 r14 r13 r12
+    /// rbp rbx r11 r10 r9 r8 rax rcx rdx rsi rdi orig_rax rip cs eflags rsp ss fs_base gs_base
+    /// ds es fs gs. Given as words so that a core from another machine is read the same way.
+    pub fn from_user_regs(words: &[u64; 27]) -> RegsX86_64 {
+        // user_regs_struct index → DWARF number.
+        const ORDER: [(usize, u16); 16] = [
+            (0, 15),
+            (1, 14),
+            (2, 13),
+            (3, 12),
+            (4, 6),
+            (5, 3),
+            (6, 11),
+            (7, 10),
+            (8, 9),
+            (9, 8),
+            (10, 0),
+            (11, 2),
+            (12, 1),
+            (13, 4),
+            (14, 5),
+            (19, 7),
+        ];
+        let mut regs = RegsX86_64 {
+            ip: words[16],
+            ..RegsX86_64::default()
+        };
+        for (index, reg) in ORDER {
+            regs.set_reg(reg, words[index]);
+        }
+        regs
+    }
+
+    /// A register by DWARF number (the constants above); `None` when unknown. The same as
+    /// [`Registers::get`], without importing the trait.
+    pub fn reg(&self, reg: u16) -> Option<u64> {
+        <Self as Registers>::get(self, reg)
+    }
+
+    /// Sets a register by DWARF number ([`Registers::set`] without importing the trait).
+    pub fn set_reg(&mut self, reg: u16, value: u64) {
+        <Self as Registers>::set(self, reg, value);
+    }
+
+    /// Marks a register unknown ([`Registers::forget`] without importing the trait).
+    pub fn forget_reg(&mut self, reg: u16) {
+        <Self as Registers>::forget(self, reg);
+    }
+
+    /// The same registers with `reg` set (for building a set in one expression).
+    pub fn with(mut self, reg: u16, value: u64) -> RegsX86_64 {
+        self.set_reg(reg, value);
+        self
+    }
     /// perf's mask of the user registers `perf record --call-graph dwarf` samples on x86_64
     /// (`PERF_REG_X86_AX` … `PERF_REG_X86_SS`, `R8` … `R15`; 0xff0fff).
     pub const PERF_SAMPLE_MASK: u64 = 0xff0fff;
@@ -153,13 +253,9 @@ impl Registers for RegsX86_64 {
 
 impl std::fmt::Debug for RegsX86_64 {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        const NAMES: [&str; 16] = [
-            "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11",
-            "r12", "r13", "r14", "r15",
-        ];
         let mut s = f.debug_struct("RegsX86_64");
         s.field("rip", &format_args!("{:#x}", self.ip));
-        for (reg, name) in NAMES.iter().enumerate() {
+        for (reg, name) in Self::NAMES.iter().enumerate() {
             if let Some(value) = self.get(reg as u16) {
                 s.field(name, &format_args!("{value:#x}"));
             }
@@ -187,6 +283,57 @@ impl RegsAarch64 {
     /// perf's mask of every aarch64 user register (`X0` … `X30`, `SP`, `PC`; what
     /// `perf record --call-graph dwarf` samples there).
     pub const PERF_SAMPLE_MASK: u64 = (1 << 33) - 1;
+
+    /// DWARF number of `xN` (0–30), by name: `RegsAarch64::x(19)`; `None` beyond 30.
+    pub fn x(n: u16) -> Option<u16> {
+        (n <= 30).then_some(n)
+    }
+
+    /// Registers with only the program counter and stack pointer known.
+    pub fn from_pc_sp(pc: u64, sp: u64) -> RegsAarch64 {
+        let mut regs = RegsAarch64 {
+            pc,
+            ..RegsAarch64::default()
+        };
+        regs.set_reg(Self::SP_REG, sp);
+        regs
+    }
+
+    /// Every register from the kernel's `struct user_pt_regs` as 34 words, in its order
+    /// (what `PTRACE_GETREGSET NT_PRSTATUS` fills and a core file's `NT_PRSTATUS` holds):
+    /// x0–x30, sp, pc, pstate.
+    pub fn from_user_regs(words: &[u64; 34]) -> RegsAarch64 {
+        let mut regs = RegsAarch64 {
+            pc: words[32],
+            ..RegsAarch64::default()
+        };
+        for (reg, &value) in (0u16..).zip(&words[..32]) {
+            regs.set_reg(reg, value);
+        }
+        regs
+    }
+
+    /// A register by DWARF number; `None` when unknown ([`Registers::get`] without
+    /// importing the trait).
+    pub fn reg(&self, reg: u16) -> Option<u64> {
+        <Self as Registers>::get(self, reg)
+    }
+
+    /// Sets a register by DWARF number ([`Registers::set`] without importing the trait).
+    pub fn set_reg(&mut self, reg: u16, value: u64) {
+        <Self as Registers>::set(self, reg, value);
+    }
+
+    /// Marks a register unknown ([`Registers::forget`] without importing the trait).
+    pub fn forget_reg(&mut self, reg: u16) {
+        <Self as Registers>::forget(self, reg);
+    }
+
+    /// The same registers with `reg` set (for building a set in one expression).
+    pub fn with(mut self, reg: u16, value: u64) -> RegsAarch64 {
+        self.set_reg(reg, value);
+        self
+    }
 
     /// Registers with only the program counter, stack pointer, frame pointer and link
     /// register known.
@@ -299,6 +446,31 @@ mod tests {
         assert_eq!(regs.ip(), 0x108);
         assert_eq!(regs.get(8), Some(0x10c), "r8 follows FLAGS CS SS");
         assert_eq!(regs.get(15), Some(0x113), "r15");
+    }
+
+    #[test]
+    fn user_regs_struct_lands_on_dwarf_numbers() {
+        let words: [u64; 27] = std::array::from_fn(|i| 0x100 + i as u64);
+        let regs = RegsX86_64::from_user_regs(&words);
+        assert_eq!(regs.reg(RegsX86_64::R15), Some(0x100));
+        assert_eq!(regs.reg(RegsX86_64::RBP), Some(0x104));
+        assert_eq!(regs.reg(RegsX86_64::RBX), Some(0x105));
+        assert_eq!(regs.reg(RegsX86_64::RAX), Some(0x10a));
+        assert_eq!(regs.reg(RegsX86_64::RCX), Some(0x10b));
+        assert_eq!(regs.reg(RegsX86_64::RDX), Some(0x10c));
+        assert_eq!(regs.reg(RegsX86_64::RDI), Some(0x10e));
+        assert_eq!(regs.ip(), 0x110, "rip");
+        assert_eq!(regs.sp(), Some(0x113), "rsp");
+        let mut regs = RegsX86_64::from_ip_sp(1, 2).with(RegsX86_64::R12, 3);
+        assert_eq!((regs.fp(), regs.reg(RegsX86_64::R12)), (None, Some(3)));
+        regs.forget_reg(RegsX86_64::R12);
+        assert_eq!(regs.reg(RegsX86_64::R12), None);
+
+        let words: [u64; 34] = std::array::from_fn(|i| 0x200 + i as u64);
+        let regs = RegsAarch64::from_user_regs(&words);
+        assert_eq!(regs.reg(RegsAarch64::x(19).unwrap()), Some(0x213));
+        assert_eq!((regs.fp(), regs.lr(), regs.sp()), (Some(0x21d), Some(0x21e), Some(0x21f)));
+        assert_eq!(regs.ip(), 0x220);
     }
 
     #[test]

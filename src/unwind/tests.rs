@@ -43,7 +43,7 @@ fn addrs(stack: &Stack) -> Vec<(u64, bool, Recovery)> {
     stack
         .frames
         .iter()
-        .map(|f| (f.addr, f.is_return_address, f.recovered))
+        .map(|f| (f.addr, f.is_return_address(), f.recovered))
         .collect()
 }
 
@@ -389,6 +389,19 @@ fn x86_64_signal_frame_by_cfi_restores_the_ucontext_without_decrementing() {
                 (code(0x120), true, Recovery::Cfi),
             ],
             "partial {partial}"
+        );
+        // The trampoline is looked up at its own address (its first instruction), the
+        // interrupted code at the exact address, the caller below it at its return address - 1.
+        let kinds: Vec<(FrameKind, u64)> =
+            result.frames.iter().map(|f| (f.kind, f.lookup_addr())).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                (FrameKind::InstructionPointer, code(0)),
+                (FrameKind::SignalTrampoline, BASE2 + t + 0x80),
+                (FrameKind::InstructionPointer, code(0)),
+                (FrameKind::ReturnAddress, code(0x120) - 1),
+            ]
         );
         assert_eq!(result.stop, StopReason::Root);
         let module = unwinder.modules().find(BASE2 + t + 0x80).expect("mapped");

@@ -563,9 +563,8 @@ pub fn in_process(
     maps: Option<&stacksym::process::ProcessMaps>,
     addrs: &[stacksym::addr::AbsAddr],
 ) -> stacksym::Result<stacksym::Symbols> {
-    let addrs: Vec<u64> = addrs.iter().map(|a| a.0).collect();
     let source = stacksym::Source::Process { process, maps };
-    symbolizer.symbolize(&source, stacksym::Input::AbsAddrs(&addrs))
+    symbolizer.symbolize(&source, stacksym::Input::AbsAddrs(addrs))
 }
 
 /// A stand-in for a kernel image with DWARF, as no kernel build is committed: `c-pie-g`
