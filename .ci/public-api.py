@@ -6,7 +6,7 @@
 
 `.ci/run` regenerates the list and fails when it differs from the committed `public-api.txt`,
 so that every change to the public surface is seen in review: update the file in the same
-commit (`.ci/public-api.py --update` runs both commands above).
+commit (`.ci/public-api.py --update` runs both commands above; `--check` compares).
 
 Every item reachable from the crate root is listed under each public path that names it
 (re-exports included): modules, types with their public fields and variants, functions and
@@ -315,22 +315,45 @@ class Lister:
         return sorted(self.lines)
 
 
+def rustdoc_json(repo):
+    """Runs rustdoc's JSON output on the library and returns the listed lines."""
+    import os
+
+    subprocess.run(
+        ["cargo", "rustdoc", "--lib", "--", "-Z", "unstable-options", "--output-format", "json"],
+        cwd=repo,
+        check=True,
+        env={**os.environ, "RUSTC_BOOTSTRAP": "1"},
+    )
+    return Lister(json.loads((repo / "target/doc/stacksym.json").read_text())).run()
+
+
 def main():
     args = sys.argv[1:]
     repo = Path(__file__).resolve().parent.parent
+    committed = repo / "public-api.txt"
     if args == ["--update"]:
-        subprocess.run(
-            ["cargo", "rustdoc", "--lib", "--", "-Z", "unstable-options", "--output-format", "json"],
-            cwd=repo,
-            check=True,
-            env={**__import__("os").environ, "RUSTC_BOOTSTRAP": "1"},
-        )
-        lines = Lister(json.loads((repo / "target/doc/stacksym.json").read_text())).run()
-        (repo / "public-api.txt").write_text("\n".join(lines) + "\n")
+        lines = rustdoc_json(repo)
+        committed.write_text("\n".join(lines) + "\n")
         print(f"public-api.txt: {len(lines)} lines")
         return
+    if args == ["--check"]:
+        import difflib
+
+        lines = [line + "\n" for line in rustdoc_json(repo)]
+        old = committed.read_text().splitlines(keepends=True) if committed.exists() else []
+        if lines != old:
+            sys.stdout.writelines(
+                difflib.unified_diff(old, lines, "public-api.txt (committed)", "the crate now")
+            )
+            sys.exit(
+                "the public API differs from public-api.txt: if the change is meant, run "
+                "`python3 .ci/public-api.py --update` and commit the file"
+            )
+        print(f"public API unchanged: {len(lines)} lines")
+        return
     if len(args) != 1:
-        sys.exit("usage: public-api.py RUSTDOC_JSON | --update")
+        sys.exit("usage: public-api.py RUSTDOC_JSON | --update | --check")
     for line in Lister(json.loads(Path(args[0]).read_text())).run():
         print(line)
 

@@ -338,10 +338,10 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
                         String::from_utf8_lossy(s.name).into_owned()
                     })
             } else {
-                match self
-                    .symbolizer
-                    .symbolize(&Source::Elf { path: &path }, Input::FileOffsets(stacksym::FileOffset::from_raw_slice(&[offset])))
-                {
+                match self.symbolizer.symbolize(
+                    &Source::Elf { path: &path },
+                    Input::FileOffsets(stacksym::FileOffset::from_raw_slice(&[offset])),
+                ) {
                     Ok(symbols) => symbols
                         .get(0)
                         .map_or("[unknown]".to_string(), |sym| sym.name.to_string()),

@@ -108,6 +108,9 @@ mod tests {
         assert_eq!(abs, &[AbsAddr(1), AbsAddr(u64::MAX), AbsAddr(0x401000)]);
         assert_eq!(AbsAddr::as_raw_slice(abs).as_ptr(), raw.as_ptr());
         assert_eq!(VirtAddr::from_raw_slice(&raw)[2], VirtAddr(0x401000));
-        assert_eq!(FileOffset::as_raw_slice(FileOffset::from_raw_slice(&raw)), &raw);
+        assert_eq!(
+            FileOffset::as_raw_slice(FileOffset::from_raw_slice(&raw)),
+            &raw
+        );
     }
 }

@@ -85,7 +85,10 @@ fn compare_file(
     let t = Instant::now();
     let symbolizer = Symbolizer::builder().demangle(false).build();
     let found = symbolizer
-        .symbolize(&Source::Elf { path }, Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&addrs)))
+        .symbolize(
+            &Source::Elf { path },
+            Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&addrs)),
+        )
         .unwrap_or_else(|e| panic!("stacksym failed on {}: {e}", path.display()));
     let stacksym_time = t.elapsed();
     assert_eq!(found.len(), addrs.len());
@@ -409,7 +412,10 @@ fn libllvm_linker_script_is_not_an_elf_file() {
     let symbolizer = Symbolizer::builder().build();
     check(
         symbolizer
-            .symbolize(&Source::Elf { path: &path }, Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&[0x1000])))
+            .symbolize(
+                &Source::Elf { path: &path },
+                Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&[0x1000])),
+            )
             .expect_err("a linker script is not ELF"),
         "Symbolizer::symbolize",
     );
@@ -442,7 +448,10 @@ fn demangled_sample(
     starts.truncate(count);
     let symbolizer = Symbolizer::builder().demangle(true).build();
     let found = symbolizer
-        .symbolize(&Source::Elf { path }, Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&starts)))
+        .symbolize(
+            &Source::Elf { path },
+            Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&starts)),
+        )
         .unwrap_or_else(|e| panic!("stacksym failed on {}: {e}", path.display()));
     found
         .iter()

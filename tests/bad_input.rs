@@ -378,7 +378,10 @@ fn run_path(path: &Path, extra: &[u64]) -> Outcome {
         Err(e) => errors.push(check_error(&e, path)),
     }
     let symbolizer = Symbolizer::default();
-    for input in [Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&addrs)), Input::FileOffsets(stacksym::FileOffset::from_raw_slice(&addrs))] {
+    for input in [
+        Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&addrs)),
+        Input::FileOffsets(stacksym::FileOffset::from_raw_slice(&addrs)),
+    ] {
         match symbolizer.symbolize(&Source::Elf { path }, input) {
             Ok(symbols) => {
                 assert_eq!(symbols.len(), addrs.len());

@@ -32,7 +32,10 @@ fn ten_thousand_files_stay_within_capacity() {
         let path = dir.path().join(format!("copy-{i}"));
         std::fs::write(&path, &original).unwrap();
         let symbols = symbolizer
-            .symbolize(&Source::Elf { path: &path }, Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&[main])))
+            .symbolize(
+                &Source::Elf { path: &path },
+                Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&[main])),
+            )
             .unwrap();
         assert_eq!(symbols.get(0).unwrap().name, "main");
         drop(symbols);

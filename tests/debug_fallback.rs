@@ -49,7 +49,10 @@ fn malformed_debug_info_is_reported_and_symbols_still_answer() {
     assert!(!addrs.is_empty(), "nm finds the demo's functions");
     let symbolizer = Symbolizer::builder().debug_files(false).build();
     let symbols = symbolizer
-        .symbolize(&Source::Elf { path: &path }, Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&addrs)))
+        .symbolize(
+            &Source::Elf { path: &path },
+            Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&addrs)),
+        )
         .expect("a file with broken DWARF is still symbolized");
     let error = symbols
         .debug_error()
@@ -92,7 +95,10 @@ fn missing_dwz_supplementary_file_keeps_lines_and_symbols() {
     );
     let symbolizer = Symbolizer::builder().debug_dirs(vec![debug_dir]).build();
     let symbols = symbolizer
-        .symbolize(&Source::Elf { path: &stripped }, Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&addrs)))
+        .symbolize(
+            &Source::Elf { path: &stripped },
+            Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&addrs)),
+        )
         .expect("a missing supplementary file does not fail the batch");
     assert!(symbols.debug_file().is_some(), "the debug file is found");
     for (i, sym) in symbols.iter().enumerate() {
@@ -117,7 +123,10 @@ fn split_dwarf_without_its_dwo_gives_skeleton_lines() {
     assert!(!addrs.is_empty(), "nm finds the demo's functions");
     let symbolizer = Symbolizer::builder().debug_files(false).build();
     let alone = symbolizer
-        .symbolize(&Source::Elf { path: &copy }, Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&addrs)))
+        .symbolize(
+            &Source::Elf { path: &copy },
+            Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&addrs)),
+        )
         .expect("symbolized without the .dwo");
     assert!(
         alone.debug_error().is_none(),
@@ -141,7 +150,10 @@ fn split_dwarf_without_its_dwo_gives_skeleton_lines() {
     std::fs::write(dir.path().join("c-split-dwarf.dwo"), &bytes).expect("write");
     let symbolizer = Symbolizer::builder().debug_files(false).build();
     let wrong = symbolizer
-        .symbolize(&Source::Elf { path: &copy }, Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&addrs)))
+        .symbolize(
+            &Source::Elf { path: &copy },
+            Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&addrs)),
+        )
         .expect("symbolized with a wrong .dwo");
     for (a, b) in alone.iter().zip(wrong.iter()) {
         let (a, b) = (a.expect("a symbol"), b.expect("a symbol"));

@@ -131,7 +131,10 @@ fn remote_only(config: DebuginfodConfig) -> Symbolizer {
 
 fn symbolize(symbolizer: &Symbolizer, path: &Path, addrs: &[u64]) -> Symbols {
     symbolizer
-        .symbolize(&Source::Elf { path }, Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(addrs)))
+        .symbolize(
+            &Source::Elf { path },
+            Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(addrs)),
+        )
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -1098,7 +1101,11 @@ fn the_default_builder_ignores_debuginfod_urls() {
         let out = finish(spawn_child_with(role, &envs, &exe));
         assert_eq!(reported(&out, "downloads"), want_downloads, "{role}: {out}");
     }
-    assert_eq!(server.requests().len(), 1, "only the child told to read the environment");
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "only the child told to read the environment"
+    );
 }
 
 #[test]

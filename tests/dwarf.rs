@@ -26,8 +26,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use stacksym::dwarf::{DwarfInfo, DwarfSections};
-use stacksym::InlineFrame;
 use stacksym::elf::ElfFile;
+use stacksym::InlineFrame;
 use stacksym::{Input, Source, Symbolizer, VirtAddr};
 use support::writeln_stderr;
 
@@ -353,7 +353,10 @@ fn compare(
         .debug_dirs(ours_debug_dirs.clone())
         .build();
     let symbols = symbolizer
-        .symbolize(&Source::Elf { path: ours_obj }, Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&addrs)))
+        .symbolize(
+            &Source::Elf { path: ours_obj },
+            Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&addrs)),
+        )
         .unwrap_or_else(|e| panic!("symbolizing {}: {e}", ours_obj.display()));
     if let Some(e) = symbols.debug_error() {
         panic!("{}: DWARF error: {e}", ours_obj.display());
@@ -873,7 +876,10 @@ fn threads_sharing_a_symbolizer_get_the_frames_of_one() {
         .collect();
     let answers = |symbolizer: &Symbolizer| {
         let symbols = symbolizer
-            .symbolize(&Source::Elf { path: &path }, Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&addrs)))
+            .symbolize(
+                &Source::Elf { path: &path },
+                Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&addrs)),
+            )
             .unwrap_or_else(|e| panic!("{e}"));
         symbols
             .iter()
@@ -1093,7 +1099,10 @@ fn module_addresses_from_kallsyms_and_sysfs_agree_with_llvm_symbolizer() {
         ..KernelSource::default()
     });
     let ours = symbolizer
-        .symbolize(&source, Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&running)))
+        .symbolize(
+            &source,
+            Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&running)),
+        )
         .unwrap();
     assert!(modules.problems().is_empty(), "{:?}", modules.problems());
     let llvm = llvm_chains(&tools.llvm_symbolizer, &twin, None, &twin_addrs);
@@ -1193,8 +1202,14 @@ fn two_threads_answer_as_one_thread() {
             .collect();
         let source = Source::Elf { path };
         let (Ok(a), Ok(b)) = (
-            one.symbolize(&source, Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&addrs))),
-            two.symbolize(&source, Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&addrs))),
+            one.symbolize(
+                &source,
+                Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&addrs)),
+            ),
+            two.symbolize(
+                &source,
+                Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&addrs)),
+            ),
         ) else {
             continue;
         };

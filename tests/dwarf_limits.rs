@@ -416,7 +416,10 @@ fn deep_nesting_is_an_error_not_a_stack_overflow() {
     std::fs::write(&path, deep).unwrap();
     let symbols = Symbolizer::builder()
         .build()
-        .symbolize(&Source::Elf { path: &path }, Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&[LOW + 4])))
+        .symbolize(
+            &Source::Elf { path: &path },
+            Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&[LOW + 4])),
+        )
         .unwrap();
     let why = symbols.debug_error().expect("the DWARF error is reported");
     assert!(why.to_string().contains("inlined"), "{why}");

@@ -265,7 +265,11 @@ fn symbolize_with(symbolizer: &Symbolizer, path: &Path, input: Input<'_>) -> Vec
 }
 
 fn symbolize(path: &Path, addrs: &[u64]) -> Vec<Option<Owned>> {
-    symbolize_with(&Symbolizer::default(), path, Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(addrs)))
+    symbolize_with(
+        &Symbolizer::default(),
+        path,
+        Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(addrs)),
+    )
 }
 
 fn one(path: &Path, addr: u64) -> Owned {
@@ -749,8 +753,16 @@ fn file_offsets_give_the_same_answers_as_virtual_addresses() {
         }
         assert!(vaddrs.len() > 10, "{binary}: {} addresses", vaddrs.len());
         let symbolizer = Symbolizer::default();
-        let by_vaddr = symbolize_with(&symbolizer, &path, Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&vaddrs)));
-        let by_offset = symbolize_with(&symbolizer, &path, Input::FileOffsets(stacksym::FileOffset::from_raw_slice(&offsets)));
+        let by_vaddr = symbolize_with(
+            &symbolizer,
+            &path,
+            Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&vaddrs)),
+        );
+        let by_offset = symbolize_with(
+            &symbolizer,
+            &path,
+            Input::FileOffsets(stacksym::FileOffset::from_raw_slice(&offsets)),
+        );
         assert!(by_vaddr.iter().filter(|s| s.is_some()).count() > 10);
         for i in 0..vaddrs.len() {
             assert_eq!(
@@ -771,7 +783,11 @@ fn file_offsets_give_the_same_answers_as_virtual_addresses() {
         // Offsets past the end of the file are in no segment.
         let len = std::fs::metadata(&path).unwrap().len();
         assert_eq!(
-            symbolize_with(&symbolizer, &path, Input::FileOffsets(stacksym::FileOffset::from_raw_slice(&[len, u64::MAX]))),
+            symbolize_with(
+                &symbolizer,
+                &path,
+                Input::FileOffsets(stacksym::FileOffset::from_raw_slice(&[len, u64::MAX]))
+            ),
             [None, None]
         );
     }
@@ -1050,14 +1066,22 @@ fn cache_hits_for_the_same_file() {
     let path = bin("c-pie-g");
     let addr = sym(&readelf_syms(&path), "checksum").value;
     let symbolizer = Symbolizer::default();
-    let first = symbolize_with(&symbolizer, &path, Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&[addr])));
+    let first = symbolize_with(
+        &symbolizer,
+        &path,
+        Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&[addr])),
+    );
     let s = symbolizer.stats();
     assert_eq!((s.files.hits, s.files.misses, s.open_files), (0, 1, 1));
     let len = std::fs::metadata(&path).unwrap().len();
     assert_eq!(s.bytes_mapped, len);
     for _ in 0..3 {
         assert_eq!(
-            symbolize_with(&symbolizer, &path, Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&[addr]))),
+            symbolize_with(
+                &symbolizer,
+                &path,
+                Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&[addr]))
+            ),
             first
         );
     }
@@ -1138,11 +1162,19 @@ fn same_size_rewrite_gives_new_answers() {
     let target = dir.path().join("prog");
     std::fs::write(&target, &original).unwrap();
     let symbolizer = Symbolizer::default();
-    let before = symbolize_with(&symbolizer, &target, Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&[addr])));
+    let before = symbolize_with(
+        &symbolizer,
+        &target,
+        Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&[addr])),
+    );
     assert_eq!(before[0].as_ref().unwrap().name, "checksum");
     std::thread::sleep(std::time::Duration::from_millis(50));
     std::fs::write(&target, &renamed).unwrap();
-    let after = symbolize_with(&symbolizer, &target, Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&[addr])));
+    let after = symbolize_with(
+        &symbolizer,
+        &target,
+        Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&[addr])),
+    );
     assert_eq!(after[0].as_ref().unwrap().name, "checksuM");
     assert_eq!(symbolizer.stats().files.misses, 2);
 }
@@ -1169,7 +1201,13 @@ fn hard_link_shares_identity() {
     let symbolizer = Symbolizer::default();
     let answers: Vec<_> = [&original, &hard, &soft, &copy]
         .iter()
-        .map(|p| symbolize_with(&symbolizer, p, Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&[addr]))))
+        .map(|p| {
+            symbolize_with(
+                &symbolizer,
+                p,
+                Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&[addr])),
+            )
+        })
         .collect();
     assert!(answers.windows(2).all(|w| w[0] == w[1]), "{answers:?}");
     assert_eq!(answers[0][0].as_ref().unwrap().name, "mix");
@@ -1180,7 +1218,10 @@ fn hard_link_shares_identity() {
     // Each result names the path it was asked with, not the one that opened the file.
     for path in [&original, &hard, &soft] {
         let symbols = symbolizer
-            .symbolize(&Source::Elf { path }, Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&[addr])))
+            .symbolize(
+                &Source::Elf { path },
+                Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&[addr])),
+            )
             .unwrap();
         assert_eq!(symbols.module(0), Some(path.as_path()));
         assert_eq!(symbols.get(0).unwrap().module, path.as_path());
@@ -1223,7 +1264,11 @@ fn symbolizer_shared_between_threads_gives_identical_answers() {
                         // Each thread walks the files in its own order.
                         let j = (k * (t + 1) + round) % jobs.len();
                         let (path, addrs) = &jobs[j];
-                        let got = symbolize_with(shared, path, Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(addrs)));
+                        let got = symbolize_with(
+                            shared,
+                            path,
+                            Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(addrs)),
+                        );
                         assert_eq!(&got, &baseline[j], "thread {t}, {}", path.display());
                     }
                 }

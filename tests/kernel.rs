@@ -549,7 +549,10 @@ fn symbolizer_caches_kallsyms_and_rereads_for_unknown_addresses() {
     let known = [0xffff_ffff_8100_0104u64];
     for _ in 0..2 {
         let symbols = symbolizer
-            .symbolize(&source, Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&known)))
+            .symbolize(
+                &source,
+                Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&known)),
+            )
             .unwrap();
         assert_eq!(symbols.get(0).map(|s| s.name), Some("do_work"));
     }
@@ -566,7 +569,10 @@ fn symbolizer_caches_kallsyms_and_rereads_for_unknown_addresses() {
         .unwrap();
     let new_module = [0xffff_ffff_c000_9004u64];
     let young = symbolizer
-        .symbolize(&source, Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&new_module)))
+        .symbolize(
+            &source,
+            Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&new_module)),
+        )
         .unwrap();
     assert!(
         matches!(young.not_found(0), Some(NotFound::NoSymbol)),
@@ -574,7 +580,10 @@ fn symbolizer_caches_kallsyms_and_rereads_for_unknown_addresses() {
     );
     std::thread::sleep(stacksym::symbolize::KALLSYMS_MIN_AGE);
     let fresh = symbolizer
-        .symbolize(&source, Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&new_module)))
+        .symbolize(
+            &source,
+            Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&new_module)),
+        )
         .unwrap();
     assert_eq!(
         fresh.get(0).map(|f| (f.name, f.kernel_module)),
@@ -603,7 +612,10 @@ fn hidden_kernel_addresses_are_a_reason_per_address() {
         .build()
         .symbolize(
             &source,
-            Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&[0xffff_ffff_8100_0104, 0xffff_ffff_8100_0000])),
+            Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&[
+                0xffff_ffff_8100_0104,
+                0xffff_ffff_8100_0000,
+            ])),
         )
         .unwrap();
     for i in 0..2 {
@@ -622,8 +634,8 @@ fn hidden_kernel_addresses_are_a_reason_per_address() {
 mod modules {
     use std::path::{Path, PathBuf};
 
-    use stacksym::InlineFrame;
     use stacksym::kernel::{Kallsyms, KernelModules, ModuleSections};
+    use stacksym::InlineFrame;
     use stacksym::{Error, Input, KernelSource, Source, Symbolizer};
 
     const TESTDATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata");
@@ -673,7 +685,10 @@ mod modules {
             ..KernelSource::default()
         });
         let symbols = symbolizer
-            .symbolize(&source, Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(addrs)))
+            .symbolize(
+                &source,
+                Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(addrs)),
+            )
             .unwrap();
         symbols
             .iter()

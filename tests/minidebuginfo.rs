@@ -73,7 +73,10 @@ fn stripped_binary_names_its_functions_from_minidebuginfo() {
     let addrs: Vec<u64> = functions.iter().map(|(addr, _)| addr + 1).collect();
     let symbolizer = Symbolizer::builder().debug_files(false).build();
     let symbols = symbolizer
-        .symbolize(&Source::Elf { path: &binary }, Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&addrs)))
+        .symbolize(
+            &Source::Elf { path: &binary },
+            Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&addrs)),
+        )
         .expect("symbolized");
     assert!(
         symbols.debug_error().is_none(),
@@ -118,7 +121,10 @@ fn corrupt_minidebuginfo_is_reported_and_dynsym_still_answers() {
     let addrs: Vec<u64> = functions.iter().map(|(addr, _)| addr + 1).collect();
     let symbolizer = Symbolizer::builder().debug_files(false).build();
     let symbols = symbolizer
-        .symbolize(&Source::Elf { path: &binary }, Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&addrs)))
+        .symbolize(
+            &Source::Elf { path: &binary },
+            Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&addrs)),
+        )
         .expect("a corrupt .gnu_debugdata does not fail the batch");
     let error = symbols
         .debug_error()

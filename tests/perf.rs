@@ -170,7 +170,10 @@ fn perf_record_of_sort_agrees_with_perf_script() {
     for (path, list) in &by_file {
         let offsets: Vec<u64> = list.iter().map(|&(_, off)| off).collect();
         let symbols = symbolizer
-            .symbolize(&Source::Elf { path }, Input::FileOffsets(stacksym::FileOffset::from_raw_slice(&offsets)))
+            .symbolize(
+                &Source::Elf { path },
+                Input::FileOffsets(stacksym::FileOffset::from_raw_slice(&offsets)),
+            )
             .unwrap_or_else(|e| panic!("{e}"));
         for (k, &(i, _)) in list.iter().enumerate() {
             if let Some(sym) = symbols.get(k) {

@@ -19,6 +19,7 @@ use stacksym::process::{
 };
 use stacksym::NotFound;
 use stacksym::{Error, FileOffset, Symbolizer};
+use support::waiter::Waiter;
 use support::writeln_stderr;
 use support::{name_of, nm_addr, readelf_build_id, readelf_file_offset, readelf_loads};
 
@@ -181,7 +182,11 @@ fn fixture_malformed_line_is_an_error_naming_file_and_line() {
         "{shown}"
     );
     assert!(matches!(err, Error::Process { .. }));
-    assert_eq!(err.kind(), stacksym::ErrorKind::Malformed, "told apart from a gone process");
+    assert_eq!(
+        err.kind(),
+        stacksym::ErrorKind::Malformed,
+        "told apart from a gone process"
+    );
 }
 
 #[test]
@@ -590,7 +595,10 @@ fn normalized_addresses_are_symbolized_by_build_id() {
     };
     let virt = [n.virt_addr.unwrap().0];
     let symbols = symbolizer
-        .symbolize(&source, Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&virt)))
+        .symbolize(
+            &source,
+            Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&virt)),
+        )
         .expect("the debug file is found by build-id");
     let sym = symbols.get(0).expect("named");
     assert_eq!((sym.name, sym.offset), ("checksum", 4));
@@ -601,7 +609,10 @@ fn normalized_addresses_are_symbolized_by_build_id() {
         .ends_with(".debug"));
     assert!(!sym.frames.is_empty(), "the debug file's DWARF");
     let err = symbolizer
-        .symbolize(&source, Input::FileOffsets(stacksym::FileOffset::from_raw_slice(&[n.file_offset.0])))
+        .symbolize(
+            &source,
+            Input::FileOffsets(stacksym::FileOffset::from_raw_slice(&[n.file_offset.0])),
+        )
         .expect_err("a debug file cannot convert file offsets");
     assert!(err.to_string().contains("virt_addr"), "{err}");
 
@@ -619,7 +630,10 @@ fn normalized_addresses_are_symbolized_by_build_id() {
         .debug_dirs(vec![linked.path().to_path_buf()])
         .build();
     let symbols = symbolizer
-        .symbolize(&source, Input::FileOffsets(stacksym::FileOffset::from_raw_slice(&[n.file_offset.0])))
+        .symbolize(
+            &source,
+            Input::FileOffsets(stacksym::FileOffset::from_raw_slice(&[n.file_offset.0])),
+        )
         .expect("the binary is found by build-id");
     assert_eq!(
         symbols.get(0).map(|s| (s.name, s.offset)),
@@ -729,74 +743,6 @@ fn files_are_opened_under_the_configured_procfs_root() {
 // ------------------------------------------------------------------------------------------
 // Live children
 // ------------------------------------------------------------------------------------------
-
-/// A running c-wait: killed when dropped.
-struct Waiter {
-    child: Child,
-    pid: u32,
-    /// NAME -> address, as the child printed them.
-    addrs: HashMap<String, u64>,
-}
-
-impl Waiter {
-    fn spawn(path: &Path) -> Waiter {
-        let mut child = Command::new(path)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let stdout: ChildStdout = child.stdout.take().unwrap();
-        let mut addrs = HashMap::new();
-        for line in BufReader::new(stdout).lines() {
-            let line = line.unwrap();
-            if line == "ready" {
-                break;
-            }
-            let (name, value) = line.split_once(' ').unwrap();
-            let value = match value.strip_prefix("0x") {
-                Some(hex) => u64::from_str_radix(hex, 16).unwrap(),
-                None => value.parse().unwrap(),
-            };
-            addrs.insert(name.to_string(), value);
-        }
-        let pid = child.id();
-        assert_eq!(addrs["pid"], u64::from(pid));
-        Waiter { child, pid, addrs }
-    }
-
-    fn addr(&self, name: &str) -> u64 {
-        self.addrs[name]
-    }
-
-    /// Kills the child; reaps it too if `reap`, else leaves a zombie.
-    fn kill(&mut self, reap: bool) {
-        self.child.kill().unwrap();
-        if reap {
-            self.child.wait().unwrap();
-        } else {
-            // Wait until it is a zombie (state Z in /proc/PID/stat).
-            for _ in 0..200 {
-                let stat =
-                    std::fs::read_to_string(format!("/proc/{}/stat", self.pid)).unwrap_or_default();
-                if stat
-                    .rsplit_once(')')
-                    .is_some_and(|(_, s)| s.starts_with(" Z"))
-                {
-                    return;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            panic!("child {} did not become a zombie", self.pid);
-        }
-    }
-}
-
-impl Drop for Waiter {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 #[test]
 fn live_process_symbols_in_exe_shared_lib_and_libc() {
@@ -1006,7 +952,10 @@ fn live_process_whose_binary_was_replaced_keeps_its_old_symbols() {
     let new_file = symbolizer
         .symbolize(
             &stacksym::Source::Elf { path: &exe },
-            stacksym::Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&[nm_addr(&bin("c-nopie"), "main")])),
+            stacksym::Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&[nm_addr(
+                &bin("c-nopie"),
+                "main",
+            )])),
         )
         .unwrap();
     assert_eq!(new_file.get(0).map(|s| s.name), Some("main"));
@@ -1026,7 +975,10 @@ fn live_process_whose_binary_was_replaced_keeps_its_old_symbols() {
 
 fn assert_names_pid(err: &Error, pid: u32) {
     let shown = err.to_string();
-    assert!(matches!(err, Error::ProcessGone { pid: p, .. } if *p == pid), "{err:?}");
+    assert!(
+        matches!(err, Error::ProcessGone { pid: p, .. } if *p == pid),
+        "{err:?}"
+    );
     assert_eq!(err.kind(), stacksym::ErrorKind::ProcessGone);
     assert!(shown.contains(&format!("process {pid} ")), "{shown}");
     assert_eq!(err.path(), Path::new(&format!("/proc/{pid}/maps")));
@@ -1096,7 +1048,10 @@ fn mixed_kernel_and_user_stack_in_one_call() {
         kernel: Some(kernel),
     };
     let frames = symbolizer
-        .symbolize(&source, Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&stack)))
+        .symbolize(
+            &source,
+            Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&stack)),
+        )
         .unwrap();
     assert_eq!(frames.len(), stack.len());
     let do_work = frames.get(0).expect("kallsyms names it");
@@ -1117,7 +1072,10 @@ fn mixed_kernel_and_user_stack_in_one_call() {
         kernel: None,
     };
     let without_kernel = symbolizer
-        .symbolize(&source, Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&stack)))
+        .symbolize(
+            &source,
+            Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&stack)),
+        )
         .unwrap();
     assert!(matches!(
         without_kernel.not_found(0),
@@ -1142,7 +1100,10 @@ fn mixed_kernel_and_user_stack_in_one_call() {
     };
     let stack = [0xffff_ffff_c0a0_1083, waiter.addr("wait_target") + 1];
     let frames = symbolizer
-        .symbolize(&source, Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&stack)))
+        .symbolize(
+            &source,
+            Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&stack)),
+        )
         .unwrap();
     let module_frame = frames.get(0).expect("kallsyms names it");
     assert_eq!(module_frame.name, "kd_run");

@@ -287,7 +287,10 @@ fn perf_map_of_a_missing_process_is_an_error_naming_the_pid() {
     let err = Process::with_procfs_root(dir.path(), 12345)
         .perf_map()
         .unwrap_err();
-    assert!(matches!(err, Error::ProcessGone { pid: 12345, .. }), "{err:?}");
+    assert!(
+        matches!(err, Error::ProcessGone { pid: 12345, .. }),
+        "{err:?}"
+    );
     assert!(err.to_string().contains("process 12345"), "{err}");
 }
 

@@ -78,7 +78,10 @@ fn in_process(
     process: &Process,
     addrs: &[u64],
 ) -> stacksym::Result<stacksym::Symbols> {
-    symbolizer.symbolize(&Source::process(process), Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(addrs)))
+    symbolizer.symbolize(
+        &Source::process(process),
+        Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(addrs)),
+    )
 }
 
 /// File offsets in the executable segments of `path`, picked by `rng`.
@@ -104,7 +107,10 @@ fn offsets_in(path: &Path, rng: &mut Rng, count: usize) -> Vec<u64> {
 fn reference(path: &Path, offsets: &[u64]) -> Vec<Option<String>> {
     let symbolizer = Symbolizer::builder().build();
     let symbols = symbolizer
-        .symbolize(&Source::Elf { path }, Input::FileOffsets(stacksym::FileOffset::from_raw_slice(offsets)))
+        .symbolize(
+            &Source::Elf { path },
+            Input::FileOffsets(stacksym::FileOffset::from_raw_slice(offsets)),
+        )
         .unwrap();
     (0..offsets.len())
         .map(|i| shown_sym(symbols.get(i)))
@@ -339,7 +345,12 @@ fn shared_symbolizer_under_stress() {
                             (0..batch).map(|_| rng.below(offsets.len())).collect();
                         let batch_offsets: Vec<u64> = picks.iter().map(|&i| offsets[i]).collect();
                         let symbols = symbolizer
-                            .symbolize(&Source::Elf { path }, Input::FileOffsets(stacksym::FileOffset::from_raw_slice(&batch_offsets)))
+                            .symbolize(
+                                &Source::Elf { path },
+                                Input::FileOffsets(stacksym::FileOffset::from_raw_slice(
+                                    &batch_offsets,
+                                )),
+                            )
                             .unwrap();
                         for (j, &i) in picks.iter().enumerate() {
                             assert_eq!(

@@ -127,7 +127,10 @@ fn names(
             let path = elf.path();
             let offset = module.file_offset_of(addr).expect("found in this module").0;
             let symbols = symbolizer
-                .symbolize(&Source::Elf { path }, Input::FileOffsets(stacksym::FileOffset::from_raw_slice(&[offset])))
+                .symbolize(
+                    &Source::Elf { path },
+                    Input::FileOffsets(stacksym::FileOffset::from_raw_slice(&[offset])),
+                )
                 .expect("a mapped file symbolizes");
             symbols
                 .get(0)

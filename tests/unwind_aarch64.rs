@@ -139,7 +139,10 @@ fn aarch64_capture_under_qemu_unwinds_to_the_chain_it_recorded() {
         let stack = unwinder.unwind(&regs, &memory, &mut UnwindCache::new());
         let lookups: Vec<u64> = stack.frames.iter().map(|f| f.lookup_addr()).collect();
         let symbols = symbolizer
-            .symbolize(&Source::Elf { path: &program }, Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&lookups)))
+            .symbolize(
+                &Source::Elf { path: &program },
+                Input::VirtAddrs(stacksym::VirtAddr::from_raw_slice(&lookups)),
+            )
             .expect("symbolized");
         let names: Vec<String> = (0..lookups.len())
             .map(|i| {

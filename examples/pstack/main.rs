@@ -185,9 +185,33 @@ type Regs = stacksym::unwind::RegsX86_64;
 #[cfg(target_arch = "x86_64")]
 fn regs_of(raw: &libc::user_regs_struct) -> Regs {
     Regs::from_user_regs(&[
-        raw.r15, raw.r14, raw.r13, raw.r12, raw.rbp, raw.rbx, raw.r11, raw.r10, raw.r9, raw.r8,
-        raw.rax, raw.rcx, raw.rdx, raw.rsi, raw.rdi, raw.orig_rax, raw.rip, raw.cs, raw.eflags,
-        raw.rsp, raw.ss, raw.fs_base, raw.gs_base, raw.ds, raw.es, raw.fs, raw.gs,
+        raw.r15,
+        raw.r14,
+        raw.r13,
+        raw.r12,
+        raw.rbp,
+        raw.rbx,
+        raw.r11,
+        raw.r10,
+        raw.r9,
+        raw.r8,
+        raw.rax,
+        raw.rcx,
+        raw.rdx,
+        raw.rsi,
+        raw.rdi,
+        raw.orig_rax,
+        raw.rip,
+        raw.cs,
+        raw.eflags,
+        raw.rsp,
+        raw.ss,
+        raw.fs_base,
+        raw.gs_base,
+        raw.ds,
+        raw.es,
+        raw.fs,
+        raw.gs,
     ])
 }
 
@@ -227,7 +251,10 @@ fn print_stacks(
         .flat_map(|stack| stack.frames.iter().map(|frame| frame.lookup_addr()))
         .collect();
     let symbols = symbolizer
-        .symbolize(&Source::process(process), Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&addrs)))
+        .symbolize(
+            &Source::process(process),
+            Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&addrs)),
+        )
         .map_err(|e| e.to_string())?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut text = String::new();

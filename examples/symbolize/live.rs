@@ -96,7 +96,10 @@ impl Live {
         let Some(kernel) = self.kernel_source() else {
             return Resolved::NotFound(module);
         };
-        match symbolizer.symbolize(&Source::Kernel(kernel), Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&[addr]))) {
+        match symbolizer.symbolize(
+            &Source::Kernel(kernel),
+            Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&[addr])),
+        ) {
             Ok(symbols) => match symbols.get(0) {
                 Some(sym) => Resolved::Found(
                     Answer {
@@ -133,7 +136,10 @@ impl Live {
         let Some(process) = &self.process else {
             return Ok(vec![Resolved::NotFound(String::new()); addrs.len()]);
         };
-        let results = symbolizer.symbolize(&Source::process(process), Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(addrs)))?;
+        let results = symbolizer.symbolize(
+            &Source::process(process),
+            Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(addrs)),
+        )?;
         Ok((0..addrs.len())
             .map(|i| resolved(&results, i, addrs[i], demangle))
             .collect())

@@ -312,7 +312,7 @@ impl ElfFile {
     pub fn section_contents(&self, name: &str) -> Result<Option<SectionContents>> {
         use object::{Object, ObjectSection};
         let file = self.object_file()?;
-        let Some(section) = file.section_by_name(name) else {
+        let Some(section) = section_or_zdebug_twin(&file, name) else {
             return Ok(None);
         };
         let contents = self.unrelocated_contents(name, &section)?;
@@ -393,9 +393,7 @@ impl ElfFile {
     /// `Ok(None)` when the file has no such section.
     pub fn section_address(&self, name: &str) -> Result<Option<VirtAddr>> {
         use object::{Object, ObjectSection};
-        Ok(self
-            .object_file()?
-            .section_by_name(name)
+        Ok(section_or_zdebug_twin(&self.object_file()?, name)
             .map(|section| VirtAddr(section.address())))
     }
 
@@ -404,9 +402,7 @@ impl ElfFile {
     /// such headers). Nothing is decompressed.
     pub fn has_section_bytes(&self, name: &str) -> Result<bool> {
         use object::{Object, ObjectSection};
-        Ok(self
-            .object_file()?
-            .section_by_name(name)
+        Ok(section_or_zdebug_twin(&self.object_file()?, name)
             .and_then(|section| section.file_range())
             .is_some_and(|(_, size)| size > 0))
     }
@@ -642,6 +638,20 @@ pub(crate) const MAX_DECOMPRESSION_RATIO: u64 = 64;
 
 /// The most bytes `compressed_len` compressed bytes may expand to: a section or a whole
 /// file ([`MAX_DECOMPRESSED_SECTION`], [`MAX_DECOMPRESSION_RATIO`]).
+/// The section `name`, or for a `.debug_*` name its legacy GNU-compressed twin `.zdebug_*`
+/// (object finds the twin only with its `compression` feature, which we leave off: it would
+/// build flate2's default inflater beside the zlib-rs one `compressed.rs` uses).
+fn section_or_zdebug_twin<'data, 'file>(
+    file: &'file object::File<'data>,
+    name: &str,
+) -> Option<object::Section<'data, 'file>> {
+    use object::Object;
+    file.section_by_name(name).or_else(|| {
+        let rest = name.strip_prefix(".debug_")?;
+        file.section_by_name(&format!(".zdebug_{rest}"))
+    })
+}
+
 fn decompression_cap(compressed_len: usize) -> u64 {
     MAX_DECOMPRESSED_SECTION.min((compressed_len as u64).saturating_mul(MAX_DECOMPRESSION_RATIO))
 }

@@ -422,7 +422,10 @@ mod tests {
         assert_eq!(m.file_offset(AbsAddr(0x55d0c010)), Some(FileOffset(0x2010)));
         assert_eq!(m.file_offset(AbsAddr(0x55d0e000)), None);
         assert_eq!(m.file_offset(AbsAddr(0x55d0bfff)), None);
-        assert_eq!(m.abs_addr_of_file_offset(FileOffset(0x2010)), Some(AbsAddr(0x55d0c010)));
+        assert_eq!(
+            m.abs_addr_of_file_offset(FileOffset(0x2010)),
+            Some(AbsAddr(0x55d0c010))
+        );
         assert_eq!(m.abs_addr_of_file_offset(FileOffset(0x1fff)), None);
         assert_eq!(m.abs_addr_of_file_offset(FileOffset(0x4000)), None);
         assert_eq!(m.map_files_name(), "55d0c000-55d0e000");

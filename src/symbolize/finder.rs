@@ -26,7 +26,8 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::addr::{FileOffset, VirtAddr};
 use crate::demangle::demangle;
@@ -163,30 +164,30 @@ impl Symbolizer {
         if !options.merge_aliases {
             return Ok(found);
         }
-        // The name symbolize gives each matched address, where an ELF file answers it.
-        let answered: HashMap<(PathBuf, u64), String> = match source {
-            Source::Elf { .. } | Source::BuildId { .. } => {
-                let mut answered = HashMap::new();
-                for m in &found {
-                    let key = (m.file.clone(), m.addr.0);
-                    if answered.contains_key(&key) {
-                        continue;
-                    }
-                    let Ok(elf) = self.elf_file(&m.file) else {
-                        continue;
-                    };
-                    if let Ok(Some(sym)) = elf.find_symbol(m.addr) {
-                        if sym.addr == m.addr {
-                            answered.insert(key, String::from_utf8_lossy(sym.name).into_owned());
-                        }
+        // The name symbolize gives each matched address, where an ELF file answers it: each
+        // file that listed a match is opened once (from the cache), not once per address.
+        let mut answered: HashMap<u64, String> = HashMap::new();
+        if matches!(source, Source::Elf { .. } | Source::BuildId { .. }) {
+            let mut files: HashMap<&Path, Option<Arc<ElfFile>>> = HashMap::new();
+            for m in &found {
+                if answered.contains_key(&m.addr.0) {
+                    continue;
+                }
+                let elf = files
+                    .entry(m.file.as_path())
+                    .or_insert_with(|| self.elf_file(&m.file).ok());
+                let Some(elf) = elf else {
+                    continue;
+                };
+                if let Ok(Some(sym)) = elf.find_symbol(m.addr) {
+                    if sym.addr == m.addr {
+                        answered.insert(m.addr.0, String::from_utf8_lossy(sym.name).into_owned());
                     }
                 }
-                answered
             }
-            _ => HashMap::new(),
-        };
+        }
         Ok(merge_aliases(found, |m| {
-            answered.get(&(m.file.clone(), m.addr.0)).map(String::as_str)
+            answered.get(&m.addr.0).map(String::as_str)
         }))
     }
 
@@ -350,7 +351,8 @@ impl Symbolizer {
     }
 }
 
-/// One match per (file, address): the group's preferred name (`answered`: the name
+/// One match per address (the names of one address may come from different tables: the
+/// binary's `.dynsym` and its debug file's `.symtab`): the group's preferred name (`answered`: the name
 /// symbolize gives the address, when it is in the group; else global before weak before
 /// local, then the first), with every other name of the address among its aliases. Groups
 /// keep the order of their first match.
@@ -364,9 +366,9 @@ fn merge_aliases<'a>(
         _ => 2,
     };
     let mut groups: Vec<Vec<SymbolMatch>> = Vec::new();
-    let mut group_of: HashMap<(PathBuf, u64), usize> = HashMap::new();
+    let mut group_of: HashMap<u64, usize> = HashMap::new();
     for m in found {
-        let key = (m.file.clone(), m.addr.0);
+        let key = m.addr.0;
         match group_of.get(&key) {
             Some(&g) => groups[g].push(m),
             None => {
@@ -554,7 +556,10 @@ mod tests {
             .map(|s| s.into_owned())
             .collect();
         assert!(spelled.contains(&"sum<int>".to_string()), "{spelled:?}");
-        assert!(spelled.contains(&"int sum<int>(int const*, int)".to_string()), "{spelled:?}");
+        assert!(
+            spelled.contains(&"int sum<int>(int const*, int)".to_string()),
+            "{spelled:?}"
+        );
     }
 
     #[test]
@@ -581,12 +586,17 @@ mod tests {
             m("__malloc", 0x10, Binding::Weak),
         ];
         let merged = merge_aliases(found.clone(), |_| None);
-        let names: Vec<(&str, &[String])> =
-            merged.iter().map(|m| (m.name.as_str(), m.aliases.as_slice())).collect();
+        let names: Vec<(&str, &[String])> = merged
+            .iter()
+            .map(|m| (m.name.as_str(), m.aliases.as_slice()))
+            .collect();
         assert_eq!(
             names,
             vec![
-                ("malloc", &["__libc_malloc".to_string(), "__malloc".to_string()][..]),
+                (
+                    "malloc",
+                    &["__libc_malloc".to_string(), "__malloc".to_string()][..]
+                ),
                 ("other", &[][..]),
             ]
         );

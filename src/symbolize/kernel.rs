@@ -130,7 +130,8 @@ impl Symbolizer {
             let source = Source::Elf {
                 path: vmlinux.path(),
             };
-            let mut image = self.symbolize(&source, Input::VirtAddrs(VirtAddr::from_raw_slice(&virt)))?;
+            let mut image =
+                self.symbolize(&source, Input::VirtAddrs(VirtAddr::from_raw_slice(&virt)))?;
             image.rename_modules(kernel_module_name(None, Some(vmlinux.path())));
             // Only the image's addresses that vmlinux names: kallsyms answers the rest.
             let in_module = |i: usize| from_kallsyms[i].is_some_and(|sym| sym.module.is_some());
@@ -182,7 +183,9 @@ impl Symbolizer {
             let source = Source::Elf {
                 path: module.path(),
             };
-            let mut from_file = match self.symbolize(&source, Input::VirtAddrs(VirtAddr::from_raw_slice(&layout))) {
+            let mut from_file = match self
+                .symbolize(&source, Input::VirtAddrs(VirtAddr::from_raw_slice(&layout)))
+            {
                 Ok(symbols) => symbols,
                 Err(e) => {
                     log::debug!("module {name}: kallsyms names only: {e}");

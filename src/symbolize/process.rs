@@ -88,11 +88,7 @@ impl Symbolizer {
         // file's identity are computed once per mapping, not once per address.
         let mut route_of_mapping: Vec<Option<Route>> = vec![None; maps.mappings.len()];
         let mut special = Special {
-            cached: ProcessKey::of(process).and_then(|key| {
-                self.specials
-                    .get_or_load(&key, || Ok(ProcessSpecials::default()))
-                    .ok()
-            }),
+            cached: self.cached_specials(process),
             ..Special::default()
         };
         for (index, &addr) in addrs.iter().enumerate() {
@@ -308,5 +304,17 @@ impl Special {
             }
             _ => not_in_file(),
         }
+    }
+}
+
+impl Symbolizer {
+    /// The symbolizer's cached vDSO and perf map of `process` (`specials_cache.rs`), shared
+    /// by symbolization and the process unwinder; `None` when the process cannot be keyed
+    /// (its start time unreadable: then nothing of it is cached).
+    pub(crate) fn cached_specials(&self, process: &Process) -> Option<Arc<ProcessSpecials>> {
+        let key = ProcessKey::of(process)?;
+        self.specials
+            .get_or_load(&key, || Ok(ProcessSpecials::default()))
+            .ok()
     }
 }

@@ -14,8 +14,6 @@ use std::sync::Arc;
 use crate::addr::AbsAddr;
 use crate::error::Result;
 use crate::process::{MappingKind, Process};
-use crate::symbolize::maps_cache::ProcessKey;
-use crate::symbolize::specials_cache::ProcessSpecials;
 use crate::symbolize::{Input, Source, Symbolizer, Symbols};
 use crate::unwind::{
     Frame, Modules, ProcessMemory, Stack, StackCopy, UnwindArch, UnwindCache, UnwindOptions,
@@ -162,12 +160,7 @@ impl Symbolizer {
             }
         });
         if let Some(vdso) = maps.mappings().iter().find(|m| m.kind == MappingKind::Vdso) {
-            let specials = ProcessKey::of(process).and_then(|key| {
-                self.specials
-                    .get_or_load(&key, || Ok(ProcessSpecials::default()))
-                    .ok()
-            });
-            let image = match &specials {
+            let image = match &self.cached_specials(process) {
                 Some(specials) => specials.vdso(process, &maps),
                 None => process.vdso(&maps).map(|vdso| vdso.map(Arc::new)),
             };

@@ -13,11 +13,11 @@
 //! saying how it was recovered, and the [`StopReason`].
 //!
 //! Each frame's CFI row is compiled into a small `Copy` rule per architecture
-//! ([`RuleX86_64`], [`RuleAarch64`]) and kept in the caller's [`UnwindCache`] (bounded,
+//! (`RuleX86_64`, `RuleAarch64`) and kept in the caller's [`UnwindCache`] (bounded,
 //! direct-mapped, keyed by file and address); rows the rules do not cover (expressions that
 //! read memory, signal trampolines that restore every register) are evaluated in full each
 //! time. Work is bounded on any input: [`UnwindOptions::max_frames`] frames, a stack pointer
-//! that must grow, expressions of at most [`expr::MAX_STEPS`] operations.
+//! that must grow, expressions of at most `expr::MAX_STEPS` operations.
 //!
 //! ```
 //! use std::sync::Arc;

@@ -469,7 +469,10 @@ mod tests {
         let words: [u64; 34] = std::array::from_fn(|i| 0x200 + i as u64);
         let regs = RegsAarch64::from_user_regs(&words);
         assert_eq!(regs.reg(RegsAarch64::x(19).unwrap()), Some(0x213));
-        assert_eq!((regs.fp(), regs.lr(), regs.sp()), (Some(0x21d), Some(0x21e), Some(0x21f)));
+        assert_eq!(
+            (regs.fp(), regs.lr(), regs.sp()),
+            (Some(0x21d), Some(0x21e), Some(0x21f))
+        );
         assert_eq!(regs.ip(), 0x220);
     }
 

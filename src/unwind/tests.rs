@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::elf::ElfFile;
+use arch::{RuleAarch64, RuleX86_64};
 
 #[path = "../../tests/support/cfi_elf.rs"]
 mod cfi_elf;
@@ -392,8 +393,11 @@ fn x86_64_signal_frame_by_cfi_restores_the_ucontext_without_decrementing() {
         );
         // The trampoline is looked up at its own address (its first instruction), the
         // interrupted code at the exact address, the caller below it at its return address - 1.
-        let kinds: Vec<(FrameKind, u64)> =
-            result.frames.iter().map(|f| (f.kind, f.lookup_addr())).collect();
+        let kinds: Vec<(FrameKind, u64)> = result
+            .frames
+            .iter()
+            .map(|f| (f.kind, f.lookup_addr()))
+            .collect();
         assert_eq!(
             kinds,
             vec![

@@ -4,6 +4,8 @@
 //! with tools that share none of it. Each test file uses a part of it.
 #![allow(dead_code)]
 
+pub mod waiter;
+
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Write};
