@@ -217,7 +217,15 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
                         None => Vec::new(),
                     };
                     for frame in frames {
-                        shown.push(self.user_frame(pid, frame.lookup_addr()));
+                        // perf script shows every frame after the first at `addr - 1`, a
+                        // signal trampoline too (where `lookup_addr` keeps the address, so
+                        // that the trampoline is named `__restore_rt`): print what perf prints.
+                        let shown_addr = if frame.is_return_address() {
+                            frame.addr.wrapping_sub(1)
+                        } else {
+                            frame.addr
+                        };
+                        shown.push(self.user_frame(pid, shown_addr));
                     }
                 } else if sample.in_user_mode {
                     if let Some(ip) = sample.ip {

@@ -310,7 +310,7 @@ impl ElfFile {
     /// target the section are applied (to a copy): DWARF there is only complete once they
     /// are. An unsupported or broken relocation is an error naming the section.
     pub fn section_contents(&self, name: &str) -> Result<Option<SectionContents>> {
-        use object::{Object, ObjectSection};
+        use object::ObjectSection;
         let file = self.object_file()?;
         let Some(section) = section_or_zdebug_twin(&file, name) else {
             return Ok(None);
@@ -392,7 +392,7 @@ impl ElfFile {
     /// are relative to the addresses of `.eh_frame`, `.eh_frame_hdr` and `.text`.
     /// `Ok(None)` when the file has no such section.
     pub fn section_address(&self, name: &str) -> Result<Option<VirtAddr>> {
-        use object::{Object, ObjectSection};
+        use object::ObjectSection;
         Ok(section_or_zdebug_twin(&self.object_file()?, name)
             .map(|section| VirtAddr(section.address())))
     }
@@ -401,7 +401,7 @@ impl ElfFile {
     /// `false` for a missing section and for an `SHT_NOBITS` one (a stripped debug file keeps
     /// such headers). Nothing is decompressed.
     pub fn has_section_bytes(&self, name: &str) -> Result<bool> {
-        use object::{Object, ObjectSection};
+        use object::ObjectSection;
         Ok(section_or_zdebug_twin(&self.object_file()?, name)
             .and_then(|section| section.file_range())
             .is_some_and(|(_, size)| size > 0))
