@@ -26,14 +26,13 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::PathBuf;
 
 use crate::addr::{FileOffset, VirtAddr};
 use crate::demangle::demangle;
 use crate::elf::{Binding, ElfFile, NamedSymbol, SymbolKind, SymbolOrigin};
 use crate::error::{Error, Result};
-use crate::symbolize::{Source, Symbolizer};
+use crate::symbolize::{Input, Source, Symbolizer};
 
 /// What [`Symbolizer::find_addresses`] looks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,25 +163,18 @@ impl Symbolizer {
         if !options.merge_aliases {
             return Ok(found);
         }
-        // The name symbolize gives each matched address, where an ELF file answers it: each
-        // file that listed a match is opened once (from the cache), not once per address.
+        // The name symbolize gives each matched address (its raw spelling, as matches are
+        // named), asked of the same source in one batch: symbolize reads the binary's debug
+        // file too, and may prefer its `.symtab` name (`__libc_malloc`) over `.dynsym`'s.
         let mut answered: HashMap<u64, String> = HashMap::new();
         if matches!(source, Source::Elf { .. } | Source::BuildId { .. }) {
-            let mut files: HashMap<&Path, Option<Arc<ElfFile>>> = HashMap::new();
-            for m in &found {
-                if answered.contains_key(&m.addr.0) {
-                    continue;
-                }
-                let elf = files
-                    .entry(m.file.as_path())
-                    .or_insert_with(|| self.elf_file(&m.file).ok());
-                let Some(elf) = elf else {
-                    continue;
-                };
-                if let Ok(Some(sym)) = elf.find_symbol(m.addr) {
-                    if sym.addr == m.addr {
-                        answered.insert(m.addr.0, String::from_utf8_lossy(sym.name).into_owned());
-                    }
+            let mut addrs: Vec<VirtAddr> = found.iter().map(|m| m.addr).collect();
+            addrs.sort_unstable();
+            addrs.dedup();
+            let symbols = self.symbolize(source, Input::VirtAddrs(&addrs))?;
+            for (addr, sym) in addrs.iter().zip(symbols.iter()) {
+                if let Some(sym) = sym.filter(|sym| sym.addr == *addr) {
+                    answered.insert(addr.0, String::from_utf8_lossy(sym.raw_name).into_owned());
                 }
             }
         }
