@@ -7,11 +7,8 @@
 
 mod support;
 
-use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, Stdio};
 
 use stacksym::addr::AbsAddr;
 use stacksym::process::{
