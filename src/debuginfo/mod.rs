@@ -36,9 +36,9 @@
 //! [`mini_debuginfo`] reads MiniDebugInfo, the xz-compressed symbol table some distributions
 //! embed in stripped binaries (`.gnu_debugdata`; feature `minidebuginfo`, on by default).
 //!
-//! [`Debuginfod`] (feature `debuginfod`, on by default) fetches what the local places lack
+//! `Debuginfod` (feature `debuginfod`, off by default) fetches what the local places lack
 //! from debuginfod servers, into the cache gdb and elfutils share: a [`DebugFinder`] given a
-//! client ([`DebugFinder::with_debuginfod`]) asks it last, for the `debuginfo` of a file's
+//! client (`DebugFinder::with_debuginfod`) asks it last, for the `debuginfo` of a file's
 //! build-id, of a dwz supplementary file's, and for [`DebugFinder::find_by_build_id`] the
 //! `executable`, then the `debuginfo`. Nothing is fetched unless a server URL is configured.
 //!

@@ -148,7 +148,7 @@ impl ElfFile {
     }
 
     /// Opens the file at `inside`, a path that came from a process (its maps, a debug link,
-    /// the DWARF), confined to that process's `root` ([`ConfinedRoot::open`]: no symbolic
+    /// the DWARF), confined to that process's `root` (`ConfinedRoot::open`: no symbolic
     /// link leads out of it) and read into memory as by [`ElfFile::from_file`]. The file is
     /// named by its host path (`<root>/<inside>`) and remembers `root`, so that the files it
     /// names in turn (its debug file, split DWARF) are looked for in the same root.
@@ -268,8 +268,7 @@ impl ElfFile {
     }
 
     /// For a relocatable file (`ET_REL`: an object file or a kernel module), its allocated
-    /// sections and the addresses this crate lays them out at (see
-    /// [`crate::elf::relocatable`]); empty for executables and shared libraries. Symbols,
+    /// sections and the addresses this crate lays them out at; empty for executables and shared libraries. Symbols,
     /// [`ElfFile::segments`] and DWARF (relocated by [`ElfFile::section_contents`]) of such a
     /// file are all at these addresses.
     pub fn relocatable_sections(&self) -> &[RelocatableSection] {

@@ -24,7 +24,7 @@ pub struct NamedSymbol<'a> {
     /// Whether the version is hidden (`name@VER`, not the default `name@@VER`).
     pub version_hidden: bool,
     /// `st_value`: the symbol's ELF virtual address (a relocatable file's: its layout
-    /// address, see [`crate::elf::relocatable`]).
+    /// address, see [`crate::elf::ElfFile::relocatable_sections`]).
     pub addr: VirtAddr,
     /// `st_size`.
     pub size: u64,

@@ -149,7 +149,7 @@ impl KernelSym<'_> {
 /// # Bad lines
 /// Each line is `ADDR TYPE NAME` or `ADDR TYPE NAME [MODULE]` (see [`crate::kernel`]). A
 /// line that is not of that shape (bad hex, a missing or extra field, a `TYPE` of more than
-/// one character, a line over [`MAX_LINE_LEN`] bytes or a name over [`MAX_NAME_LEN`], bytes
+/// one character, a line over 1024 bytes or a name over 511, bytes
 /// that are not UTF-8) is skipped and counted ([`Kallsyms::skipped_lines`]); the count and
 /// the first such line are logged with `log::debug!`. Blank lines are ignored. When no line
 /// at all is a symbol line (an empty file, binary garbage), opening fails with

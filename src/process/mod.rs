@@ -2,7 +2,7 @@
 //! into file offsets, normalized addresses and symbols.
 //!
 //! Input comes from procfs: `<procfs_root>/<pid>/maps` for the mappings (parsed by the
-//! I/O-free [`maps`] module), `<procfs_root>/<pid>/root/<path>` to open a mapped file as the
+//! I/O-free [`parse_maps`]), `<procfs_root>/<pid>/root/<path>` to open a mapped file as the
 //! process sees it (so a container process's files are its own, not the host's), and
 //! `<procfs_root>/<pid>/map_files/<start>-<end>` for a deleted file or a memfd. The procfs
 //! root is `/proc` unless configured ([`Process::with_procfs_root`]): a tracer in a container
@@ -10,11 +10,11 @@
 //!
 //! Also here: the vDSO of another process, read from `<procfs_root>/<pid>/mem`
 //! ([`Process::vdso`]), perf's JIT maps (`/tmp/perf-PID.map`, in the container's `/tmp` first:
-//! [`perfmap`]), and the in-container pid (`NSpid`, [`Process::ns_pid`]).
+//! [`Process::perf_map`]), and the in-container pid (`NSpid`, [`Process::ns_pid`]).
 //!
 //! Every path that comes from the process is untrusted: a mapped file is opened through
 //! `<procfs_root>/<pid>/map_files/<start>-<end>` (the very inode mapped) where that is
-//! permitted, else by its path confined to the process's root ([`crate::confine`]: no
+//! permitted, else by its path confined to the process's root (no
 //! symbolic link leads out of it) with its (device, inode) checked against the maps line
 //! ([`Process::open_mapped`]); perf maps are opened confined too. Files so opened are read
 //! into memory, not mapped (the process may truncate them at any time).
@@ -229,7 +229,7 @@ impl Process {
         self.proc_dir().join("root")
     }
 
-    /// The process's root directory as a [`ConfinedRoot`]: every path that came from the
+    /// The process's root directory as a `ConfinedRoot`: every path that came from the
     /// process is opened through it.
     pub fn root(&self) -> ConfinedRoot {
         ConfinedRoot::new(self.root_dir())

@@ -272,7 +272,7 @@ impl Process {
     /// pid, [`Process::ns_pid`]; for a process on the host this is the host's `/tmp` anyway),
     /// then the reader's `/tmp/perf-<pid>.map`, where perf itself looks.
     ///
-    /// Security: the container's file is opened confined to its root ([`crate::confine`]), so
+    /// Security: the container's file is opened confined to its root, so
     /// no link in its path leads to a host file. `/tmp` is writable by everyone, so a file is
     /// used only if it is a regular file (not a symlink, not a FIFO: refused before anything
     /// is opened) owned by root or by one of the process's uids (the `Uid:` line of its
