@@ -56,7 +56,11 @@ fn readelf_probes(readelf: &Path, path: &Path) -> Vec<ReadelfProbe> {
     let mut probes = Vec::new();
     let mut current: Option<ReadelfProbe> = None;
     for line in text.lines() {
-        let line = line.trim_start();
+        // With -W the provider ends the note's header line.
+        let line = match line.find("Provider: ") {
+            Some(at) => &line[at..],
+            None => line.trim_start(),
+        };
         if let Some(provider) = line.strip_prefix("Provider: ") {
             current = Some(ReadelfProbe {
                 provider: provider.to_string(),
@@ -336,7 +340,7 @@ impl UprobeEvent {
 
     fn hits(&self) -> u64 {
         let profile = std::fs::read_to_string(self.tracing.join("uprobe_profile")).unwrap();
-        // "  PATH  EVENT  HITS" (some kernels write GROUP/EVENT, and a misses column).
+        // "  PATH EVENT HITS" (6.18 writes the event without its group).
         let name = format!("{}/{}", self.group, self.event);
         profile
             .lines()
@@ -423,7 +427,9 @@ fn a_uprobe_at_our_offsets_fires_and_raises_the_semaphore() {
     let ref_ctr = probe.semaphore.unwrap().file_offset.unwrap().0;
     let group = format!("stacksym_usdt_{}", std::process::id());
     let spec = format!("{}:{offset:#x}({ref_ctr:#x})", binary.display());
-    let event = UprobeEvent::register(&tracing, &group, "guarded", &spec)
+    // uprobe_profile names the event without its group: a name of its own.
+    let name = format!("guarded_{}", std::process::id());
+    let event = UprobeEvent::register(&tracing, &group, &name, &spec)
         .unwrap_or_else(|e| panic!("registering {spec}: {e}"));
     std::fs::write(event.enable_path(), "1").unwrap();
     let loops = 25;

@@ -199,6 +199,7 @@ struct NoteLayout {
 }
 
 /// One note of a note section.
+#[derive(Debug)]
 struct Note<'a> {
     /// Its offset in the section, for messages.
     offset: usize,
