@@ -50,7 +50,11 @@ fn readelf_probes(readelf: &Path, path: &Path) -> Vec<ReadelfProbe> {
         .arg(path)
         .output()
         .expect("readelf runs");
-    assert!(out.status.success(), "readelf -n {}: {out:?}", path.display());
+    assert!(
+        out.status.success(),
+        "readelf -n {}: {out:?}",
+        path.display()
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     let hex = |s: &str| u64::from_str_radix(s.trim().trim_start_matches("0x"), 16).unwrap();
     let mut probes = Vec::new();
@@ -108,7 +112,11 @@ fn compare_with_readelf(readelf: &Path, path: &Path) -> Vec<Probe> {
     let elf = ElfFile::open(path).unwrap();
     let probes = read_probes(&elf).unwrap();
     let reference = readelf_probes(readelf, path);
-    assert!(!reference.is_empty(), "readelf lists no probe in {}", path.display());
+    assert!(
+        !reference.is_empty(),
+        "readelf lists no probe in {}",
+        path.display()
+    );
     assert_eq!(ours(&probes), reference, "{}", path.display());
     let base = elf.section_address(".stapsdt.base").unwrap();
     for probe in &probes {
@@ -116,7 +124,12 @@ fn compare_with_readelf(readelf: &Path, path: &Path) -> Vec<Probe> {
         assert_eq!(base.map(|b| b.0), Some(probe.note.base), "{}", probe.name);
         assert_eq!(probe.addr.0, probe.note.location);
         let offset = readelf_file_offset(path, probe.addr.0);
-        assert_eq!(probe.file_offset.map(|o| o.0), Some(offset), "{}", probe.name);
+        assert_eq!(
+            probe.file_offset.map(|o| o.0),
+            Some(offset),
+            "{}",
+            probe.name
+        );
         if let Some(sem) = probe.semaphore {
             assert_eq!(sem.addr.0, probe.note.semaphore);
             let offset = readelf_file_offset(path, sem.addr.0);
@@ -158,10 +171,18 @@ fn testdata_probes_equal_readelf_and_cover_every_operand_kind() {
                 assert!(err.to_string().contains("adrp"), "{err}");
                 continue;
             }
-            let args = probe.args.as_ref().unwrap_or_else(|e| panic!("{binary}: {e}"));
+            let args = probe
+                .args
+                .as_ref()
+                .unwrap_or_else(|e| panic!("{binary}: {e}"));
             let with_semaphore = probe.name.starts_with("guarded");
             assert_eq!(probe.semaphore.is_some(), with_semaphore, "{}", probe.name);
-            assert_eq!(args.len(), probe.args_text.split('@').count() - 1, "{}", probe.name);
+            assert_eq!(
+                args.len(),
+                probe.args_text.split('@').count() - 1,
+                "{}",
+                probe.name
+            );
         }
         let kinds: BTreeSet<&str> = probes
             .iter()
@@ -192,7 +213,11 @@ fn testdata_probes_equal_readelf_and_cover_every_operand_kind() {
         // widths: a signed byte, an unsigned 16-bit, a signed 32-bit, an unsigned 64-bit.
         let widths = testdata_probe(&probes, "widths").args.as_ref().unwrap();
         let shapes: Vec<(u8, bool)> = widths.iter().map(|a| (a.size, a.signed)).collect();
-        assert_eq!(shapes, [(1, true), (2, false), (4, true), (8, false)], "{binary}");
+        assert_eq!(
+            shapes,
+            [(1, true), (2, false), (4, true), (8, false)],
+            "{binary}"
+        );
         if !aarch64 {
             // The globals' values are read %rip-relative on x86_64, at their symbols'
             // addresses (nm's).
@@ -266,7 +291,10 @@ fn bpftrace_lists_the_same_probes() {
     };
     let symbolizer = Symbolizer::builder().build();
     let mut files = vec![bin("usdt-x86_64")];
-    for extra in ["/usr/bin/python3.11", "/usr/lib/x86_64-linux-gnu/libstdc++.so.6"] {
+    for extra in [
+        "/usr/bin/python3.11",
+        "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
+    ] {
         if Path::new(extra).is_file() {
             files.push(PathBuf::from(extra));
         }
@@ -298,7 +326,11 @@ fn bpftrace_lists_the_same_probes() {
             .iter()
             .map(|m| format!("{}:{}", m.probe.provider, m.probe.name))
             .collect();
-        assert!(!theirs.is_empty(), "bpftrace lists nothing in {}", path.display());
+        assert!(
+            !theirs.is_empty(),
+            "bpftrace lists nothing in {}",
+            path.display()
+        );
         assert_eq!(ours, theirs, "{}", path.display());
         eprintln!(
             "usdt: bpftrace -l lists the same {} probes of {}",
@@ -318,11 +350,12 @@ struct UprobeEvent {
 
 impl UprobeEvent {
     fn register(tracing: &Path, group: &str, event: &str, spec: &str) -> std::io::Result<Self> {
-        // Appended: other tracers' events stay.
+        // Appended: other tracers' events stay. One write(2) per command: the kernel parses
+        // each write on its own, and `writeln!` would split the line at every argument.
         let mut events = std::fs::OpenOptions::new()
             .append(true)
             .open(tracing.join("uprobe_events"))?;
-        writeln!(events, "p:{group}/{event} {spec}")?;
+        events.write_all(format!("p:{group}/{event} {spec}\n").as_bytes())?;
         Ok(UprobeEvent {
             tracing: tracing.to_path_buf(),
             group: group.to_string(),
@@ -360,7 +393,7 @@ impl Drop for UprobeEvent {
             .append(true)
             .open(self.tracing.join("uprobe_events"))
         {
-            let _ = writeln!(events, "-:{}/{}", self.group, self.event);
+            let _ = events.write_all(format!("-:{}/{}\n", self.group, self.event).as_bytes());
         }
     }
 }
@@ -498,7 +531,11 @@ fn a_live_process_gives_absolute_addresses_per_mapping() {
         assert_eq!(m.file, binary);
         assert_eq!(m.semaphore_abs_addr.is_some(), m.probe.semaphore.is_some());
         if let (Some(sem), Some(abs)) = (m.probe.semaphore, m.semaphore_abs_addr) {
-            assert_eq!(abs.0 - sem.addr.0, expected - m.probe.addr.0, "one load bias");
+            assert_eq!(
+                abs.0 - sem.addr.0,
+                expected - m.probe.addr.0,
+                "one load bias"
+            );
         }
     }
     // The same file mapped a second time (as dlmopen would): a match per mapping.
@@ -513,7 +550,9 @@ fn a_live_process_gives_absolute_addresses_per_mapping() {
         process: &process,
         maps: Some(&twice),
     };
-    let both = symbolizer.find_usdt(&source, "stacksym_demo:plain").unwrap();
+    let both = symbolizer
+        .find_usdt(&source, "stacksym_demo:plain")
+        .unwrap();
     let addrs: Vec<u64> = both.iter().map(|m| m.abs_addr.unwrap().0).collect();
     assert_eq!(addrs.len(), 2, "{both:#?}");
     assert_eq!(addrs[1] - addrs[0], shift);
@@ -542,7 +581,10 @@ fn hostile_notes_are_clear_errors() {
     let mut absurd = bytes.clone();
     absurd[notes.start + 4..notes.start + 8].copy_from_slice(&0xffff_fff0u32.to_le_bytes());
     let err = read_hostile(absurd).to_string();
-    assert!(err.contains("hostile-usdt") && err.contains(".note.stapsdt"), "{err}");
+    assert!(
+        err.contains("hostile-usdt") && err.contains(".note.stapsdt"),
+        "{err}"
+    );
     assert!(err.contains("past the end of the section"), "{err}");
     // An owner name size past the section.
     let mut name = bytes.clone();
@@ -553,7 +595,10 @@ fn hostile_notes_are_clear_errors() {
     let mut short = bytes.clone();
     short[notes.start + 4..notes.start + 8].copy_from_slice(&20u32.to_le_bytes());
     let err = read_hostile(short).to_string();
-    assert!(err.contains("shorter than its three 8-byte addresses"), "{err}");
+    assert!(
+        err.contains("shorter than its three 8-byte addresses"),
+        "{err}"
+    );
     // Strings without their NUL: the first note's strings overwritten.
     let mut no_nul = bytes.clone();
     let desc_size =
@@ -570,7 +615,7 @@ fn hostile_notes_are_clear_errors() {
     let mut pos = notes.start;
     while pos + 12 <= notes.end {
         let word = |at: usize| u32::from_le_bytes(cut[at..at + 4].try_into().unwrap()) as usize;
-        let next = pos + 12 + (word(pos) + 3) / 4 * 4 + (word(pos + 4) + 3) / 4 * 4;
+        let next = pos + 12 + word(pos).next_multiple_of(4) + word(pos + 4).next_multiple_of(4);
         probe_count += 1;
         if next >= notes.end {
             break;
@@ -593,9 +638,9 @@ fn the_example_prints_probes_and_their_targets() {
     let probes = read_probes(&ElfFile::open(&binary).unwrap()).unwrap();
     assert_eq!(lines.lines().count(), probes.len(), "{lines}");
     for (line, probe) in lines.lines().zip(&probes) {
-        let semaphore = probe
-            .semaphore
-            .map_or("none".to_string(), |s| format!("{:#x}", s.file_offset.unwrap().0));
+        let semaphore = probe.semaphore.map_or("none".to_string(), |s| {
+            format!("{:#x}", s.file_offset.unwrap().0)
+        });
         assert_eq!(
             line,
             format!(
@@ -615,7 +660,10 @@ fn the_example_prints_probes_and_their_targets() {
         guarded.file_offset.unwrap().0,
         guarded.semaphore.unwrap().file_offset.unwrap().0,
     );
-    assert!(spec.contains(&format!("  usdt:{path}:stacksym_demo:guarded\n")), "{spec}");
+    assert!(
+        spec.contains(&format!("  usdt:{path}:stacksym_demo:guarded\n")),
+        "{spec}"
+    );
     assert!(
         spec.contains(&format!(
             "  p:usdt_stacksym_demo/guarded {path}:{offset:#x}({sem:#x}) arg1="
@@ -624,13 +672,22 @@ fn the_example_prints_probes_and_their_targets() {
     );
     let json = support::run(
         exe,
-        &["--find-usdt", "stacksym_demo:plain", "--obj", path, "--output-style=JSON"],
+        &[
+            "--find-usdt",
+            "stacksym_demo:plain",
+            "--obj",
+            path,
+            "--output-style=JSON",
+        ],
     );
     let value: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
     let plain = testdata_probe(&probes, "plain");
     assert_eq!(value["provider"], "stacksym_demo");
     assert_eq!(value["name"], "plain");
-    assert_eq!(value["file_offset"], format!("{:#x}", plain.file_offset.unwrap().0));
+    assert_eq!(
+        value["file_offset"],
+        format!("{:#x}", plain.file_offset.unwrap().0)
+    );
     assert_eq!(value["address"], format!("{:#x}", plain.addr.0));
     assert_eq!(value["semaphore_file_offset"], serde_json::Value::Null);
     assert_eq!(value["args"]["raw"], plain.args_text.as_str());

@@ -94,7 +94,10 @@ fn print_probe_spec(
     let file = m.file.display();
     writeln!(out, "  usdt:{file}:{}:{}", probe.provider, probe.name)?;
     let Some(offset) = probe.file_offset else {
-        return writeln!(out, "  uprobe_events: no file offset (the probe is in no segment)");
+        return writeln!(
+            out,
+            "  uprobe_events: no file offset (the probe is in no segment)"
+        );
     };
     let ref_ctr = probe
         .semaphore
@@ -147,7 +150,10 @@ fn fetch_arg(arg: &Arg, file_offset: &dyn Fn(VirtAddr) -> Option<u64>) -> Option
             addr: Some(addr),
             offset,
             ..
-        } => format!("@+{:#x}", file_offset(VirtAddr(addr.0.wrapping_add(*offset as u64)))?),
+        } => format!(
+            "@+{:#x}",
+            file_offset(VirtAddr(addr.0.wrapping_add(*offset as u64)))?
+        ),
         Operand::Symbol { addr: None, .. } => return None,
         Operand::Constant(value) => format!("\\{value}"),
     };
@@ -180,8 +186,8 @@ fn kernel_register(name: &str) -> Option<&'static str> {
     }
     const X: [&str; 31] = [
         "x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13",
-        "x14", "x15", "x16", "x17", "x18", "x19", "x20", "x21", "x22", "x23", "x24", "x25",
-        "x26", "x27", "x28", "x29", "x30",
+        "x14", "x15", "x16", "x17", "x18", "x19", "x20", "x21", "x22", "x23", "x24", "x25", "x26",
+        "x27", "x28", "x29", "x30",
     ];
     if let Some(n) = name
         .strip_prefix('x')
@@ -222,9 +228,7 @@ fn to_json(m: &UsdtMatch) -> Value {
 }
 
 fn arg_json(arg: &Arg) -> Value {
-    let register = |r: &stacksym::usdt::Register| {
-        json!({ "name": r.name, "dwarf": r.dwarf, "high_byte": r.high_byte })
-    };
+    let register = |r: &stacksym::usdt::Register| json!({ "name": r.name, "dwarf": r.dwarf, "high_byte": r.high_byte });
     let operand = match &arg.operand {
         Operand::Register(r) => json!({ "kind": "register", "register": register(r) }),
         Operand::Memory { base, offset } => {

@@ -18,7 +18,8 @@ use crate::usdt::{read_probes, Probe};
 pub struct UsdtMatch {
     /// The probe, as its file states it (addresses and file offsets in the file).
     pub probe: Probe,
-    /// The file: the path given, or for a process the path the process names it by.
+    /// The file: the path given, or for a process the path the process names it by (its
+    /// `/proc/PID/maps` line; from the host, a container's file is under `/proc/PID/root`).
     pub file: PathBuf,
     /// For a process: the probe's absolute address in it. A file mapped twice gives a match
     /// per mapping.
@@ -37,7 +38,8 @@ impl Symbolizer {
     /// [`Source::Process`]: the probes of every ELF file the process maps executable, with
     /// their absolute addresses, per mapping (a library mapped twice gives both); files that
     /// are not ELF are passed over, and a file that cannot be read or whose notes are
-    /// malformed is left out with a `log::warn!`. The kernel and stacks are errors.
+    /// malformed is left out with a `log::warn!`. The kernel and stacks are
+    /// [`Error::InvalidRequest`] (probes are in files).
     ///
     /// ```
     /// use stacksym::{Source, Symbolizer};
@@ -73,7 +75,7 @@ impl Symbolizer {
             Source::Process { process, maps } => {
                 let cached;
                 let maps: &ProcessMaps = match maps {
-                    Some(maps) => *maps,
+                    Some(maps) => maps,
                     None => {
                         cached = self.cached_maps(process, &[])?;
                         &cached
@@ -81,7 +83,7 @@ impl Symbolizer {
                 };
                 self.find_usdt_in_process(process, maps, &pattern)
             }
-            Source::Kernel(_) | Source::Stack { .. } => Err(Error::Unsupported {
+            Source::Kernel(_) | Source::Stack { .. } => Err(Error::InvalidRequest {
                 path: source.describe(),
                 what: "USDT probes are in the files of a process or on disk: give \
                        Source::Elf or Source::Process"
@@ -112,7 +114,9 @@ impl Symbolizer {
         }
         let mut found = Vec::new();
         for mappings in files {
-            let first = &maps.mappings[mappings[0]];
+            let Some(first) = mappings.first().map(|&index| &maps.mappings[index]) else {
+                continue;
+            };
             let Some(opened) = process.open_mapped(first) else {
                 continue;
             };
@@ -120,7 +124,7 @@ impl Symbolizer {
                 let loaded = self.open_process_file(&file, &path, &process.root())?;
                 Ok((read_probes(&loaded.elf)?, path))
             });
-            let (probes, path) = match probes {
+            let (probes, opened_path) = match probes {
                 Ok(found) => found,
                 Err(Error::NotElf { .. }) => continue,
                 Err(err) => {
@@ -128,6 +132,9 @@ impl Symbolizer {
                     continue;
                 }
             };
+            // The name the process gives the file (its maps line), not the host path it was
+            // opened through (`<procfs>/<pid>/root/...`, `map_files/...`).
+            let path = first.file_path().unwrap_or(opened_path);
             for probe in probes.into_iter().filter(|probe| pattern.matches(probe)) {
                 let Some(offset) = probe.file_offset else {
                     continue;

@@ -219,7 +219,11 @@ fn parse_int(text: &str) -> Option<i64> {
     };
     // Two's complement, as the assembler reads `$-1` and `$18446744073709551615` alike.
     let value = magnitude as i64;
-    Some(if negative { value.wrapping_neg() } else { value })
+    Some(if negative {
+        value.wrapping_neg()
+    } else {
+        value
+    })
 }
 
 /// x86_64 general registers by AT&T name: (name, DWARF number, high byte).
@@ -335,8 +339,16 @@ fn symbol_and_offset(displacement: &str) -> Result<(&str, i64), String> {
         let end = rest.find(['+', '-']).unwrap_or(rest.len());
         let term = &rest[..end];
         if let Some(value) = parse_int(term) {
-            offset = offset.wrapping_add(if negative { value.wrapping_neg() } else { value });
-        } else if !term.is_empty() && !negative && symbol.is_none() && term.chars().all(is_symbol_char) {
+            offset = offset.wrapping_add(if negative {
+                value.wrapping_neg()
+            } else {
+                value
+            });
+        } else if !term.is_empty()
+            && !negative
+            && symbol.is_none()
+            && term.chars().all(is_symbol_char)
+        {
             symbol = Some(term);
         } else {
             return Err(invalid());
@@ -368,7 +380,9 @@ fn parse_aarch64_operand(text: &str) -> Result<Operand, String> {
                     ));
                 }
                 let value = parse_int(offset).ok_or_else(|| {
-                    format!("offset {offset:?} is not a number (register offsets are not supported)")
+                    format!(
+                        "offset {offset:?} is not a number (register offsets are not supported)"
+                    )
                 })?;
                 (base.trim(), value)
             }
@@ -444,16 +458,47 @@ mod tests {
         assert_eq!(
             x86("8@-16(%rbp) -4@8(%rsp) 8@(%rax) 4@0x10(%rip) 4@$5 -4@$-1 8@$0x20").unwrap(),
             vec![
-                arg(8, false, Operand::Memory { base: reg(6, "rbp"), offset: -16 }),
-                arg(4, true, Operand::Memory { base: reg(7, "rsp"), offset: 8 }),
-                arg(8, false, Operand::Memory { base: reg(0, "rax"), offset: 0 }),
-                arg(4, false, Operand::Memory { base: reg(16, "rip"), offset: 16 }),
+                arg(
+                    8,
+                    false,
+                    Operand::Memory {
+                        base: reg(6, "rbp"),
+                        offset: -16
+                    }
+                ),
+                arg(
+                    4,
+                    true,
+                    Operand::Memory {
+                        base: reg(7, "rsp"),
+                        offset: 8
+                    }
+                ),
+                arg(
+                    8,
+                    false,
+                    Operand::Memory {
+                        base: reg(0, "rax"),
+                        offset: 0
+                    }
+                ),
+                arg(
+                    4,
+                    false,
+                    Operand::Memory {
+                        base: reg(16, "rip"),
+                        offset: 16
+                    }
+                ),
                 arg(4, false, Operand::Constant(5)),
                 arg(4, true, Operand::Constant(-1)),
                 arg(8, false, Operand::Constant(0x20)),
             ]
         );
-        assert_eq!(x86("8@$18446744073709551615").unwrap()[0].operand, Operand::Constant(-1));
+        assert_eq!(
+            x86("8@$18446744073709551615").unwrap()[0].operand,
+            Operand::Constant(-1)
+        );
     }
 
     #[test]
@@ -464,8 +509,9 @@ mod tests {
             offset,
             addr: None,
         };
-        let args = x86("-8@demo_global(%rip) 4@table+8(%rip) 4@x.1-4(%rip) 8@8+CheckpointStats(%rip)")
-            .unwrap();
+        let args =
+            x86("-8@demo_global(%rip) 4@table+8(%rip) 4@x.1-4(%rip) 8@8+CheckpointStats(%rip)")
+                .unwrap();
         let operands: Vec<Operand> = args.into_iter().map(|a| a.operand).collect();
         assert_eq!(
             operands,
@@ -483,15 +529,43 @@ mod tests {
         assert_eq!(
             arm("8@[sp, 16] -4@x1 4@w0 8@sp 8@[x1] -8@[x29, -8] 4@5 -4@#-3 8@[x2,#24]").unwrap(),
             vec![
-                arg(8, false, Operand::Memory { base: reg(31, "sp"), offset: 16 }),
+                arg(
+                    8,
+                    false,
+                    Operand::Memory {
+                        base: reg(31, "sp"),
+                        offset: 16
+                    }
+                ),
                 arg(4, true, Operand::Register(reg(1, "x1"))),
                 arg(4, false, Operand::Register(reg(0, "w0"))),
                 arg(8, false, Operand::Register(reg(31, "sp"))),
-                arg(8, false, Operand::Memory { base: reg(1, "x1"), offset: 0 }),
-                arg(8, true, Operand::Memory { base: reg(29, "x29"), offset: -8 }),
+                arg(
+                    8,
+                    false,
+                    Operand::Memory {
+                        base: reg(1, "x1"),
+                        offset: 0
+                    }
+                ),
+                arg(
+                    8,
+                    true,
+                    Operand::Memory {
+                        base: reg(29, "x29"),
+                        offset: -8
+                    }
+                ),
                 arg(4, false, Operand::Constant(5)),
                 arg(4, true, Operand::Constant(-3)),
-                arg(8, false, Operand::Memory { base: reg(2, "x2"), offset: 24 }),
+                arg(
+                    8,
+                    false,
+                    Operand::Memory {
+                        base: reg(2, "x2"),
+                        offset: 24
+                    }
+                ),
             ]
         );
     }
@@ -512,18 +586,30 @@ mod tests {
         assert_eq!(err.index, 1);
         assert!(err.to_string().contains("indexed"), "{err}");
         assert!(x86("3@%rax").unwrap_err().what.contains("not 1, 2, 4 or 8"));
-        assert!(x86("8@%xmm0").unwrap_err().what.contains("unknown register"));
-        assert!(x86("8@sym+(%rip)").unwrap_err().what.contains("symbol+number"));
+        assert!(x86("8@%xmm0")
+            .unwrap_err()
+            .what
+            .contains("unknown register"));
+        assert!(x86("8@sym+(%rip)")
+            .unwrap_err()
+            .what
+            .contains("symbol+number"));
         assert!(x86("8@a*b(%rip)").unwrap_err().what.contains("neither"));
         assert!(x86("8@a+b(%rip)").unwrap_err().what.contains("neither"));
         assert!(x86("8@-a(%rip)").unwrap_err().what.contains("neither"));
-        assert!(arm("-8@[x3, #:lo12:.LANCHOR0]").unwrap_err().what.contains("adrp"));
+        assert!(arm("-8@[x3, #:lo12:.LANCHOR0]")
+            .unwrap_err()
+            .what
+            .contains("adrp"));
         assert!(x86("8@$sym").unwrap_err().what.contains("not a number"));
         assert!(x86("8@-16(%rbp").unwrap_err().what.contains("closing"));
         assert!(x86("8f@%xmm0").unwrap_err().what.contains("floating"));
         assert!(x86("8@").unwrap_err().what.contains("no operand"));
         assert!(arm("8@[sp, 16").unwrap_err().what.contains("closing"));
-        assert!(arm("8@[x1, x2]").unwrap_err().what.contains("register offsets"));
+        assert!(arm("8@[x1, x2]")
+            .unwrap_err()
+            .what
+            .contains("register offsets"));
         assert!(arm("8@q0").unwrap_err().what.contains("unknown register"));
         let many = "8@%rax ".repeat(MAX_ARGS + 1);
         assert_eq!(x86(&many).unwrap_err().index, MAX_ARGS);
@@ -531,9 +617,25 @@ mod tests {
 
     #[test]
     fn hostile_text_does_not_panic() {
-        for text in ["@", "-@", "--4@%rax", "8@%", "8@()", "8@(", "8@)", "[[[[", "]]]", "8@[]",
-            "8@[,]", "8@0x", "8@$", "8@$-", "é@%rax", "8@%rax\u{0}", "4@99999999999999999999999"]
-        {
+        for text in [
+            "@",
+            "-@",
+            "--4@%rax",
+            "8@%",
+            "8@()",
+            "8@(",
+            "8@)",
+            "[[[[",
+            "]]]",
+            "8@[]",
+            "8@[,]",
+            "8@0x",
+            "8@$",
+            "8@$-",
+            "é@%rax",
+            "8@%rax\u{0}",
+            "4@99999999999999999999999",
+        ] {
             let _ = x86(text);
             let _ = arm(text);
         }

@@ -26,7 +26,6 @@ use crate::error::{Error, Result};
 
 pub use args::{parse_args, Arg, ArgError, ArgSyntax, Operand, Register};
 
-
 /// The note type of a USDT probe (`NT_STAPSDT`).
 const NT_STAPSDT: u32 = 3;
 /// The section the notes are in.
@@ -315,7 +314,10 @@ struct Descriptor<'a> {
     args: &'a str,
 }
 
-fn parse_descriptor(desc: &[u8], layout: NoteLayout) -> std::result::Result<Descriptor<'_>, String> {
+fn parse_descriptor(
+    desc: &[u8],
+    layout: NoteLayout,
+) -> std::result::Result<Descriptor<'_>, String> {
     let size = usize::from(layout.address_size);
     let fixed = 3 * size;
     if desc.len() < fixed {
@@ -334,8 +336,8 @@ fn parse_descriptor(desc: &[u8], layout: NoteLayout) -> std::result::Result<Desc
     let provider = take_c_str(&mut strings, "provider")?;
     let name = take_c_str(&mut strings, "name")?;
     let args = take_c_str(&mut strings, "argument")?;
-    let args = std::str::from_utf8(args)
-        .map_err(|e| format!("the argument string is not UTF-8 ({e})"))?;
+    let args =
+        std::str::from_utf8(args).map_err(|e| format!("the argument string is not UTF-8 ({e})"))?;
     Ok(Descriptor {
         addrs,
         provider,
@@ -405,7 +407,10 @@ mod tests {
     #[test]
     fn hostile_notes_are_errors() {
         // A header cut short.
-        let err = Notes::new(&[1, 0, 0, 0, 0], false).next().unwrap().unwrap_err();
+        let err = Notes::new(&[1, 0, 0, 0, 0], false)
+            .next()
+            .unwrap()
+            .unwrap_err();
         assert!(err.contains("note header needs 12"), "{err}");
         // A descriptor claiming 4 GiB.
         let mut section = note(b"stapsdt\0", NT_STAPSDT, &[]);
@@ -421,12 +426,20 @@ mod tests {
         let err = parse_descriptor(&desc(1, 0, 0, b"prov\0name\0args"), LE64)
             .err()
             .unwrap();
-        assert!(err.contains("argument string has no terminating NUL"), "{err}");
-        let err = parse_descriptor(&desc(1, 0, 0, b"prov"), LE64).err().unwrap();
+        assert!(
+            err.contains("argument string has no terminating NUL"),
+            "{err}"
+        );
+        let err = parse_descriptor(&desc(1, 0, 0, b"prov"), LE64)
+            .err()
+            .unwrap();
         assert!(err.contains("provider string"), "{err}");
         // Too short for the addresses.
         let err = parse_descriptor(&[0; 20], LE64).err().unwrap();
-        assert!(err.contains("shorter than its three 8-byte addresses"), "{err}");
+        assert!(
+            err.contains("shorter than its three 8-byte addresses"),
+            "{err}"
+        );
         // After an error the iterator stops.
         let mut notes = Notes::new(&[0; 5], false);
         assert!(notes.next().unwrap().is_err());
