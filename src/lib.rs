@@ -32,6 +32,7 @@ pub mod process;
 mod radix;
 pub mod symbolize;
 pub mod unwind;
+pub mod usdt;
 
 #[cfg(test)]
 mod test_support;

@@ -192,6 +192,21 @@ NAMES (--find PATTERN; not in llvm-symbolizer)
       uprobe:FILE:MANGLED_NAME      (or uprobe:FILE:0xADDRESS where versions share the name)
   Exit status 1 when nothing matches.
 
+USDT PROBES (--find-usdt PATTERN; not in llvm-symbolizer)
+  Lists the static probes (sys/sdt.h, .note.stapsdt) of --obj FILE, or of every file the
+  live process --pid PID maps (opened through its root, as for symbolizing), whose
+  provider:name matches the glob PATTERN ('python:*', '*:query__start'; a PATTERN without
+  ':' matches the name under any provider), one line each:
+      FILE_OFFSET provider:name semaphore=FILE_OFFSET|none args=ARGUMENTS
+  FILE_OFFSET is where a uprobe attaches; the semaphore's file offset is its ref_ctr_offset.
+  With --pid, each line ends with address=ABSOLUTE file=PATH (a file mapped twice: a line
+  per mapping). --probe-spec adds bpftrace's probe and the line uprobe_events takes:
+      usdt:FILE:provider:name
+      p:usdt_PROVIDER/NAME FILE:0xOFFSET(0xREF_CTR_OFFSET) arg1=%di:s32 ...
+  --output-style=JSON prints one object per probe: provider, name, file, file_offset,
+  address, semaphore_address, semaphore_file_offset, args {raw, parsed, error}.
+  Exit status 1 when nothing matches.
+
 DEBUGINFOD
   When the local places have no debug file, the debuginfod servers are asked for it by
   build-id (and for a dwz supplementary file by its own): each --debuginfod URL

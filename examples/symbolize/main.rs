@@ -27,6 +27,7 @@ mod live;
 mod output;
 mod stack_parse;
 mod stacks;
+mod usdt;
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -189,9 +190,15 @@ struct Args {
     #[arg(long, value_name = "PATTERN", conflicts_with_all = ["addresses", "input", "pid", "stacks", "folded"])]
     find: Option<String>,
 
-    /// With --find: also print each match as perf probe's and bpftrace's probe targets
-    #[arg(long, requires = "find")]
+    /// With --find: also print each match as perf probe's and bpftrace's probe targets;
+    /// with --find-usdt, bpftrace's and uprobe_events' (with the semaphore's ref_ctr_offset)
+    #[arg(long)]
     probe_spec: bool,
+
+    /// USDT probes: list the .note.stapsdt probes of --obj FILE (or of every file of --pid
+    /// PID) whose provider:name matches the glob PATTERN; see USDT PROBES in --help
+    #[arg(long, value_name = "PATTERN", conflicts_with_all = ["addresses", "input", "find", "stacks", "folded", "kernel"])]
+    find_usdt: Option<String>,
 
     /// Print the version
     #[arg(long, short = 'v', action = ArgAction::Version)]
@@ -725,6 +732,24 @@ fn run(args: Args, no_arguments: bool) -> io::Result<bool> {
         ));
     }
     let symbolizer = builder.build();
+    if let Some(pattern) = &args.find_usdt {
+        let find = usdt::FindUsdt {
+            pattern,
+            obj: args.obj.as_deref(),
+            pid: args.pid,
+            probe_spec: args.probe_spec,
+            json: matches!(args.output_style, Style::Json),
+        };
+        let stdout = io::stdout();
+        let mut out = io::BufWriter::new(stdout.lock());
+        let ok = usdt::run(&find, &symbolizer, &mut out)?;
+        out.flush()?;
+        return Ok(ok);
+    }
+    if args.probe_spec && args.find.is_none() {
+        eprintln!("symbolize: --probe-spec goes with --find or --find-usdt");
+        return Ok(false);
+    }
     if let Some(pattern) = &args.find {
         if args.obj.is_none() && !args.kernel && args.kallsyms.is_none() {
             eprintln!("symbolize: --find needs --obj FILE, or --kernel (or --kallsyms FILE)");

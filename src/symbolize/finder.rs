@@ -60,7 +60,7 @@ impl<'a> NamePattern<'a> {
         }
     }
 
-    fn matches(&self, spelling: &str) -> bool {
+    pub(crate) fn matches(&self, spelling: &str) -> bool {
         match self {
             NamePattern::Exact(name) => *name == spelling,
             NamePattern::Glob(glob) => glob_matches(glob.as_bytes(), spelling.as_bytes()),

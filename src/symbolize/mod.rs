@@ -15,6 +15,7 @@ mod process;
 mod process_unwinder;
 mod specials_cache;
 mod stack;
+mod usdt;
 
 use std::num::NonZeroUsize;
 use std::ops::Range;
@@ -28,6 +29,7 @@ pub use kernel::KernelSource;
 pub use output::{NameOrigin, NotFound, OwnedSym, Sym, Symbols};
 pub use process_unwinder::ProcessUnwinder;
 pub use stack::is_kernel_addr;
+pub use usdt::UsdtMatch;
 
 use crate::addr::{AbsAddr, FileOffset, VirtAddr};
 use crate::confine::ConfinedRoot;
