@@ -651,9 +651,19 @@ fn the_example_prints_probes_and_their_targets() {
             )
         );
     }
+    // Given a relative path (the tests run in the crate's root), bpftrace's probe keeps it
+    // and the uprobe_events line, which the kernel takes only with an absolute path, has
+    // the absolute one.
+    let relative = "testdata/bin/usdt-x86_64";
     let spec = support::run(
         exe,
-        &["--find-usdt", "*:guarded", "--obj", path, "--probe-spec"],
+        &[
+            "--find-usdt",
+            "*:guarded",
+            "--obj",
+            relative,
+            "--probe-spec",
+        ],
     );
     let guarded = testdata_probe(&probes, "guarded");
     let (offset, sem) = (
@@ -661,7 +671,7 @@ fn the_example_prints_probes_and_their_targets() {
         guarded.semaphore.unwrap().file_offset.unwrap().0,
     );
     assert!(
-        spec.contains(&format!("  usdt:{path}:stacksym_demo:guarded\n")),
+        spec.contains(&format!("  usdt:{relative}:stacksym_demo:guarded\n")),
         "{spec}"
     );
     assert!(

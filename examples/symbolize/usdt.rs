@@ -104,10 +104,13 @@ fn print_probe_spec(
         .and_then(|sem| sem.file_offset)
         .map(|o| format!("({:#x})", o.0))
         .unwrap_or_default();
+    // The kernel resolves the path itself and takes only an absolute one.
+    let absolute = std::path::absolute(&m.file).unwrap_or_else(|_| m.file.clone());
     let mut line = format!(
-        "p:usdt_{}/{} {file}:{:#x}{ref_ctr}",
+        "p:usdt_{}/{} {}:{:#x}{ref_ctr}",
         event_name(&probe.provider),
         event_name(&probe.name),
+        absolute.display(),
         offset.0
     );
     if let Ok(args) = &probe.args {
