@@ -206,7 +206,9 @@ impl<H, A, B> Block<H, A, B> {
     /// Writes the next element of the first array.
     pub(crate) fn push_a(&mut self, value: A) -> Result<(), CError> {
         if self.a_written == self.a_len {
-            return Err(CError::internal("a result's element count changed while built"));
+            return Err(CError::internal(
+                "a result's element count changed while built",
+            ));
         }
         // SAFETY: `a_written < a_len`, so the slot lies inside the array `new` sized, aligned
         // for `A`; it is written once (the count only grows) and never read before.
@@ -218,7 +220,9 @@ impl<H, A, B> Block<H, A, B> {
     /// Writes the next element of the second array.
     pub(crate) fn push_b(&mut self, value: B) -> Result<(), CError> {
         if self.b_written == self.b_len {
-            return Err(CError::internal("a result's element count changed while built"));
+            return Err(CError::internal(
+                "a result's element count changed while built",
+            ));
         }
         // SAFETY: as in `push_a`, for the second array.
         unsafe { self.b.add(self.b_written).write(value) };
@@ -314,7 +318,10 @@ mod tests {
             let items = std::slice::from_raw_parts((*header).items, (*header).len);
             let name = |i: usize| std::ffi::CStr::from_ptr(items[i].name).to_str().unwrap();
             assert_eq!((name(0), name(1), name(2)), ("main", "checksum", "main"));
-            assert_eq!(items[0].name, items[2].name, "one copy of a repeated string");
+            assert_eq!(
+                items[0].name, items[2].name,
+                "one copy of a repeated string"
+            );
             assert_eq!(items[2].value, 2);
             free_block(header);
         }
@@ -331,12 +338,7 @@ mod tests {
             })
             .unwrap();
         let items = block.bases().a(0);
-        assert!(block
-            .finish(Header {
-                len: 2,
-                items
-            })
-            .is_err());
+        assert!(block.finish(Header { len: 2, items }).is_err());
         let mut block = Block::<Header, Item, u8>::new(0, 0, &pool).unwrap();
         assert!(block
             .push_a(Item {

@@ -14,7 +14,9 @@ pub type stacksym_err = i32;
 
 /// Success.
 pub const STACKSYM_OK: stacksym_err = 0;
-/// A NULL pointer where one is required, an unknown constant, a length without its array.
+/// A NULL pointer where one is required, an unknown constant, a length without its array,
+/// or a request that does not fit its source (file offsets for a debug file found by
+/// build-id).
 pub const STACKSYM_ERR_INVALID_ARGUMENT: stacksym_err = 1;
 /// A file (or a file with the build-id asked for, or a process) does not exist.
 pub const STACKSYM_ERR_NOT_FOUND: stacksym_err = 2;
@@ -26,12 +28,13 @@ pub const STACKSYM_ERR_PROCESS_GONE: stacksym_err = 4;
 /// The input is malformed: not an ELF file, a broken ELF or DWARF structure, a maps or
 /// kallsyms file that does not parse. The message names the file and what was wrong.
 pub const STACKSYM_ERR_MALFORMED: stacksym_err = 5;
-/// The request cannot be served: e.g. file offsets for a build-id whose binary is not
-/// here, a file format this library does not read.
+/// A well-formed file uses something this library does not read, or the path is not a
+/// regular file.
 pub const STACKSYM_ERR_UNSUPPORTED: stacksym_err = 6;
 /// A debuginfod server could not be used.
 pub const STACKSYM_ERR_NETWORK: stacksym_err = 7;
-/// Another I/O error (the message has the operating system's words).
+/// Another I/O error (the message has the operating system's words), or a failure this
+/// version of the C API has no code for.
 pub const STACKSYM_ERR_IO: stacksym_err = 8;
 /// A bug in stacksym (a panic, caught at the boundary) or no memory for a result.
 pub const STACKSYM_ERR_INTERNAL: stacksym_err = 9;
@@ -68,43 +71,20 @@ impl From<stacksym::Error> for CError {
     }
 }
 
-/// The code of a library error.
+/// The code of a library error: its [`stacksym::ErrorKind`], one code per kind.
 fn code_of(error: &stacksym::Error) -> stacksym_err {
-    use stacksym::Error;
-    use std::io::ErrorKind;
-    match error {
-        Error::Io { source, .. } => match source.kind() {
-            ErrorKind::NotFound => STACKSYM_ERR_NOT_FOUND,
-            ErrorKind::PermissionDenied => STACKSYM_ERR_PERMISSION_DENIED,
-            _ => STACKSYM_ERR_IO,
-        },
-        // Until the library's error kinds land (issue 27), its words tell "no file with this
-        // build-id" from a request that cannot be served.
-        Error::Unsupported { what, .. } if what.starts_with("no file with this build-id") => {
-            STACKSYM_ERR_NOT_FOUND
-        }
-        Error::NotAFile { .. } | Error::Unsupported { .. } => STACKSYM_ERR_UNSUPPORTED,
-        Error::NotElf { .. } | Error::MalformedElf { .. } | Error::Kallsyms { .. } => {
-            STACKSYM_ERR_MALFORMED
-        }
-        Error::KernelAddrsHidden { .. } => STACKSYM_ERR_PERMISSION_DENIED,
-        Error::KernelModule { .. } => STACKSYM_ERR_NOT_FOUND,
-        Error::Debuginfod { .. } => STACKSYM_ERR_NETWORK,
-        Error::Process { what, .. } => {
-            // Until the library's error kinds land (issue 27), the message tells a process
-            // that is gone from maps that do not parse.
-            if what.contains("No such process")
-                || what.contains("No such file")
-                || what.contains("exited")
-                || what.contains("does not exist")
-            {
-                STACKSYM_ERR_PROCESS_GONE
-            } else if what.contains("ermission denied") {
-                STACKSYM_ERR_PERMISSION_DENIED
-            } else {
-                STACKSYM_ERR_MALFORMED
-            }
-        }
+    use stacksym::ErrorKind;
+    match error.kind() {
+        ErrorKind::ProcessGone => STACKSYM_ERR_PROCESS_GONE,
+        ErrorKind::PermissionDenied => STACKSYM_ERR_PERMISSION_DENIED,
+        ErrorKind::NotFound => STACKSYM_ERR_NOT_FOUND,
+        ErrorKind::Malformed => STACKSYM_ERR_MALFORMED,
+        ErrorKind::Unsupported => STACKSYM_ERR_UNSUPPORTED,
+        ErrorKind::InvalidRequest => STACKSYM_ERR_INVALID_ARGUMENT,
+        ErrorKind::Network => STACKSYM_ERR_NETWORK,
+        ErrorKind::Io => STACKSYM_ERR_IO,
+        // `ErrorKind` is non-exhaustive: a kind added later than this C API answers as
+        // another failure until it gets a code of its own; the message still says what.
         _ => STACKSYM_ERR_IO,
     }
 }
@@ -159,7 +139,11 @@ pub(crate) fn guard(body: impl FnOnce() -> Result<(), CError>) -> stacksym_err {
 pub extern "C" fn stacksym_last_error() -> *const c_char {
     catch_unwind(|| {
         LAST_ERROR
-            .try_with(|slot| slot.borrow().as_ref().map_or(std::ptr::null(), |m| m.as_ptr()))
+            .try_with(|slot| {
+                slot.borrow()
+                    .as_ref()
+                    .map_or(std::ptr::null(), |m| m.as_ptr())
+            })
             .unwrap_or(std::ptr::null())
     })
     .unwrap_or(std::ptr::null())

@@ -5,12 +5,32 @@
 use std::ffi::{c_char, CStr};
 
 use stacksym::elf::{Binding, SymbolKind};
-use stacksym::symbolize::{FoundIn, NamePattern, SymbolMatch};
+use stacksym::symbolize::{FindOptions, FoundIn, NamePattern, SymbolMatch};
 use stacksym::Source;
 
 use crate::block::{free_block, Block, Pool, Str};
 use crate::error::{guard, stacksym_err, CError};
 use crate::{handle, out_slot, slice, stacksym_kernel_source, stacksym_symbolizer};
+
+/// How a `stacksym_find_*` call reports what matched: 0, or `STACKSYM_FIND_*` flags or-ed.
+pub type stacksym_find_flags = u32;
+/// One match per address: where several names of one address match (libc's `malloc`,
+/// `__libc_malloc`, `__malloc`), the match is the name `stacksym_symbolize_*` answers for
+/// the address when it is among them, else the first by binding (global, weak, local), then
+/// table order; the other names are its `aliases`. What a prober wants: one uprobe per
+/// address. Without it, one match per matching name.
+pub const STACKSYM_FIND_MERGE_ALIASES: stacksym_find_flags = 1;
+
+/// The [`FindOptions`] of `flags`, or an error for an unknown flag.
+fn find_options(flags: stacksym_find_flags) -> Result<FindOptions, CError> {
+    let unknown = flags & !STACKSYM_FIND_MERGE_ALIASES;
+    if unknown != 0 {
+        return Err(CError::invalid(format!(
+            "unknown find flags {unknown:#x} (known: STACKSYM_FIND_MERGE_ALIASES)"
+        )));
+    }
+    Ok(FindOptions::default().merge_aliases(flags & STACKSYM_FIND_MERGE_ALIASES != 0))
+}
 
 /// A symbol's binding: `STACKSYM_BINDING_*`.
 pub type stacksym_binding = u32;
@@ -111,8 +131,11 @@ fn matches_block(found: &[SymbolMatch]) -> Result<*mut stacksym_matches, CError>
             }
         })
         .collect();
-    let mut block =
-        Block::<stacksym_matches, stacksym_match, *const c_char>::new(flat.len(), aliases.len(), &pool)?;
+    let mut block = Block::<stacksym_matches, stacksym_match, *const c_char>::new(
+        flat.len(),
+        aliases.len(),
+        &pool,
+    )?;
     let at = block.bases();
     for alias in &aliases {
         block.push_b(at.str(*alias))?;
@@ -138,7 +161,7 @@ fn matches_block(found: &[SymbolMatch]) -> Result<*mut stacksym_matches, CError>
                 FoundIn::DebugFile => STACKSYM_FOUND_IN_DEBUG_FILE,
                 FoundIn::MiniDebugInfo => STACKSYM_FOUND_IN_MINIDEBUGINFO,
                 FoundIn::Kallsyms => STACKSYM_FOUND_IN_KALLSYMS,
-                #[allow(unreachable_patterns)]
+                // `FoundIn` is non-exhaustive: a table added later than this C API.
                 _ => STACKSYM_FOUND_IN_OTHER,
             },
             version: at.str(f.version),
@@ -161,8 +184,13 @@ fn matches_block(found: &[SymbolMatch]) -> Result<*mut stacksym_matches, CError>
 unsafe fn find_into(
     symbolizer: *const stacksym_symbolizer,
     pattern: *const c_char,
+    flags: stacksym_find_flags,
     out: *mut *mut stacksym_matches,
-    find: impl FnOnce(&stacksym_symbolizer, &NamePattern<'_>) -> Result<Vec<SymbolMatch>, CError>,
+    find: impl FnOnce(
+        &stacksym_symbolizer,
+        &NamePattern<'_>,
+        FindOptions,
+    ) -> Result<Vec<SymbolMatch>, CError>,
 ) -> stacksym_err {
     guard(|| {
         // SAFETY: by the caller's contract, NULL (refused) or writable.
@@ -176,7 +204,8 @@ unsafe fn find_into(
         let pattern = unsafe { CStr::from_ptr(pattern) }
             .to_str()
             .map_err(|_| CError::invalid("the pattern is not UTF-8"))?;
-        let found = find(handle, &NamePattern::parse(pattern))?;
+        let options = find_options(flags)?;
+        let found = find(handle, &NamePattern::parse(pattern), options)?;
         *out = matches_block(&found)?;
         Ok(())
     })
@@ -184,7 +213,8 @@ unsafe fn find_into(
 
 /// The functions and data objects of the ELF file at `path` whose names match `pattern`:
 /// a name as the source writes it (`ns::Class::method`, `crate::module::function`, with or
-/// without parameters), the mangled name, or a glob (`*` and `?`). On success `*out` holds
+/// without parameters; a template function with or without its return type), the mangled
+/// name, or a glob (`*` and `?`); `flags`: 0 or `STACKSYM_FIND_*` flags. On success `*out` holds
 /// the matches (none is not an error; free with [`stacksym_matches_free`]); on failure
 /// `*out` is NULL.
 ///
@@ -196,16 +226,21 @@ pub unsafe extern "C" fn stacksym_find_elf(
     symbolizer: *const stacksym_symbolizer,
     path: *const c_char,
     pattern: *const c_char,
+    flags: stacksym_find_flags,
     out: *mut *mut stacksym_matches,
 ) -> stacksym_err {
+    let find = |handle: &stacksym_symbolizer,
+                pattern: &NamePattern<'_>,
+                options: FindOptions|
+     -> Result<Vec<SymbolMatch>, CError> {
+        // SAFETY: by the contract, NULL (refused) or NUL-terminated.
+        let path = unsafe { crate::path(path, "path") }?;
+        Ok(handle
+            .inner
+            .find_addresses_with(&Source::Elf { path }, pattern, options)?)
+    };
     // SAFETY: the caller's contract is find_into's.
-    unsafe {
-        find_into(symbolizer, pattern, out, |handle, pattern| {
-            // SAFETY: by the contract, NULL (refused) or NUL-terminated.
-            let path = unsafe { crate::path(path, "path") }?;
-            Ok(handle.inner.find_addresses(&Source::Elf { path }, pattern)?)
-        })
-    }
+    unsafe { find_into(symbolizer, pattern, flags, out, find) }
 }
 
 /// As [`stacksym_find_elf`], in the file with this GNU build-id (`build_id_len` bytes) in
@@ -220,21 +255,24 @@ pub unsafe extern "C" fn stacksym_find_build_id(
     build_id: *const u8,
     build_id_len: usize,
     pattern: *const c_char,
+    flags: stacksym_find_flags,
     out: *mut *mut stacksym_matches,
 ) -> stacksym_err {
+    let find = |handle: &stacksym_symbolizer,
+                pattern: &NamePattern<'_>,
+                options: FindOptions|
+     -> Result<Vec<SymbolMatch>, CError> {
+        // SAFETY: by the contract, `build_id_len` bytes at `build_id`.
+        let build_id = unsafe { slice(build_id, build_id_len, "build_id") }?;
+        if build_id.is_empty() {
+            return Err(CError::invalid("the build-id is empty"));
+        }
+        Ok(handle
+            .inner
+            .find_addresses_with(&Source::BuildId { build_id }, pattern, options)?)
+    };
     // SAFETY: the caller's contract is find_into's.
-    unsafe {
-        find_into(symbolizer, pattern, out, |handle, pattern| {
-            // SAFETY: by the contract, `build_id_len` bytes at `build_id`.
-            let build_id = unsafe { slice(build_id, build_id_len, "build_id") }?;
-            if build_id.is_empty() {
-                return Err(CError::invalid("the build-id is empty"));
-            }
-            Ok(handle
-                .inner
-                .find_addresses(&Source::BuildId { build_id }, pattern)?)
-        })
-    }
+    unsafe { find_into(symbolizer, pattern, flags, out, find) }
 }
 
 /// As [`stacksym_find_elf`], over the kernel's kallsyms (`kernel`: NULL for
@@ -248,18 +286,21 @@ pub unsafe extern "C" fn stacksym_find_kernel(
     symbolizer: *const stacksym_symbolizer,
     kernel: *const stacksym_kernel_source,
     pattern: *const c_char,
+    flags: stacksym_find_flags,
     out: *mut *mut stacksym_matches,
 ) -> stacksym_err {
+    let find = |handle: &stacksym_symbolizer,
+                pattern: &NamePattern<'_>,
+                options: FindOptions|
+     -> Result<Vec<SymbolMatch>, CError> {
+        // SAFETY: by the contract, NULL or valid with valid strings.
+        let kernel = unsafe { handle.kernel_paths(kernel) }?;
+        Ok(handle
+            .inner
+            .find_addresses_with(&Source::Kernel(kernel.source()), pattern, options)?)
+    };
     // SAFETY: the caller's contract is find_into's.
-    unsafe {
-        find_into(symbolizer, pattern, out, |handle, pattern| {
-            // SAFETY: by the contract, NULL or valid with valid strings.
-            let kernel = unsafe { handle.kernel_paths(kernel) }?;
-            Ok(handle
-                .inner
-                .find_addresses(&Source::Kernel(kernel.source()), pattern)?)
-        })
-    }
+    unsafe { find_into(symbolizer, pattern, flags, out, find) }
 }
 
 /// Frees the result of a `stacksym_find_*` call (NULL is ignored).

@@ -3,7 +3,7 @@
 //! - A handle, [`stacksym_symbolizer`], made by [`stacksym_symbolizer_new`] and freed by
 //!   [`stacksym_symbolizer_free`]: the library's `Symbolizer`, thread-safe, with its caches.
 //! - Calls that symbolize (an ELF file, a build-id, a process, the kernel, a mixed stack),
-//!   normalize and find names. Each returns a [`stacksym_err`] and hands its result out
+//!   normalize, find names, and unwind a process or a perf sample and symbolize its frames. Each returns a [`stacksym_err`] and hands its result out
 //!   through an out pointer: one `malloc` block (`block.rs`) that one `*_free` call releases.
 //! - Errors: a code, and the message per thread ([`stacksym_last_error`]).
 //!
@@ -18,6 +18,7 @@ mod error;
 mod find;
 mod normalize;
 mod symbols;
+mod unwind;
 
 use std::ffi::{c_char, CStr, OsStr};
 use std::num::NonZeroUsize;
@@ -32,6 +33,7 @@ pub use error::*;
 pub use find::*;
 pub use normalize::*;
 pub use symbols::*;
+pub use unwind::*;
 
 use error::{guard, CError};
 
@@ -46,6 +48,12 @@ pub struct stacksym_symbolizer {
     /// matched, so it lives as long as the handle. A few at most (one per kernel source).
     modules: Mutex<Vec<(ModulesKey, Arc<KernelModules>)>>,
 }
+
+// C threads share one handle: it must stay Send and Sync (checked when this compiles).
+const _: fn() = || {
+    fn shared_by_threads<T: Send + Sync>() {}
+    shared_by_threads::<stacksym_symbolizer>();
+};
 
 /// Which modules a [`stacksym_kernel_source`] asks for: `None` for the running kernel's.
 type ModulesKey = Option<(PathBuf, PathBuf)>;
@@ -183,12 +191,12 @@ struct KernelPaths<'a> {
 
 impl KernelPaths<'_> {
     fn source(&self) -> KernelSource<'_> {
-        let mut source = KernelSource::default();
-        source.kallsyms = self.kallsyms;
-        source.vmlinux = self.vmlinux;
-        source.kaslr_offset = self.kaslr_offset;
-        source.modules = self.modules.as_deref();
-        source
+        KernelSource {
+            kallsyms: self.kallsyms,
+            vmlinux: self.vmlinux,
+            kaslr_offset: self.kaslr_offset,
+            modules: self.modules.as_deref(),
+        }
     }
 }
 
@@ -283,7 +291,9 @@ unsafe fn slice<'a, T>(data: *const T, len: usize, what: &str) -> Result<&'a [T]
         return Ok(&[]);
     }
     if data.is_null() {
-        return Err(CError::invalid(format!("{what} is NULL with a length of {len}")));
+        return Err(CError::invalid(format!(
+            "{what} is NULL with a length of {len}"
+        )));
     }
     // SAFETY: by the contract, `len` values at `data`, which is not NULL (and aligned, as
     // any C pointer to T is).
@@ -316,7 +326,10 @@ unsafe fn path<'a>(text: *const c_char, what: &str) -> Result<&'a Path, CError> 
 ///
 /// # Safety
 /// `list` is NULL or holds `len` NUL-terminated strings.
-unsafe fn path_list(list: *const *const c_char, len: usize) -> Result<Option<Vec<PathBuf>>, CError> {
+unsafe fn path_list(
+    list: *const *const c_char,
+    len: usize,
+) -> Result<Option<Vec<PathBuf>>, CError> {
     if list.is_null() {
         return Ok(None);
     }

@@ -5,6 +5,7 @@
 use std::ffi::c_char;
 
 use stacksym::process::{Normalized, Process};
+use stacksym::AbsAddr;
 
 use crate::block::{free_block, Block, Bytes, Pool, Str};
 use crate::error::{guard, stacksym_err};
@@ -79,7 +80,9 @@ pub unsafe extern "C" fn stacksym_normalize(
         let handle = unsafe { handle(symbolizer) }?;
         // SAFETY: by the contract, `len` values at `addrs`.
         let addrs = unsafe { slice(addrs, len, "addrs") }?;
-        let normalized = handle.inner.normalize(&Process::new(pid), addrs)?;
+        let normalized = handle
+            .inner
+            .normalize(&Process::new(pid), AbsAddr::from_raw_slice(addrs))?;
         struct Flat {
             kind: stacksym_norm_kind,
             path: Str,

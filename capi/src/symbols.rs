@@ -4,12 +4,13 @@
 
 use std::ffi::c_char;
 
-use stacksym::dwarf::Frame;
 use stacksym::elf::{SymbolKind, SymbolOrigin};
 use stacksym::process::{MappingKind, Process};
-use stacksym::{Input, NameOrigin, NotFound, Source, Symbols};
+use stacksym::{
+    AbsAddr, FileOffset, InlineFrame, Input, NameOrigin, NotFound, Source, Symbols, VirtAddr,
+};
 
-use crate::block::{free_block, Block, Bytes, Pool, Str};
+use crate::block::{free_block, Bases, Block, Bytes, Pool, Str};
 use crate::error::{guard, stacksym_err, CError};
 use crate::{handle, out_slot, slice, stacksym_kernel_source, stacksym_symbolizer};
 
@@ -154,7 +155,7 @@ pub struct stacksym_syms {
 }
 
 /// A [`stacksym_sym`] before its block exists: strings as pool offsets, frames as a range.
-struct FlatSym {
+pub(crate) struct FlatSym {
     input: u64,
     reason: stacksym_reason,
     origin: stacksym_origin,
@@ -175,7 +176,8 @@ struct FlatSym {
     frames: (usize, usize),
 }
 
-struct FlatFrame {
+/// A [`stacksym_frame`] before its block exists.
+pub(crate) struct FlatFrame {
     function: Str,
     file: Str,
     line: u32,
@@ -189,7 +191,7 @@ struct FlatFrame {
 fn flatten_frames(
     pool: &mut Pool,
     frames: &mut Vec<FlatFrame>,
-    from: &[Frame],
+    from: &[InlineFrame],
     outer_name: Option<Str>,
     demangle: bool,
 ) -> (usize, usize) {
@@ -241,18 +243,29 @@ fn origin_code(origin: NameOrigin) -> stacksym_origin {
         NameOrigin::Dwarf => STACKSYM_ORIGIN_DWARF,
         NameOrigin::Kallsyms => STACKSYM_ORIGIN_KALLSYMS,
         NameOrigin::PerfMap => STACKSYM_ORIGIN_PERF_MAP,
-        #[allow(unreachable_patterns)]
+        // `NameOrigin` is non-exhaustive: an origin added later than this C API.
         _ => STACKSYM_ORIGIN_OTHER,
     }
 }
 
-/// `symbols` (the answers for `inputs`) as one block.
-pub(crate) fn syms_block(
+/// The answers of one batch, flattened: one [`FlatSym`] per address and the frames they
+/// refer to, their strings in the caller's [`Pool`].
+pub(crate) struct FlatSyms {
+    /// One per address, in input order.
+    pub(crate) syms: Vec<FlatSym>,
+    /// The frames of every address, back to back (each `FlatSym::frames` is a range).
+    pub(crate) frames: Vec<FlatFrame>,
+    /// [`Symbols::debug_error`]'s message.
+    pub(crate) debug_error: Str,
+}
+
+/// `symbols`, the answers for `inputs`, flattened into `pool`.
+pub(crate) fn flatten_syms(
+    pool: &mut Pool,
     symbols: &Symbols,
     inputs: &[u64],
     demangle: bool,
-) -> Result<*mut stacksym_syms, CError> {
-    let mut pool = Pool::default();
+) -> FlatSyms {
     let mut frames = Vec::new();
     let mut flat = Vec::with_capacity(symbols.len());
     for (i, result) in symbols.results().enumerate() {
@@ -262,10 +275,10 @@ pub(crate) fn syms_block(
         let entry = match result {
             Ok(sym) => {
                 let name = pool.str(sym.name);
-                let outer = !matches!(sym.origin, NameOrigin::Dwarf).then_some(name);
+                let outer = (!matches!(sym.origin, NameOrigin::Dwarf)).then_some(name);
                 FlatSym {
                     input,
-                    reason: crate::STACKSYM_FOUND,
+                    reason: STACKSYM_FOUND,
                     origin: origin_code(sym.origin),
                     reason_detail: Str::NONE,
                     name,
@@ -281,7 +294,7 @@ pub(crate) fn syms_block(
                     symbol_file: pool.str(sym.symbol_file.as_os_str().as_encoded_bytes()),
                     build_id: pool.bytes(sym.build_id),
                     kernel_module: pool.opt_str(sym.kernel_module),
-                    frames: flatten_frames(&mut pool, &mut frames, sym.frames, outer, demangle),
+                    frames: flatten_frames(pool, &mut frames, sym.frames, outer, demangle),
                 }
             }
             Err(why) => {
@@ -294,7 +307,7 @@ pub(crate) fn syms_block(
                         (STACKSYM_KERNEL_ADDRS_HIDDEN, Some(e.to_string()))
                     }
                     NotFound::NoKernelSource => (STACKSYM_NO_KERNEL_SOURCE, None),
-                    #[allow(unreachable_patterns)]
+                    // `NotFound` is non-exhaustive: a reason added later than this C API.
                     other => (STACKSYM_NOT_FOUND_OTHER, Some(format!("{other:?}"))),
                 };
                 FlatSym {
@@ -315,67 +328,95 @@ pub(crate) fn syms_block(
                     symbol_file: Str::NONE,
                     build_id: Bytes::NONE,
                     kernel_module: Str::NONE,
-                    frames: flatten_frames(&mut pool, &mut frames, symbols.lines(i), None, demangle),
+                    frames: flatten_frames(pool, &mut frames, symbols.lines(i), None, demangle),
                 }
             }
         };
         flat.push(entry);
     }
-    let debug_error = pool.opt_str(symbols.debug_error().map(|e| e.to_string()));
+    FlatSyms {
+        syms: flat,
+        frames,
+        debug_error: pool.opt_str(symbols.debug_error().map(|e| e.to_string())),
+    }
+}
+
+impl FlatFrame {
+    /// The C frame, its strings in the block `at` describes.
+    pub(crate) fn to_c<A>(&self, at: &Bases<A, stacksym_frame>) -> stacksym_frame {
+        stacksym_frame {
+            function: at.str(self.function),
+            file: at.str(self.file),
+            line: self.line,
+            column: self.column,
+            discriminator: self.discriminator,
+            inlined: self.inlined,
+        }
+    }
+}
+
+impl FlatSym {
+    /// The C answer, its strings and frames in the block `at` describes.
+    pub(crate) fn to_c<A>(&self, at: &Bases<A, stacksym_frame>) -> stacksym_sym {
+        let (build_id, build_id_len) = at.bytes(self.build_id);
+        stacksym_sym {
+            input: self.input,
+            reason: self.reason,
+            origin: self.origin,
+            reason_detail: at.str(self.reason_detail),
+            name: at.str(self.name),
+            raw_name: at.str(self.raw_name),
+            version: at.str(self.version),
+            addr: self.addr,
+            size: self.size,
+            offset: self.offset,
+            is_data: self.is_data,
+            version_hidden: self.version_hidden,
+            has_file_offset: self.file_offset.is_some(),
+            file_offset: self.file_offset.unwrap_or(0),
+            module: at.str(self.module),
+            symbol_file: at.str(self.symbol_file),
+            build_id,
+            build_id_len,
+            kernel_module: at.str(self.kernel_module),
+            frames: at.b(self.frames.0),
+            frames_len: self.frames.1,
+        }
+    }
+}
+
+/// `symbols` (the answers for `inputs`) as one block.
+pub(crate) fn syms_block(
+    symbols: &Symbols,
+    inputs: &[u64],
+    demangle: bool,
+) -> Result<*mut stacksym_syms, CError> {
+    let mut pool = Pool::default();
+    let flat = flatten_syms(&mut pool, symbols, inputs, demangle);
     let mut block = Block::<stacksym_syms, stacksym_sym, stacksym_frame>::new(
-        flat.len(),
-        frames.len(),
+        flat.syms.len(),
+        flat.frames.len(),
         &pool,
     )?;
     let at = block.bases();
-    for frame in &frames {
-        block.push_b(stacksym_frame {
-            function: at.str(frame.function),
-            file: at.str(frame.file),
-            line: frame.line,
-            column: frame.column,
-            discriminator: frame.discriminator,
-            inlined: frame.inlined,
-        })?;
+    for frame in &flat.frames {
+        block.push_b(frame.to_c(&at))?;
     }
-    for sym in &flat {
-        let (build_id, build_id_len) = at.bytes(sym.build_id);
-        block.push_a(stacksym_sym {
-            input: sym.input,
-            reason: sym.reason,
-            origin: sym.origin,
-            reason_detail: at.str(sym.reason_detail),
-            name: at.str(sym.name),
-            raw_name: at.str(sym.raw_name),
-            version: at.str(sym.version),
-            addr: sym.addr,
-            size: sym.size,
-            offset: sym.offset,
-            is_data: sym.is_data,
-            version_hidden: sym.version_hidden,
-            has_file_offset: sym.file_offset.is_some(),
-            file_offset: sym.file_offset.unwrap_or(0),
-            module: at.str(sym.module),
-            symbol_file: at.str(sym.symbol_file),
-            build_id,
-            build_id_len,
-            kernel_module: at.str(sym.kernel_module),
-            frames: at.b(sym.frames.0),
-            frames_len: sym.frames.1,
-        })?;
+    for sym in &flat.syms {
+        block.push_a(sym.to_c(&at))?;
     }
     block.finish(stacksym_syms {
-        len: flat.len(),
+        len: flat.syms.len(),
         syms: at.a(0),
-        debug_error: at.str(debug_error),
+        debug_error: at.str(flat.debug_error),
     })
 }
 
 /// The `Input` of `kind` over `addrs`.
 fn elf_input(kind: stacksym_addr_kind, addrs: &[u64]) -> Result<Input<'_>, CError> {
     match kind {
-        STACKSYM_ADDR_VIRT => Ok(Input::VirtAddrs(addrs)),
-        STACKSYM_ADDR_FILE_OFFSET => Ok(Input::FileOffsets(addrs)),
+        STACKSYM_ADDR_VIRT => Ok(Input::VirtAddrs(VirtAddr::from_raw_slice(addrs))),
+        STACKSYM_ADDR_FILE_OFFSET => Ok(Input::FileOffsets(FileOffset::from_raw_slice(addrs))),
         other => Err(CError::invalid(format!(
             "address kind {other} is neither STACKSYM_ADDR_VIRT nor STACKSYM_ADDR_FILE_OFFSET"
         ))),
@@ -425,16 +466,15 @@ pub unsafe extern "C" fn stacksym_symbolize_elf(
     len: usize,
     out: *mut *mut stacksym_syms,
 ) -> stacksym_err {
+    let symbolize = |handle: &stacksym_symbolizer, addrs: &[u64]| -> Result<Symbols, CError> {
+        // SAFETY: by the contract, `path` is NULL (refused) or NUL-terminated.
+        let path = unsafe { crate::path(path, "path") }?;
+        Ok(handle
+            .inner
+            .symbolize(&Source::Elf { path }, elf_input(kind, addrs)?)?)
+    };
     // SAFETY: the caller's contract is symbolize_into's.
-    unsafe {
-        symbolize_into(symbolizer, addrs, len, out, |handle, addrs| {
-            // SAFETY: by the contract, `path` is NULL (refused) or NUL-terminated.
-            let path = unsafe { crate::path(path, "path") }?;
-            Ok(handle
-                .inner
-                .symbolize(&Source::Elf { path }, elf_input(kind, addrs)?)?)
-        })
-    }
+    unsafe { symbolize_into(symbolizer, addrs, len, out, symbolize) }
 }
 
 /// Symbolizes `len` addresses of the file with this GNU build-id (`build_id_len` bytes),
@@ -454,19 +494,18 @@ pub unsafe extern "C" fn stacksym_symbolize_build_id(
     len: usize,
     out: *mut *mut stacksym_syms,
 ) -> stacksym_err {
+    let symbolize = |handle: &stacksym_symbolizer, addrs: &[u64]| -> Result<Symbols, CError> {
+        // SAFETY: by the contract, `build_id_len` bytes at `build_id`.
+        let build_id = unsafe { slice(build_id, build_id_len, "build_id") }?;
+        if build_id.is_empty() {
+            return Err(CError::invalid("the build-id is empty"));
+        }
+        Ok(handle
+            .inner
+            .symbolize(&Source::BuildId { build_id }, elf_input(kind, addrs)?)?)
+    };
     // SAFETY: the caller's contract is symbolize_into's.
-    unsafe {
-        symbolize_into(symbolizer, addrs, len, out, |handle, addrs| {
-            // SAFETY: by the contract, `build_id_len` bytes at `build_id`.
-            let build_id = unsafe { slice(build_id, build_id_len, "build_id") }?;
-            if build_id.is_empty() {
-                return Err(CError::invalid("the build-id is empty"));
-            }
-            Ok(handle
-                .inner
-                .symbolize(&Source::BuildId { build_id }, elf_input(kind, addrs)?)?)
-        })
-    }
+    unsafe { symbolize_into(symbolizer, addrs, len, out, symbolize) }
 }
 
 /// Symbolizes `len` absolute addresses of the live process `pid` (a host pid; a process in
@@ -485,15 +524,15 @@ pub unsafe extern "C" fn stacksym_symbolize_process(
     len: usize,
     out: *mut *mut stacksym_syms,
 ) -> stacksym_err {
+    let symbolize = |handle: &stacksym_symbolizer, addrs: &[u64]| -> Result<Symbols, CError> {
+        let process = Process::new(pid);
+        Ok(handle.inner.symbolize(
+            &Source::process(&process),
+            Input::AbsAddrs(AbsAddr::from_raw_slice(addrs)),
+        )?)
+    };
     // SAFETY: the caller's contract is symbolize_into's.
-    unsafe {
-        symbolize_into(symbolizer, addrs, len, out, |handle, addrs| {
-            let process = Process::new(pid);
-            Ok(handle
-                .inner
-                .symbolize(&Source::process(&process), Input::AbsAddrs(addrs))?)
-        })
-    }
+    unsafe { symbolize_into(symbolizer, addrs, len, out, symbolize) }
 }
 
 /// Symbolizes `len` kernel addresses through `kernel` (NULL: the running kernel's
@@ -512,16 +551,16 @@ pub unsafe extern "C" fn stacksym_symbolize_kernel(
     len: usize,
     out: *mut *mut stacksym_syms,
 ) -> stacksym_err {
+    let symbolize = |handle: &stacksym_symbolizer, addrs: &[u64]| -> Result<Symbols, CError> {
+        // SAFETY: by the contract, `kernel` is NULL or valid with valid strings.
+        let kernel = unsafe { handle.kernel_paths(kernel) }?;
+        Ok(handle.inner.symbolize(
+            &Source::Kernel(kernel.source()),
+            Input::AbsAddrs(AbsAddr::from_raw_slice(addrs)),
+        )?)
+    };
     // SAFETY: the caller's contract is symbolize_into's.
-    unsafe {
-        symbolize_into(symbolizer, addrs, len, out, |handle, addrs| {
-            // SAFETY: by the contract, `kernel` is NULL or valid with valid strings.
-            let kernel = unsafe { handle.kernel_paths(kernel) }?;
-            Ok(handle
-                .inner
-                .symbolize(&Source::Kernel(kernel.source()), Input::AbsAddrs(addrs))?)
-        })
-    }
+    unsafe { symbolize_into(symbolizer, addrs, len, out, symbolize) }
 }
 
 /// Symbolizes a stack that mixes kernel and user addresses of process `pid`, as perf
@@ -540,23 +579,24 @@ pub unsafe extern "C" fn stacksym_symbolize_stack(
     len: usize,
     out: *mut *mut stacksym_syms,
 ) -> stacksym_err {
+    let symbolize = |handle: &stacksym_symbolizer, addrs: &[u64]| -> Result<Symbols, CError> {
+        let process = Process::new(pid);
+        let paths = if kernel.is_null() {
+            None
+        } else {
+            // SAFETY: by the contract, `kernel` is valid with valid strings.
+            Some(unsafe { handle.kernel_paths(kernel) }?)
+        };
+        let source = Source::Stack {
+            process: &process,
+            kernel: paths.as_ref().map(|p| p.source()),
+        };
+        Ok(handle
+            .inner
+            .symbolize(&source, Input::AbsAddrs(AbsAddr::from_raw_slice(addrs)))?)
+    };
     // SAFETY: the caller's contract is symbolize_into's.
-    unsafe {
-        symbolize_into(symbolizer, addrs, len, out, |handle, addrs| {
-            let process = Process::new(pid);
-            let paths = if kernel.is_null() {
-                None
-            } else {
-                // SAFETY: by the contract, `kernel` is valid with valid strings.
-                Some(unsafe { handle.kernel_paths(kernel) }?)
-            };
-            let source = Source::Stack {
-                process: &process,
-                kernel: paths.as_ref().map(|p| p.source()),
-            };
-            Ok(handle.inner.symbolize(&source, Input::AbsAddrs(addrs))?)
-        })
-    }
+    unsafe { symbolize_into(symbolizer, addrs, len, out, symbolize) }
 }
 
 /// Frees the result of a `stacksym_symbolize_*` call (NULL is ignored).
@@ -568,4 +608,3 @@ pub unsafe extern "C" fn stacksym_syms_free(syms: *mut stacksym_syms) {
     // SAFETY: by the contract, NULL or a block `Block::finish` handed out, freed once.
     unsafe { free_block(syms) }
 }
-

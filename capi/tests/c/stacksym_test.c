@@ -9,11 +9,12 @@
  *   elf PATH virt|offset ADDR...
  *   buildid HEX virt|offset ADDR...
  *   kernel KALLSYMS MODULES_DIR|- SYS_MODULE_DIR|- ADDR...
- *   find PATH PATTERN
+ *   find PATH PATTERN      (findm: with STACKSYM_FIND_MERGE_ALIASES)
  *   findk KALLSYMS PATTERN
  *   self ELF ADDR NAME NOT_ELF
- *               checks on this process (symbolize, normalize, threads, errors); prints
- *               "ok ..." lines, exits 1 on a failed check
+ *               checks on this process (symbolize, normalize, unwind its own stack live and
+ *               as a sample, threads, errors); prints "ok ..." lines, exits 1 on a failed
+ *               check
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -28,6 +29,8 @@
 
 static stacksym_symbolizer *symbolizer;
 static int failed;
+/* An address above main's frame: the end of the stack copy check_unwind's sample takes. */
+static uintptr_t stack_end;
 
 #define CHECK(cond, ...)                                                                   \
     do {                                                                                   \
@@ -181,6 +184,86 @@ static void check_normalize(void) {
     stacksym_normalized_free(norm);
 }
 
+/* Functions whose frames the unwind checks name: never inlined, never cloned under another
+ * name (gcc's .constprop/.isra copies). */
+#if defined(__clang__)
+#define UNWIND_FRAME __attribute__((noinline))
+#else
+#define UNWIND_FRAME __attribute__((noinline, noclone))
+#endif
+
+/* The instruction and stack pointers where this macro stands, in the caller's frame. */
+#if defined(__x86_64__)
+#define CAPTURE_IP_SP(ip, sp) __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1" : "=r"(ip), "=r"(sp))
+#elif defined(__aarch64__)
+#define CAPTURE_IP_SP(ip, sp) __asm__ volatile("adr %0, .\n\tmov %1, sp" : "=r"(ip), "=r"(sp))
+#else
+#error "stacksym unwinds x86_64 and aarch64"
+#endif
+
+/* The names of the first three frames of `stack`, which must be this file's unwind chain;
+ * prints the "ok" line for `what`. */
+static void check_stack(const char *what, stacksym_err err, const stacksym_stack *stack) {
+    static const char *const want[] = {"stacksym_c_unwind_leaf", "stacksym_c_unwind_mid",
+                                       "check_unwind"};
+    CHECK(err == STACKSYM_OK, "%s: %s: %s", what, stacksym_err_name(err),
+          or_dash(stacksym_last_error()));
+    if (err != STACKSYM_OK)
+        return;
+    CHECK(stack->len >= 3, "%s: %zu frames, stop %u at %#" PRIx64, what, stack->len,
+          stack->stop, stack->stop_addr);
+    for (size_t i = 0; i < 3 && i < stack->len; i++) {
+        const stacksym_stack_frame *f = &stack->frames[i];
+        CHECK(f->sym.name && strcmp(f->sym.name, want[i]) == 0, "%s: frame %zu is %s, not %s",
+              what, i, or_dash(f->sym.name), want[i]);
+        CHECK(f->kind == (i == 0 ? STACKSYM_FRAME_IP : STACKSYM_FRAME_RETURN_ADDRESS),
+              "%s: frame %zu kind %u", what, i, f->kind);
+        CHECK(f->sym.input == f->lookup_addr &&
+                  f->lookup_addr == (i == 0 ? f->addr : f->addr - 1),
+              "%s: frame %zu looked up at %#" PRIx64, what, i, f->lookup_addr);
+    }
+    if (stack->len >= 3)
+        printf("ok unwind %s: %s < %s < %s\n", what, stack->frames[0].sym.name,
+               stack->frames[1].sym.name, stack->frames[2].sym.name);
+}
+
+/* Unwinds this thread from here twice: live (stacksym_unwind_process reads the frames above
+ * this one, which stay as they are while it runs) and as a perf sample would (registers and
+ * a copy of the stack from the stack pointer up to stack_end). */
+UNWIND_FRAME int stacksym_c_unwind_leaf(int x) {
+    uint64_t ip, sp;
+    CAPTURE_IP_SP(ip, sp);
+    uint64_t values[2] = {ip, sp};
+    stacksym_regs regs = {STACKSYM_REGS_IP_SP_FP, 0, values, 2};
+    stacksym_stack *stack = NULL;
+    stacksym_err err = stacksym_unwind_process(symbolizer, (uint32_t)getpid(), &regs, &stack);
+    check_stack("process", err, stack);
+    stacksym_stack_free(stack);
+
+    size_t len = stack_end - (uintptr_t)sp;
+    uint8_t *copy = malloc(len);
+    CHECK(copy != NULL, "malloc %zu", len);
+    memcpy(copy, (const void *)(uintptr_t)sp, len);
+    stack = NULL;
+    err = stacksym_unwind_sample(symbolizer, (uint32_t)getpid(), &regs, copy, len, &stack);
+    check_stack("sample", err, stack);
+    stacksym_stack_free(stack);
+    free(copy);
+    return x + 1;
+}
+
+UNWIND_FRAME int stacksym_c_unwind_mid(int x) {
+    int r = stacksym_c_unwind_leaf(x + 1);
+    __asm__ volatile("" ::: "memory"); /* no tail call: this frame stays on the stack */
+    return r * 2;
+}
+
+UNWIND_FRAME void check_unwind(void) {
+    volatile int r = stacksym_c_unwind_mid(1);
+    (void)r;
+    __asm__ volatile("" ::: "memory");
+}
+
 struct thread_arg {
     const char *path;
     uint64_t addr;
@@ -256,7 +339,20 @@ static void check_errors(const char *elf, const char *not_elf) {
     CHECK(err == STACKSYM_ERR_INVALID_ARGUMENT, "%s", stacksym_err_name(err));
     err = stacksym_symbolize_elf(symbolizer, elf, STACKSYM_ADDR_VIRT, &addr, 1, NULL);
     CHECK(err == STACKSYM_ERR_INVALID_ARGUMENT, "%s", stacksym_err_name(err));
-    err = stacksym_find_elf(symbolizer, elf, NULL, NULL);
+    err = stacksym_find_elf(symbolizer, elf, NULL, 0, NULL);
+    CHECK(err == STACKSYM_ERR_INVALID_ARGUMENT, "%s", stacksym_err_name(err));
+    stacksym_matches *bad_flags = NULL;
+    err = stacksym_find_elf(symbolizer, elf, "main", 0x80, &bad_flags);
+    CHECK(err == STACKSYM_ERR_INVALID_ARGUMENT && bad_flags == NULL, "%s", stacksym_err_name(err));
+    uint64_t two[2] = {0x1000, 0x2000};
+    stacksym_regs bad_layout = {99, 0, two, 2};
+    stacksym_regs short_user = {STACKSYM_REGS_USER, 0, two, 2};
+    stacksym_stack *stack = NULL;
+    err = stacksym_unwind_process(symbolizer, (uint32_t)getpid(), &bad_layout, &stack);
+    CHECK(err == STACKSYM_ERR_INVALID_ARGUMENT && stack == NULL, "%s", stacksym_err_name(err));
+    err = stacksym_unwind_process(symbolizer, (uint32_t)getpid(), &short_user, &stack);
+    CHECK(err == STACKSYM_ERR_INVALID_ARGUMENT, "%s", stacksym_err_name(err));
+    err = stacksym_unwind_sample(symbolizer, (uint32_t)getpid(), NULL, NULL, 0, &stack);
     CHECK(err == STACKSYM_ERR_INVALID_ARGUMENT, "%s", stacksym_err_name(err));
     /* No addresses in a batch is fine, and gives an empty result. */
     stacksym_syms_free(syms);
@@ -281,17 +377,21 @@ static void check_errors(const char *elf, const char *not_elf) {
 
     /* Nothing matched is not an error. */
     stacksym_matches *m = NULL;
-    err = stacksym_find_elf(symbolizer, elf, "no_such_function_anywhere", &m);
+    err = stacksym_find_elf(symbolizer, elf, "no_such_function_anywhere", 0, &m);
     CHECK(err == STACKSYM_OK && m && m->len == 0, "%s", stacksym_err_name(err));
     stacksym_matches_free(m);
 
     stacksym_syms_free(NULL);
     stacksym_normalized_free(NULL);
     stacksym_matches_free(NULL);
+    stacksym_stack_free(NULL);
     stacksym_symbolizer_free(NULL);
 }
 
 int main(int argc, char **argv) {
+    volatile char marker = 0;
+    /* main's frame, its saved registers and return address, and some of its caller's. */
+    stack_end = (uintptr_t)&marker + 256;
     stacksym_options options = stacksym_options_default();
     const char *debug_dirs[1];
     if (argc > 1) {
@@ -334,14 +434,18 @@ int main(int argc, char **argv) {
             size_t len = parse_addrs(words + 4, n - 4, addrs);
             err = stacksym_symbolize_kernel(symbolizer, &kernel, addrs, len, &syms);
         } else if (strcmp(words[0], "find") == 0 && n == 3) {
-            err = stacksym_find_elf(symbolizer, words[1], words[2], &matches);
+            err = stacksym_find_elf(symbolizer, words[1], words[2], 0, &matches);
+        } else if (strcmp(words[0], "findm") == 0 && n == 3) {
+            err = stacksym_find_elf(symbolizer, words[1], words[2], STACKSYM_FIND_MERGE_ALIASES,
+                                    &matches);
         } else if (strcmp(words[0], "findk") == 0 && n == 3) {
             stacksym_kernel_source kernel = {0};
             kernel.kallsyms = words[1];
-            err = stacksym_find_kernel(symbolizer, &kernel, words[2], &matches);
+            err = stacksym_find_kernel(symbolizer, &kernel, words[2], 0, &matches);
         } else if (strcmp(words[0], "self") == 0 && n == 5) {
             check_process();
             check_normalize();
+            check_unwind();
             check_threads(words[1], strtoull(words[2], NULL, 0), words[3]);
             check_errors(words[1], words[4]);
         } else {
