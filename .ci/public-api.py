@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Lists stacksym's public API from rustdoc's JSON, one item per line, sorted.
 
-    RUSTC_BOOTSTRAP=1 cargo rustdoc --lib -- -Z unstable-options --output-format json
+    RUSTC_BOOTSTRAP=1 cargo rustdoc -p stacksym --lib -- -Z unstable-options --output-format json
     python3 .ci/public-api.py target/doc/stacksym.json > public-api.txt
 
 `.ci/run` regenerates the list and fails when it differs from the committed `public-api.txt`,
@@ -320,12 +320,15 @@ def rustdoc_json(repo):
     import os
 
     subprocess.run(
-        ["cargo", "rustdoc", "--lib", "--", "-Z", "unstable-options", "--output-format", "json"],
+        # `-p`: the workspace's other default member (capi/) has its API in its C header.
+        ["cargo", "rustdoc", "-p", "stacksym", "--lib", "--", "-Z", "unstable-options",
+         "--output-format", "json"],
         cwd=repo,
         check=True,
         env={**os.environ, "RUSTC_BOOTSTRAP": "1"},
     )
-    return Lister(json.loads((repo / "target/doc/stacksym.json").read_text())).run()
+    target = Path(os.environ.get("CARGO_TARGET_DIR") or repo / "target")
+    return Lister(json.loads((target / "doc/stacksym.json").read_text())).run()
 
 
 def main():
