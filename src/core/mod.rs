@@ -379,7 +379,9 @@ impl CoreFile {
             .mappings
             .iter()
             .find(|m| m.path == path && m.file_offset == 0)?;
-        let page = self.notes.page_size.unwrap_or(4096).min(1 << 16);
+        // gdb's `gcore` states a page size of 1 (its offsets are in bytes); the kernel dumps
+        // whole pages, and the headers a build-id note is found by lie in the first 4 KiB.
+        let page = self.notes.page_size.unwrap_or(4096).clamp(4096, 1 << 16);
         let len = (first.range.end - first.range.start).min(page);
         let bytes = self.core_bytes(first.range.start, usize::try_from(len).ok()?)?;
         build_id_in_first_page(bytes)
