@@ -154,7 +154,10 @@ pub(crate) fn run(args: &Args, path: &Path) -> Result<(), String> {
         let mut text = format_stacks(args, &header, &symbols, &stacks, &note);
         for thread in &stacks {
             if let Some(w) = thread.stack.as_ref().ok().and_then(|s| why(&s.stop)) {
-                text.push_str(&format!("TID {}: the memory unwinding needed is {w}\n", thread.tid));
+                text.push_str(&format!(
+                    "note: thread {}: the memory unwinding needed is {w}\n",
+                    thread.tid
+                ));
             }
         }
         text
