@@ -23,7 +23,6 @@ struct Group {
     file: usize,
     indices: Vec<usize>,
     offsets: Vec<u64>,
-    mappings: Vec<usize>,
 }
 
 impl Symbolizer {
@@ -84,7 +83,6 @@ impl Symbolizer {
                     file,
                     indices: Vec::new(),
                     offsets: Vec::new(),
-                    mappings: Vec::new(),
                 });
             }
             // A placeholder, replaced below.
@@ -92,7 +90,6 @@ impl Symbolizer {
             let group = &mut groups[group];
             group.indices.push(index);
             group.offsets.push(offset);
-            group.mappings.push(mapping_index);
         }
 
         for group in groups {
