@@ -9,8 +9,8 @@ use stacksym::core::{CoreFile, CoreOptions, Unreadable};
 use stacksym::unwind::{Modules, RegsAarch64, RegsX86_64, StopReason, UnwindCache, Unwinder};
 use stacksym::{Input, NotFound, Source, Symbolizer};
 
-use crate::{describe_stop, format_stacks, frame_addrs, threads_json, write_out, Args};
 use crate::ThreadStack;
+use crate::{describe_stop, format_stacks, frame_addrs, threads_json, write_out, Args};
 
 pub(crate) fn run(args: &Args, path: &Path) -> Result<(), String> {
     let options = CoreOptions {
@@ -65,9 +65,14 @@ pub(crate) fn run(args: &Args, path: &Path) -> Result<(), String> {
         } else {
             Err("registers of an unknown architecture".to_string())
         };
+        // A core names no thread but the process (`NT_PRPSINFO`): its main thread's.
+        let name = match core.process() {
+            Some(process) if process.pid == thread.tid => process.command.clone(),
+            _ => String::new(),
+        };
         stacks.push(ThreadStack {
             tid: i32::try_from(thread.tid).unwrap_or(-1),
-            name: String::new(),
+            name,
             stack,
         });
     }
@@ -90,7 +95,7 @@ pub(crate) fn run(args: &Args, path: &Path) -> Result<(), String> {
         let StopReason::MemoryUnreadable { addr } = stop else {
             return None;
         };
-        Some(match core.why_unreadable(*addr)? {
+        Some(match core.why_unreadable(stacksym::AbsAddr(*addr))? {
             Unreadable::Unmapped => "not mapped in the process".to_string(),
             Unreadable::NotDumped => "not dumped in the core".to_string(),
             Unreadable::Truncated => "past the end of the truncated core".to_string(),
@@ -130,10 +135,7 @@ pub(crate) fn run(args: &Args, path: &Path) -> Result<(), String> {
             }
         }
         top.insert("threads".into(), threads);
-        top.insert(
-            "problems".into(),
-            core.problems().to_vec().into(),
-        );
+        top.insert("problems".into(), core.problems().to_vec().into());
         serde_json::Value::Object(top).to_string() + "\n"
     } else {
         let mut header = format!(

@@ -12,6 +12,7 @@
 use libfuzzer_sys::fuzz_target;
 use stacksym::core::{CoreFile, CoreOptions};
 use stacksym::unwind::{Modules, RegsAarch64, RegsX86_64, UnwindCache, Unwinder};
+use stacksym::AbsAddr;
 
 fuzz_target!(|data: &[u8]| {
     let options = CoreOptions {
@@ -24,13 +25,13 @@ fuzz_target!(|data: &[u8]| {
     };
     let mut probes: Vec<u64> = core.threads().iter().map(|t| t.registers.sp()).collect();
     for m in core.mappings().iter().take(64) {
-        probes.extend([m.range.start, m.range.end.wrapping_sub(1), m.range.end]);
+        probes.extend([m.range.start.0, m.range.end.0.wrapping_sub(1), m.range.end.0]);
     }
     for &addr in &probes {
-        let _ = core.read_u64(addr);
-        let _ = core.why_unreadable(addr);
+        let _ = core.read_u64(AbsAddr(addr));
+        let _ = core.why_unreadable(AbsAddr(addr));
         let mut buf = [0u8; 64];
-        let _ = core.read(addr.wrapping_sub(32), &mut buf);
+        let _ = core.read(AbsAddr(addr.wrapping_sub(32)), &mut buf);
     }
     let unwinder = Unwinder::new(Modules::from_core(&core, None));
     let mut x86 = UnwindCache::new();

@@ -111,7 +111,7 @@ impl Lookup {
             },
             None => "no debug dirs to search".to_string(),
         };
-        Err(Error::Unsupported {
+        Err(Error::NotFound {
             path: path.to_path_buf(),
             what: format!(
                 "build-id mismatch: the core recorded build-id {}, but {on_disk}; {by_id}",

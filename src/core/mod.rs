@@ -33,13 +33,15 @@ use std::sync::Arc;
 use object::read::elf::{FileHeader, ProgramHeader};
 use object::{elf, Endianness};
 
-pub use files::{Matched, MappedFile};
+pub use files::{MappedFile, Matched};
 pub use notes::{signal_name, CoreProcess, CoreRegisters, CoreSignal, CoreThread};
 
+use crate::addr::{AbsAddr, FileOffset};
 use crate::debuginfo::DebugFinder;
 use crate::elf::compressed::{self, Compression};
 use crate::elf::{ElfFile, FileBytes};
 use crate::error::{Error, Result};
+use crate::process::file_offset_in;
 use files::{build_id_in_first_page, Lookup};
 use notes::{Notes, EM_AARCH64, EM_X86_64};
 
@@ -90,10 +92,10 @@ impl Default for CoreOptions {
 /// One file mapping of the core's process (`NT_FILE`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CoreMapping {
-    /// The absolute addresses mapped.
-    pub range: Range<u64>,
+    /// The absolute addresses mapped: `start..end`, end exclusive.
+    pub range: Range<AbsAddr>,
     /// The file offset mapped at `range.start`.
-    pub file_offset: u64,
+    pub file_offset: FileOffset,
     /// The path as the process named it.
     pub path: PathBuf,
     /// Index of its file in [`CoreFile::files`] (`None` when files are not opened).
@@ -101,12 +103,20 @@ pub struct CoreMapping {
 }
 
 impl CoreMapping {
-    /// The file offset of `addr` (`None` outside the mapping).
-    pub fn file_offset_of(&self, addr: u64) -> Option<u64> {
-        if !self.range.contains(&addr) {
-            return None;
-        }
-        self.file_offset.checked_add(addr - self.range.start)
+    /// Whether `addr` lies in this mapping.
+    pub fn contains(&self, addr: AbsAddr) -> bool {
+        self.range.start <= addr && addr < self.range.end
+    }
+
+    /// The offset in the mapped file of the absolute address `addr` (`None` outside the
+    /// mapping): [`crate::process::file_offset_in`], as for a live process's mapping.
+    pub fn file_offset(&self, addr: AbsAddr) -> Option<FileOffset> {
+        file_offset_in(&self.range, self.file_offset, addr)
+    }
+
+    /// `range` as raw numbers.
+    fn raw_range(&self) -> Range<u64> {
+        self.range.start.0..self.range.end.0
     }
 }
 
@@ -233,7 +243,7 @@ impl CoreFile {
                 what: format!("not a core file (e_type {file_type}, ET_CORE is 4)"),
             });
         }
-        let machine = header.e_machine.get(endian);
+        let machine = header.e_machine.get(endian).0;
         if machine != EM_X86_64 && machine != EM_AARCH64 {
             return Err(Error::Unsupported {
                 path,
@@ -251,7 +261,9 @@ impl CoreFile {
             let offset = ph.p_offset(endian);
             let filesz = ph.p_filesz(endian);
             // What of [offset, offset + filesz) the core holds.
-            let start = usize::try_from(offset).unwrap_or(usize::MAX).min(data.len());
+            let start = usize::try_from(offset)
+                .unwrap_or(usize::MAX)
+                .min(data.len());
             let end = offset.saturating_add(filesz);
             let end = usize::try_from(end).unwrap_or(usize::MAX).min(data.len());
             let held = (end - start) as u64;
@@ -297,12 +309,18 @@ impl CoreFile {
         let before = loads.len();
         let mut kept: Vec<Load> = Vec::with_capacity(loads.len());
         for load in loads {
-            if kept.last().is_none_or(|last| last.range.end <= load.range.start) {
+            if kept
+                .last()
+                .is_none_or(|last| last.range.end <= load.range.start)
+            {
                 kept.push(load);
             }
         }
         if kept.len() < before {
-            problems.push(format!("{} overlapping segments ignored", before - kept.len()));
+            problems.push(format!(
+                "{} overlapping segments ignored",
+                before - kept.len()
+            ));
         }
         let notes = Notes::read(&note_segments, machine);
         problems.extend(notes.problems.iter().cloned());
@@ -322,8 +340,8 @@ impl CoreFile {
             .files
             .iter()
             .map(|entry| CoreMapping {
-                range: entry.range.clone(),
-                file_offset: entry.file_offset,
+                range: AbsAddr(entry.range.start)..AbsAddr(entry.range.end),
+                file_offset: FileOffset(entry.file_offset),
                 path: entry.path.clone(),
                 file: None,
             })
@@ -344,7 +362,7 @@ impl CoreFile {
         };
         let entry = self.auxv_value(AT_ENTRY);
         let exe_path = entry
-            .and_then(|entry| self.mapping_at(entry))
+            .and_then(|entry| self.mapping_at(AbsAddr(entry)))
             .map(|m| m.path.clone());
         let mut files: Vec<MappedFile> = Vec::new();
         let mut file_of_mapping = Vec::with_capacity(self.mappings.len());
@@ -378,12 +396,13 @@ impl CoreFile {
         let first = self
             .mappings
             .iter()
-            .find(|m| m.path == path && m.file_offset == 0)?;
+            .find(|m| m.path == path && m.file_offset == FileOffset(0))?;
         // gdb's `gcore` states a page size of 1 (its offsets are in bytes); the kernel dumps
         // whole pages, and the headers a build-id note is found by lie in the first 4 KiB.
         let page = self.notes.page_size.unwrap_or(4096).clamp(4096, 1 << 16);
-        let len = (first.range.end - first.range.start).min(page);
-        let bytes = self.core_bytes(first.range.start, usize::try_from(len).ok()?)?;
+        let range = first.raw_range();
+        let len = (range.end - range.start).min(page);
+        let bytes = self.core_bytes(range.start, usize::try_from(len).ok()?)?;
         build_id_in_first_page(bytes)
     }
 
@@ -444,8 +463,8 @@ impl CoreFile {
     }
 
     /// The program's entry point (`AT_ENTRY`).
-    pub fn entry(&self) -> Option<u64> {
-        self.auxv_value(AT_ENTRY)
+    pub fn entry(&self) -> Option<AbsAddr> {
+        self.auxv_value(AT_ENTRY).map(AbsAddr)
     }
 
     /// The file mappings, by address.
@@ -454,10 +473,10 @@ impl CoreFile {
     }
 
     /// The mapping that holds `addr`.
-    pub fn mapping_at(&self, addr: u64) -> Option<&CoreMapping> {
+    pub fn mapping_at(&self, addr: AbsAddr) -> Option<&CoreMapping> {
         let after = self.mappings.partition_point(|m| m.range.start <= addr);
         let mapping = self.mappings.get(after.checked_sub(1)?)?;
-        mapping.range.contains(&addr).then_some(mapping)
+        mapping.contains(addr).then_some(mapping)
     }
 
     /// The mapped files, each matched (or not) to a file here.
@@ -471,8 +490,10 @@ impl CoreFile {
     }
 
     /// The vDSO's range and its image, read from the core's memory.
-    pub fn vdso(&self) -> Option<(Range<u64>, &Arc<ElfFile>)> {
-        self.vdso.as_ref().map(|(range, elf)| (range.clone(), elf))
+    pub fn vdso(&self) -> Option<(Range<AbsAddr>, &Arc<ElfFile>)> {
+        self.vdso
+            .as_ref()
+            .map(|(range, elf)| (AbsAddr(range.start)..AbsAddr(range.end), elf))
     }
 
     /// What was wrong with the core, in words: truncation (memory and notes it lists but
@@ -483,8 +504,8 @@ impl CoreFile {
 
     /// Whether `addr` was mapped in the process: in a memory segment of the core (dumped
     /// or not) or a file mapping.
-    pub fn is_mapped(&self, addr: u64) -> bool {
-        self.load_at(addr).is_some() || self.mapping_at(addr).is_some()
+    pub fn is_mapped(&self, addr: AbsAddr) -> bool {
+        self.load_at(addr.0).is_some() || self.mapping_at(addr).is_some()
     }
 
     fn load_at(&self, addr: u64) -> Option<&Load> {
@@ -508,7 +529,8 @@ impl CoreFile {
     /// Reads `buf.len()` bytes at `addr`: from the core, or for pages it did not dump, from
     /// the mapped file once its build-id was checked ([`Matched::ByPath`],
     /// [`Matched::ByBuildId`]); `false` if any byte is in neither.
-    pub fn read(&self, addr: u64, buf: &mut [u8]) -> bool {
+    pub fn read(&self, addr: AbsAddr, buf: &mut [u8]) -> bool {
+        let addr = addr.0;
         let mut done = 0;
         while done < buf.len() {
             let Some(at) = addr.checked_add(done as u64) else {
@@ -548,14 +570,14 @@ impl CoreFile {
                 self.loads.get(next).map_or(u64::MAX, |l| l.range.start)
             }
         };
-        let mapping = self.mapping_at(addr)?;
+        let mapping = self.mapping_at(AbsAddr(addr))?;
         let file = self.file_of(mapping)?;
         let Ok((elf, Matched::ByPath | Matched::ByBuildId)) = &file.file else {
             return None;
         };
-        let offset = usize::try_from(mapping.file_offset_of(addr)?).ok()?;
+        let offset = usize::try_from(mapping.file_offset(AbsAddr(addr))?.0).ok()?;
         let n = (limit - addr)
-            .min(mapping.range.end - addr)
+            .min(mapping.range.end.0 - addr)
             .min(buf.len() as u64)
             .min(elf.data().len().saturating_sub(offset) as u64) as usize;
         if n == 0 {
@@ -566,18 +588,18 @@ impl CoreFile {
     }
 
     /// The 8-byte little-endian word at `addr` ([`CoreFile::read`]).
-    pub fn read_u64(&self, addr: u64) -> Option<u64> {
+    pub fn read_u64(&self, addr: AbsAddr) -> Option<u64> {
         let mut word = [0u8; 8];
         self.read(addr, &mut word).then(|| u64::from_le_bytes(word))
     }
 
     /// Why the byte at `addr` cannot be read; `None` when it can.
-    pub fn why_unreadable(&self, addr: u64) -> Option<Unreadable> {
+    pub fn why_unreadable(&self, addr: AbsAddr) -> Option<Unreadable> {
         if self.read(addr, &mut [0u8]) {
             return None;
         }
-        match self.load_at(addr) {
-            Some(load) if addr - load.range.start < load.stated => Some(Unreadable::Truncated),
+        match self.load_at(addr.0) {
+            Some(load) if addr.0 - load.range.start < load.stated => Some(Unreadable::Truncated),
             Some(_) => Some(Unreadable::NotDumped),
             None if self.mapping_at(addr).is_some() => Some(Unreadable::NotDumped),
             None => Some(Unreadable::Unmapped),

@@ -13,6 +13,8 @@ use std::ops::Range;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
+use crate::addr::AbsAddr;
+
 /// `NT_PRSTATUS`: one thread's status and general registers.
 pub(crate) const NT_PRSTATUS: u32 = 1;
 /// `NT_PRPSINFO`: the process's command and arguments.
@@ -131,7 +133,7 @@ pub struct CoreSignal {
     pub code: i32,
     /// The faulting address (`si_addr`), for SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGTRAP
     /// raised by the kernel (`si_code` > 0).
-    pub fault_addr: Option<u64>,
+    pub fault_addr: Option<AbsAddr>,
 }
 
 impl CoreSignal {
@@ -144,10 +146,38 @@ impl CoreSignal {
 /// The conventional name of a Linux signal number (x86_64 and aarch64 share them).
 pub fn signal_name(signal: i32) -> String {
     const NAMES: [&str; 32] = [
-        "", "SIGHUP", "SIGINT", "SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT", "SIGBUS", "SIGFPE",
-        "SIGKILL", "SIGUSR1", "SIGSEGV", "SIGUSR2", "SIGPIPE", "SIGALRM", "SIGTERM", "SIGSTKFLT",
-        "SIGCHLD", "SIGCONT", "SIGSTOP", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGURG", "SIGXCPU",
-        "SIGXFSZ", "SIGVTALRM", "SIGPROF", "SIGWINCH", "SIGIO", "SIGPWR", "SIGSYS",
+        "",
+        "SIGHUP",
+        "SIGINT",
+        "SIGQUIT",
+        "SIGILL",
+        "SIGTRAP",
+        "SIGABRT",
+        "SIGBUS",
+        "SIGFPE",
+        "SIGKILL",
+        "SIGUSR1",
+        "SIGSEGV",
+        "SIGUSR2",
+        "SIGPIPE",
+        "SIGALRM",
+        "SIGTERM",
+        "SIGSTKFLT",
+        "SIGCHLD",
+        "SIGCONT",
+        "SIGSTOP",
+        "SIGTSTP",
+        "SIGTTIN",
+        "SIGTTOU",
+        "SIGURG",
+        "SIGXCPU",
+        "SIGXFSZ",
+        "SIGVTALRM",
+        "SIGPROF",
+        "SIGWINCH",
+        "SIGIO",
+        "SIGPWR",
+        "SIGSYS",
     ];
     match usize::try_from(signal).ok().and_then(|i| NAMES.get(i)) {
         Some(name) if !name.is_empty() => (*name).to_string(),
@@ -198,7 +228,9 @@ fn i32_at(bytes: &[u8], at: usize) -> Option<i32> {
 fn c_field(bytes: &[u8], range: Range<usize>) -> String {
     let field = bytes.get(range).unwrap_or_default();
     let end = field.iter().position(|&b| b == 0).unwrap_or(field.len());
-    String::from_utf8_lossy(&field[..end]).trim_end().to_string()
+    String::from_utf8_lossy(&field[..end])
+        .trim_end()
+        .to_string()
 }
 
 /// One note: (name without its NUL, type, descriptor).
@@ -291,13 +323,14 @@ impl Notes {
             (b"CORE", NT_SIGINFO) => {
                 let (Some(signal), Some(code)) = (i32_at(note.desc, 0), i32_at(note.desc, 8))
                 else {
-                    self.problems.push("an NT_SIGINFO note too short".to_string());
+                    self.problems
+                        .push("an NT_SIGINFO note too short".to_string());
                     return;
                 };
                 // SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV raised by the kernel for a fault.
                 let is_fault = matches!(signal, 4 | 5 | 7 | 8 | 11) && code > 0;
                 let fault_addr = if is_fault {
-                    u64_at(note.desc, 16)
+                    u64_at(note.desc, 16).map(AbsAddr)
                 } else {
                     None
                 };
@@ -333,7 +366,8 @@ impl Notes {
 
     fn file_note(&mut self, desc: &[u8]) {
         let (Some(count), Some(page_size)) = (u64_at(desc, 0), u64_at(desc, 8)) else {
-            self.problems.push("an NT_FILE note too short for its header".to_string());
+            self.problems
+                .push("an NT_FILE note too short for its header".to_string());
             return;
         };
         // Each entry takes 24 bytes and at least one for its path's NUL.
@@ -357,9 +391,11 @@ impl Notes {
         let mut names = desc.get(table_end..).unwrap_or_default().split(|&b| b == 0);
         for i in 0..count {
             let at = 16 + i * 24;
-            let (Some(start), Some(end), Some(pages)) =
-                (u64_at(desc, at), u64_at(desc, at + 8), u64_at(desc, at + 16))
-            else {
+            let (Some(start), Some(end), Some(pages)) = (
+                u64_at(desc, at),
+                u64_at(desc, at + 8),
+                u64_at(desc, at + 16),
+            ) else {
                 break;
             };
             let Some(name) = names.next() else {
@@ -475,7 +511,11 @@ mod tests {
         let notes = Notes::read(&[&data], EM_X86_64);
         assert_eq!(notes.threads.len(), 1);
         assert_eq!(notes.threads[0].tid, 42);
-        assert!(notes.problems[0].contains("truncated"), "{:?}", notes.problems);
+        assert!(
+            notes.problems[0].contains("truncated"),
+            "{:?}",
+            notes.problems
+        );
     }
 
     #[test]

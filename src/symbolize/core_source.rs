@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::addr::FileOffset;
+use crate::addr::{AbsAddr, FileOffset};
 use crate::core::CoreFile;
 use crate::error::Result;
 use crate::process::MappingKind;
@@ -22,25 +22,20 @@ use crate::symbolize::{Input, Symbolizer, Symbols};
 struct Group {
     file: usize,
     indices: Vec<usize>,
-    offsets: Vec<u64>,
+    offsets: Vec<FileOffset>,
 }
 
 impl Symbolizer {
-    pub(crate) fn symbolize_core(&self, core: &CoreFile, addrs: &[u64]) -> Result<Symbols> {
+    pub(crate) fn symbolize_core(&self, core: &CoreFile, addrs: &[AbsAddr]) -> Result<Symbols> {
         let mut results = Symbols::with_capacity(addrs.len(), self.demangle);
         let mut groups: Vec<Group> = Vec::new();
         let mut group_of_file: HashMap<usize, usize> = HashMap::new();
         let mut vdso_part: Option<(u32, u32)> = None;
         for (index, &addr) in addrs.iter().enumerate() {
-            let mapping_index = core
-                .mappings()
-                .partition_point(|m| m.range.start <= addr)
-                .checked_sub(1)
-                .filter(|&i| core.mappings()[i].range.contains(&addr));
-            let Some(mapping_index) = mapping_index else {
+            let Some(mapping) = core.mapping_at(addr) else {
                 let entry = match core.vdso() {
                     Some((range, elf)) if range.contains(&addr) => {
-                        let offset = FileOffset(addr - range.start);
+                        let offset = FileOffset(addr.0 - range.start.0);
                         match elf.find_symbol_at_file_offset(offset) {
                             Ok(Some(_)) => {
                                 let (part, module) = *vdso_part.get_or_insert_with(|| {
@@ -71,8 +66,7 @@ impl Symbolizer {
                 results.entries.push(entry);
                 continue;
             };
-            let mapping = &core.mappings()[mapping_index];
-            let (Some(file), Some(offset)) = (mapping.file, mapping.file_offset_of(addr)) else {
+            let (Some(file), Some(offset)) = (mapping.file, mapping.file_offset(addr)) else {
                 results.entries.push(Entry::not_found(NotFound::NoSymbol));
                 continue;
             };

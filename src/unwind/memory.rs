@@ -137,7 +137,7 @@ impl Memory for ProcessMemory {
 /// whose build-id it recorded and matched ([`crate::core::CoreFile::read`]).
 impl Memory for crate::core::CoreFile {
     fn read_u64(&self, addr: u64) -> Option<u64> {
-        crate::core::CoreFile::read_u64(self, addr)
+        crate::core::CoreFile::read_u64(self, crate::addr::AbsAddr(addr))
     }
 }
 

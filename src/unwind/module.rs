@@ -138,10 +138,11 @@ impl Modules {
             let Some(Ok((elf, _))) = core.file_of(mapping).map(|f| &f.file) else {
                 continue;
             };
-            modules.add(mapping.range.clone(), mapping.file_offset, Arc::clone(elf));
+            let range = mapping.range.start.0..mapping.range.end.0;
+            modules.add(range, mapping.file_offset.0, Arc::clone(elf));
         }
         if let Some((range, elf)) = core.vdso() {
-            modules.add(range, 0, Arc::clone(elf));
+            modules.add(range.start.0..range.end.0, 0, Arc::clone(elf));
         }
         modules
     }
