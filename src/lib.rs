@@ -22,6 +22,7 @@
 
 pub mod addr;
 mod confine;
+pub mod core;
 pub mod debuginfo;
 pub mod demangle;
 pub mod dwarf;

@@ -774,3 +774,4 @@ echo "build.sh: kernel module fixtures built (README.md, \"Kernel module\")"
 
 # The unwinder's perf-comparison programs (testdata/unwind/).
 "$TD/build-unwind.sh"
+"$TD/build-core.sh"

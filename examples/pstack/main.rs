@@ -7,6 +7,13 @@
 //! inlined calls by one `Symbolizer::symbolize` call.
 //!
 //!   cargo run --release --example pstack -- PID
+//!   cargo run --release --example pstack -- --core CORE [--exe BIN] [--sysroot DIR] [--json]
+//!
+//! With `--core`, the threads of a core file (the kernel's, `systemd-coredump`'s `.zst`,
+//! `gcore`'s) instead: registers and memory from the core, the files behind its mappings
+//! matched by build-id (`core.rs`); the crashing thread first, after the signal that ended
+//! the process ("terminated by signal SIGSEGV, fault address 0x…"). `--json` prints the
+//! threads and frames as one JSON object, for machines.
 //!
 //! The threads are detached on every path: a normal end, an error, a panic, and SIGINT,
 //! SIGTERM, SIGHUP or SIGQUIT (caught, the threads detached, then the signal raised again).
@@ -25,6 +32,7 @@
 //! Reading another process's threads needs ptrace permission: the same user and
 //! `kernel.yama.ptrace_scope` 0, or `CAP_SYS_PTRACE` (root).
 
+mod core_dump;
 mod ptrace;
 
 use std::process::ExitCode;
@@ -41,9 +49,23 @@ use stacksym::{Input, Source, Symbolizer};
     about = "Print the stack of every thread of a running process (like eu-stack -p, or gdb's \
              `thread apply all bt`), unwound and symbolized by stacksym"
 )]
-struct Args {
+pub(crate) struct Args {
     /// The process id.
-    pid: u32,
+    #[arg(required_unless_present = "core")]
+    pid: Option<u32>,
+    /// A core file instead of a process (ELF core; zstd, xz or gzip compressed whole).
+    #[arg(long, value_name = "CORE", conflicts_with = "pid")]
+    core: Option<std::path::PathBuf>,
+    /// With --core: the main executable, when not at the path the core names.
+    #[arg(long, value_name = "BIN", requires = "core")]
+    exe: Option<std::path::PathBuf>,
+    /// With --core: the directory the core's paths are under (a core from another machine
+    /// or a container).
+    #[arg(long, value_name = "DIR", requires = "core")]
+    sysroot: Option<std::path::PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
     /// Frame pointers only (what bpftrace and perf --call-graph fp do), no CFI.
     #[arg(long)]
     frame_pointers: bool,
@@ -97,7 +119,10 @@ fn default_signals() {
 fn main() -> ExitCode {
     let args = Args::parse();
     catch_signals();
-    let result = run(&args);
+    let result = match &args.core {
+        Some(path) => core_dump::run(&args, path),
+        None => run(&args),
+    };
     // The threads were detached inside `run`; now a caught signal ends pstack.
     default_signals();
     match result {
@@ -110,14 +135,16 @@ fn main() -> ExitCode {
 }
 
 /// One thread's unwound stack.
-struct ThreadStack {
-    tid: i32,
-    stack: Result<Stack, String>,
+pub(crate) struct ThreadStack {
+    pub(crate) tid: i32,
+    pub(crate) name: String,
+    pub(crate) stack: Result<Stack, String>,
 }
 
 fn run(args: &Args) -> Result<(), String> {
-    let pid = i32::try_from(args.pid).map_err(|_| format!("{}: not a process id", args.pid))?;
-    let process = Process::new(args.pid);
+    let pid_arg = args.pid.unwrap_or(0);
+    let pid = i32::try_from(pid_arg).map_err(|_| format!("{pid_arg}: not a process id"))?;
+    let process = Process::new(pid_arg);
     let symbolizer = Symbolizer::builder().build();
     // The modules first (reading the maps, opening and reading the files, the vDSO), while
     // the process still runs.
@@ -158,6 +185,7 @@ fn run(args: &Args) -> Result<(), String> {
         };
         stacks.push(ThreadStack {
             tid: thread.tid,
+            name: String::new(),
             stack,
         });
     }
@@ -175,7 +203,29 @@ fn run(args: &Args) -> Result<(), String> {
     }
     // Everything below runs with the process going again.
     default_signals();
-    print_stacks(args, &symbolizer, &process, &stacks, stopped_for)
+    for thread in &mut stacks {
+        thread.name = thread_name(pid, thread.tid);
+    }
+    let addrs = frame_addrs(&stacks);
+    let symbols = symbolizer
+        .symbolize(&Source::process(&process), Input::AbsAddrs(&addrs))
+        .map_err(|e| e.to_string())?;
+    let header = format!(
+        "PID {pid} \"{}\": {} threads, stopped for {:.1} ms",
+        thread_name(pid, pid),
+        stacks.len(),
+        stopped_for.as_secs_f64() * 1000.0
+    );
+    let text = if args.json {
+        let mut top = serde_json::Map::new();
+        top.insert("pid".into(), pid.into());
+        top.insert("command".into(), thread_name(pid, pid).into());
+        top.insert("threads".into(), threads_json(&symbols, &stacks, &|_| None));
+        serde_json::Value::Object(top).to_string() + "\n"
+    } else {
+        format_stacks(args, &header, &symbols, &stacks, &|_| None)
+    };
+    write_out(&text)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -236,44 +286,74 @@ fn thread_name(pid: i32, tid: i32) -> String {
         .unwrap_or_default()
 }
 
-/// Symbolizes every frame of every thread in one batch and prints the threads.
-fn print_stacks(
-    args: &Args,
-    symbolizer: &Symbolizer,
-    process: &Process,
-    stacks: &[ThreadStack],
-    stopped_for: Duration,
-) -> Result<(), String> {
-    let pid = process.pid() as i32;
-    let addrs: Vec<u64> = stacks
+/// Every frame's lookup address, thread after thread (what `format_stacks` reads back).
+pub(crate) fn frame_addrs(stacks: &[ThreadStack]) -> Vec<stacksym::AbsAddr> {
+    stacks
         .iter()
         .filter_map(|thread| thread.stack.as_ref().ok())
-        .flat_map(|stack| stack.frames.iter().map(|frame| frame.lookup_addr()))
-        .collect();
-    let symbols = symbolizer
-        .symbolize(
-            &Source::process(process),
-            Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&addrs)),
-        )
-        .map_err(|e| e.to_string())?;
+        .flat_map(|stack| {
+            stack
+                .frames
+                .iter()
+                .map(|frame| stacksym::AbsAddr(frame.lookup_addr()))
+        })
+        .collect()
+}
+
+/// Writes `text` to stdout.
+pub(crate) fn write_out(text: &str) -> Result<(), String> {
+    use std::io::Write as _;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let mut text = String::new();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| format!("writing: {e}"))
+}
+
+/// One printed frame: (function, source file, line, inlined, module).
+type Shown = (String, Option<String>, Option<u32>, bool, Option<String>);
+
+/// The frames shown for one address of the batch (inlined calls first), or the trampoline.
+fn shown_frames(symbols: &stacksym::Symbols, index: usize) -> Vec<Shown> {
+    let found = symbols.get(index);
+    let module = symbols.module(index).map(|m| m.display().to_string());
+    let symbol_name = found.map_or("??", |sym| sym.name);
+    let lines = symbols.lines(index);
+    if lines.is_empty() {
+        return vec![(symbol_name.to_string(), None, None, false, module)];
+    }
+    lines
+        .iter()
+        .map(|line| {
+            let name = line
+                .function
+                .as_ref()
+                .map_or(symbol_name, |f| f.demangled.as_str());
+            (
+                name.to_string(),
+                line.file.as_ref().map(|f| f.to_string()),
+                line.line,
+                line.inlined,
+                module.clone(),
+            )
+        })
+        .collect()
+}
+
+/// Every thread's frames as text; `note(index)`: a remark for the frame at that index of
+/// the batch (a core's mismatched file).
+pub(crate) fn format_stacks(
+    args: &Args,
+    header: &str,
+    symbols: &stacksym::Symbols,
+    stacks: &[ThreadStack],
+    note: &dyn Fn(usize) -> Option<String>,
+) -> String {
     use std::fmt::Write as _;
-    let _ = writeln!(
-        text,
-        "PID {pid} \"{}\": {} threads, stopped for {:.1} ms",
-        thread_name(pid, pid),
-        stacks.len(),
-        stopped_for.as_secs_f64() * 1000.0
-    );
+    let mut text = String::new();
+    let _ = writeln!(text, "{header}");
     let mut index = 0;
     for thread in stacks {
-        let _ = writeln!(
-            text,
-            "\nTID {} \"{}\":",
-            thread.tid,
-            thread_name(pid, thread.tid)
-        );
+        let _ = writeln!(text, "\nTID {} \"{}\":", thread.tid, thread.name);
         let stack = match &thread.stack {
             Ok(stack) => stack,
             Err(why) => {
@@ -295,40 +375,23 @@ fn print_stacks(
                 number += 1;
                 continue;
             }
-            let found = symbols.get(index);
-            let lines = symbols.lines(index);
-            let module = symbols
-                .module(index)
-                .map_or(String::new(), |m| format!(" ({})", m.display()));
-            index += 1;
-            let symbol_name = found.map_or("??", |sym| sym.name);
-            if lines.is_empty() {
-                let _ = writeln!(
-                    text,
-                    "#{number:<2} {:#018x} in {symbol_name}{module}",
-                    frame.addr
-                );
-                number += 1;
-                continue;
-            }
-            for line in lines {
-                let name = line
-                    .function
-                    .as_ref()
-                    .map_or(symbol_name, |f| f.demangled.as_str());
-                let inlined = if line.inlined { " (inlined)" } else { "" };
-                let at = match (&line.file, line.line) {
+            let remark = note(index).map_or(String::new(), |n| format!(" [{n}]"));
+            for (name, file, line, inlined, module) in shown_frames(symbols, index) {
+                let inlined = if inlined { " (inlined)" } else { "" };
+                let at = match (file, line) {
                     (Some(file), Some(n)) => format!(" at {file}:{n}"),
                     (Some(file), None) => format!(" at {file}"),
                     _ => String::new(),
                 };
+                let module = module.map_or(String::new(), |m| format!(" ({m})"));
                 let _ = writeln!(
                     text,
-                    "#{number:<2} {:#018x} in {name}{inlined}{at}{module}",
+                    "#{number:<2} {:#018x} in {name}{inlined}{at}{module}{remark}",
                     frame.addr
                 );
                 number += 1;
             }
+            index += 1;
         }
         if args.stop_reasons || !matches!(stack.stop, StopReason::Root) {
             let _ = writeln!(
@@ -338,14 +401,60 @@ fn print_stacks(
             );
         }
     }
-    use std::io::Write as _;
-    out.write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .map_err(|e| format!("writing: {e}"))
+    text
+}
+
+/// Every thread's frames as a JSON array.
+pub(crate) fn threads_json(
+    symbols: &stacksym::Symbols,
+    stacks: &[ThreadStack],
+    note: &dyn Fn(usize) -> Option<String>,
+) -> serde_json::Value {
+    use serde_json::{json, Value};
+    let mut index = 0;
+    let mut threads = Vec::new();
+    for thread in stacks {
+        let mut out = serde_json::Map::new();
+        out.insert("tid".into(), thread.tid.into());
+        out.insert("name".into(), thread.name.clone().into());
+        let stack = match &thread.stack {
+            Ok(stack) => stack,
+            Err(why) => {
+                out.insert("error".into(), why.clone().into());
+                threads.push(Value::Object(out));
+                continue;
+            }
+        };
+        let mut frames = Vec::new();
+        for frame in &stack.frames {
+            let addr = format!("{:#x}", frame.addr);
+            if frame.kind == FrameKind::SignalTrampoline {
+                frames.push(json!({"addr": addr, "signal_frame": true}));
+                index += 1;
+                continue;
+            }
+            for (name, file, line, inlined, module) in shown_frames(symbols, index) {
+                frames.push(json!({
+                    "addr": addr,
+                    "function": name,
+                    "file": file,
+                    "line": line,
+                    "inlined": inlined,
+                    "module": module,
+                    "note": note(index),
+                }));
+            }
+            index += 1;
+        }
+        out.insert("frames".into(), Value::Array(frames));
+        out.insert("stop".into(), describe_stop(&stack.stop).into());
+        threads.push(Value::Object(out));
+    }
+    Value::Array(threads)
 }
 
 /// A stop reason in words.
-fn describe_stop(stop: &StopReason) -> String {
+pub(crate) fn describe_stop(stop: &StopReason) -> String {
     match stop {
         StopReason::Root => "the outermost frame".to_string(),
         StopReason::MemoryUnreadable { addr } => format!("memory at {addr:#x} not readable"),

@@ -14,7 +14,7 @@ mod relocatable;
 mod segments;
 mod symbols;
 
-pub(crate) use bytes::hex;
+pub(crate) use bytes::{hex, FileBytes};
 pub(crate) use file::SymbolRuns;
 pub use file::{ElfFile, ElfHeaderInfo, SectionContents, MAX_READ_FILE_BYTES};
 pub use names::{Binding, NamedSymbol};

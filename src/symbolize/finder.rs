@@ -256,6 +256,12 @@ impl Symbolizer {
                         .to_string(),
                 })
             }
+            Source::Core(core) => Err(Error::InvalidRequest {
+                path: core.path().to_path_buf(),
+                what: "names are looked up in a file, not a core: give the mapped file as \
+                       Source::Elf"
+                    .to_string(),
+            }),
         }
     }
 

@@ -85,6 +85,15 @@ impl LoadedElf {
         }
     }
 
+    /// Like [`LoadedElf::new`], for a file already shared (a core's matched file).
+    pub(crate) fn from_arc(elf: Arc<ElfFile>) -> Self {
+        LoadedElf {
+            elf,
+            shown_names: OnceLock::new(),
+            debug: OnceLock::new(),
+        }
+    }
+
     /// Bytes of the file and of its debug companion and MiniDebugInfo, if any is open.
     pub(crate) fn mapped_len(&self) -> usize {
         let extra = self.debug.get().map_or(0, |d| {

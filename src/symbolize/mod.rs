@@ -5,6 +5,7 @@
 //! new variants and new loaders behind the same call, not as a new API.
 
 mod cache;
+mod core_source;
 pub mod finder;
 mod kallsyms_cache;
 mod kernel;
@@ -50,6 +51,7 @@ use output::{Answer, ElfPart, Entry, ModuleName, Part};
 /// |---|---|
 /// | [`Source::Elf`], [`Source::BuildId`] | [`Input::VirtAddrs`] or [`Input::FileOffsets`] |
 /// | [`Source::Process`], [`Source::Kernel`], [`Source::Stack`] | [`Input::AbsAddrs`] |
+/// | [`Source::Core`] | [`Input::AbsAddrs`] |
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
 pub enum Source<'a> {
@@ -84,6 +86,11 @@ pub enum Source<'a> {
     /// The kernel: its text symbols from kallsyms, and where given, a vmlinux's and modules'
     /// files for names, sizes and source lines.
     Kernel(KernelSource<'a>),
+    /// A core file's process ([`crate::core::CoreFile`]): its mapped files as the core
+    /// matched them by build-id (a file that is another build answers
+    /// [`NotFound::FileError`], never with the other build's symbols), its vDSO from the
+    /// core's memory.
+    Core(&'a crate::core::CoreFile),
     /// A stack that mixes kernel and user addresses of a process, as perf samples and
     /// bpftrace's `kstack`/`ustack` give them: addresses with the top bit set
     /// ([`is_kernel_addr`]) go to the kernel (`kernel`; without it they are
@@ -112,6 +119,7 @@ impl<'a> Source<'a> {
             Source::BuildId { build_id } => PathBuf::from(format!("build-id {}", hex(build_id))),
             Source::Process { process, .. } | Source::Stack { process, .. } => process.proc_dir(),
             Source::Kernel(kernel) => kernel.kallsyms_path().to_path_buf(),
+            Source::Core(core) => core.path().to_path_buf(),
         }
     }
 }
@@ -396,6 +404,7 @@ impl Symbolizer {
             (Source::Kernel(kernel), Input::AbsAddrs(addrs)) => {
                 self.symbolize_kernel(kernel, AbsAddr::as_raw_slice(addrs))
             }
+            (Source::Core(core), Input::AbsAddrs(addrs)) => self.symbolize_core(core, addrs),
             (Source::Stack { process, kernel }, Input::AbsAddrs(addrs)) => {
                 self.symbolize_stack(process, kernel.as_ref(), AbsAddr::as_raw_slice(addrs))
             }
@@ -408,7 +417,7 @@ impl Symbolizer {
                         Source::Elf { .. } | Source::BuildId { .. } => {
                             "an ELF file or build-id takes virtual addresses or file offsets"
                         }
-                        _ => "a process, the kernel or a stack takes absolute addresses",
+                        _ => "a process, the kernel, a stack or a core takes absolute addresses",
                     }
                 ),
             }),

@@ -83,12 +83,14 @@ impl Symbolizer {
                 };
                 self.find_usdt_in_process(process, maps, &pattern)
             }
-            Source::Kernel(_) | Source::Stack { .. } => Err(Error::InvalidRequest {
-                path: source.describe(),
-                what: "USDT probes are in the files of a process or on disk: give \
+            Source::Kernel(_) | Source::Stack { .. } | Source::Core(_) => {
+                Err(Error::InvalidRequest {
+                    path: source.describe(),
+                    what: "USDT probes are in the files of a process or on disk: give \
                        Source::Elf or Source::Process"
-                    .to_string(),
-            }),
+                        .to_string(),
+                })
+            }
         }
     }
 

@@ -133,6 +133,14 @@ impl Memory for ProcessMemory {
     }
 }
 
+/// A core file's memory: its dumped bytes, and pages it did not dump from the mapped files
+/// whose build-id it recorded and matched ([`crate::core::CoreFile::read`]).
+impl Memory for crate::core::CoreFile {
+    fn read_u64(&self, addr: u64) -> Option<u64> {
+        crate::core::CoreFile::read_u64(self, crate::addr::AbsAddr(addr))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -124,6 +124,29 @@ impl Modules {
         modules
     }
 
+    /// The modules of a core's process, in one call: each mapping whose file was matched
+    /// ([`crate::core::CoreFile::files`]: by path, by build-id, or unverified where the core
+    /// did not record the build-id), and the vDSO image read from the core's memory.
+    /// Mappings of unmatched files (another build, missing) are left out: frames there
+    /// follow the frame pointer, never another file's CFI.
+    pub fn from_core(core: &crate::core::CoreFile, finder: Option<DebugFinder>) -> Modules {
+        let mut modules = Modules {
+            finder,
+            ..Modules::default()
+        };
+        for mapping in core.mappings() {
+            let Some(Ok((elf, _))) = core.file_of(mapping).map(|f| &f.file) else {
+                continue;
+            };
+            let range = mapping.range.start.0..mapping.range.end.0;
+            modules.add(range, mapping.file_offset.0, Arc::clone(elf));
+        }
+        if let Some((range, elf)) = core.vdso() {
+            modules.add(range.start.0..range.end.0, 0, Arc::clone(elf));
+        }
+        modules
+    }
+
     /// The module mapped at the absolute address `addr`.
     pub fn find(&self, addr: u64) -> Option<&Module> {
         let after = self.modules.partition_point(|m| m.range.start <= addr);

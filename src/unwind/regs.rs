@@ -215,6 +215,20 @@ impl RegsX86_64 {
         }
         regs
     }
+
+    /// The registers of a core's thread (`NT_PRSTATUS`'s `user_regs_struct`), all 16 and
+    /// `rip`; `None` for another architecture's.
+    pub fn from_core(regs: &crate::core::CoreRegisters) -> Option<RegsX86_64> {
+        let (values, ip) = regs.x86_64_dwarf()?;
+        let mut out = RegsX86_64 {
+            ip,
+            ..RegsX86_64::default()
+        };
+        for (reg, value) in (0u16..).zip(values) {
+            out.set(reg, value);
+        }
+        Some(out)
+    }
 }
 
 impl Registers for RegsX86_64 {
@@ -369,6 +383,19 @@ impl RegsAarch64 {
             }
         }
         regs
+    }
+
+    /// The registers of a core's thread (`NT_PRSTATUS`); `None` for another
+    /// architecture's.
+    pub fn from_core(regs: &crate::core::CoreRegisters) -> Option<RegsAarch64> {
+        let crate::core::CoreRegisters::Aarch64 { regs, sp, pc, .. } = regs else {
+            return None;
+        };
+        let mut out = RegsAarch64::new(*pc, *sp, regs[29], regs[30]);
+        for (reg, &value) in (0u16..).zip(regs.iter()) {
+            out.set(reg, value);
+        }
+        Some(out)
     }
 
     /// The link register, if known.

@@ -1,0 +1,867 @@
+//! Core files (src/core/, `Source::Core`, `Modules::from_core`, `pstack --core`).
+//!
+//! - The committed core `testdata/core/tiny.core.zst` (testdata/build-core.sh: the static
+//!   `core-tiny` crashed three calls deep with `coredump_filter` 0x11, zstd-compressed):
+//!   threads, signal, memory from the core and from the verified file, unwinding and
+//!   symbolizing through the one API; a build-id mismatch (another build at the path: a
+//!   per-frame error, then the right file found by build-id in a debug dir); truncations.
+//! - Cores made here: `gcore` of `core-demo wait` (threads in a condition wait, 40 calls deep
+//!   in recursion, in a signal handler), and real crashes (`core-demo segv`: SIGSEGV 33
+//!   calls deep; `core-throw`: abort() from an uncaught C++ exception) with a core pattern
+//!   this test sets and restores. Each is compared thread by thread with
+//!   `gdb -batch -c CORE BIN -ex 'thread apply all bt'` and `eu-stack -i --core CORE -e BIN`:
+//!   the same function sequences; every explained difference class is counted and printed,
+//!   any other difference fails. The segv core is also read compressed (zstd) and truncated.
+//!
+//! gdb, gcore, eu-stack and zstd come from `.ci/run`; making crash cores needs root (the
+//! core pattern is global). Skipped with a note otherwise, a failure under CI.
+
+#![cfg(all(target_arch = "x86_64", target_os = "linux"))]
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use stacksym::core::{CoreFile, CoreOptions, Matched, Unreadable};
+use stacksym::debuginfo::DebugFinder;
+use stacksym::unwind::{Modules, RegsX86_64, StopReason, UnwindCache, Unwinder};
+use stacksym::{AbsAddr, Input, NotFound, Source, Symbolizer};
+use support::{example_exe, find_tool, skip_or_fail, writeln_stderr};
+
+fn td(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata")
+        .join(path)
+}
+
+fn tiny_options(exe: &str) -> CoreOptions {
+    CoreOptions {
+        exe: Some(td(exe)),
+        ..CoreOptions::default()
+    }
+}
+
+/// The function names of a core's threads: unwound, then symbolized in one batch
+/// (innermost inlined frame first at each address, as pstack prints them).
+fn stacks_of(core: &CoreFile) -> Vec<(u32, Vec<String>, StopReason)> {
+    let unwinder = Unwinder::new(Modules::from_core(core, None));
+    let mut cache = UnwindCache::new();
+    let stacks: Vec<_> = core
+        .threads()
+        .iter()
+        .map(|t| {
+            let regs = RegsX86_64::from_core(&t.registers).expect("x86_64");
+            (t.tid, unwinder.unwind(&regs, core, &mut cache))
+        })
+        .collect();
+    let addrs: Vec<u64> = stacks
+        .iter()
+        .flat_map(|(_, s)| s.frames.iter().map(|f| f.lookup_addr()))
+        .collect();
+    let symbols = Symbolizer::builder()
+        .build()
+        .symbolize(
+            &Source::Core(core),
+            Input::AbsAddrs(AbsAddr::from_raw_slice(&addrs)),
+        )
+        .expect("symbolize");
+    let mut index = 0;
+    stacks
+        .into_iter()
+        .map(|(tid, stack)| {
+            let mut names = Vec::new();
+            for _ in &stack.frames {
+                let lines = symbols.lines(index);
+                if lines.is_empty() {
+                    names.push(symbols.get(index).map_or("??", |s| s.name).to_string());
+                } else {
+                    for line in lines {
+                        names.push(
+                            line.function
+                                .as_ref()
+                                .map_or("??".into(), |f| f.demangled.clone()),
+                        );
+                    }
+                }
+                index += 1;
+            }
+            (tid, names, stack.stop)
+        })
+        .collect()
+}
+
+#[test]
+fn tiny_core_reads_threads_signal_memory_and_unwinds() {
+    let core = CoreFile::open_with(td("core/tiny.core.zst"), &tiny_options("core/core-tiny"))
+        .expect("the committed core opens");
+    assert!(core.problems().is_empty(), "{:?}", core.problems());
+    assert_eq!(core.threads().len(), 1);
+    let signal = core.signal().expect("NT_SIGINFO");
+    assert_eq!(
+        (signal.name().as_str(), signal.fault_addr),
+        ("SIGSEGV", Some(AbsAddr(0x18)))
+    );
+    let process = core.process().expect("NT_PRPSINFO");
+    assert_eq!(process.command, "core-tiny");
+    assert_eq!(process.pid, core.threads()[0].tid);
+    // The executable's text was not dumped (filter 0x11): its bytes come from the file,
+    // whose build-id matches the one in its dumped first page.
+    let exe = core
+        .files()
+        .iter()
+        .find(|f| f.path.ends_with("core-tiny"))
+        .expect("the executable's mapping");
+    let (elf, matched) = exe.file.as_ref().expect("matched");
+    assert_eq!(*matched, Matched::ByPath);
+    assert_eq!(exe.build_id.as_deref(), elf.build_id());
+    let pc = core.threads()[0].registers.ip();
+    let mut code = [0u8; 16];
+    assert!(
+        core.read(AbsAddr(pc), &mut code),
+        "the pc's code, from the file"
+    );
+    let on_disk = std::fs::read(td("core/core-tiny")).unwrap();
+    let offset = core
+        .mapping_at(AbsAddr(pc))
+        .unwrap()
+        .file_offset(AbsAddr(pc))
+        .unwrap()
+        .0 as usize;
+    assert_eq!(code, on_disk[offset..offset + 16]);
+    // The vsyscall page and the space between mappings are not in the core.
+    assert_eq!(
+        core.why_unreadable(AbsAddr(0x10)),
+        Some(Unreadable::Unmapped)
+    );
+    let entry = core.entry().expect("AT_ENTRY");
+    assert!(core.mapping_at(entry).unwrap().path.ends_with("core-tiny"));
+
+    let stacks = stacks_of(&core);
+    let (tid, names, stop) = &stacks[0];
+    assert_eq!(*tid, core.threads()[0].tid);
+    assert_eq!(
+        names,
+        &["tiny_crash", "tiny_middle", "tiny_outer", "_start"]
+    );
+    assert_eq!(*stop, StopReason::Root);
+}
+
+#[test]
+fn tiny_core_symbolizes_with_source_lines() {
+    let core =
+        CoreFile::open_with(td("core/tiny.core.zst"), &tiny_options("core/core-tiny")).unwrap();
+    let pc = core.threads()[0].registers.ip();
+    let symbols = Symbolizer::builder()
+        .build()
+        .symbolize(
+            &Source::Core(&core),
+            Input::AbsAddrs(&[AbsAddr(pc), AbsAddr(0x10)]),
+        )
+        .unwrap();
+    let sym = symbols.get(0).expect("the pc is named");
+    assert_eq!(sym.name, "tiny_crash");
+    assert!(sym.module.ends_with("core-tiny"), "{:?}", sym.module);
+    let line = &symbols.lines(0)[0];
+    assert!(line
+        .file
+        .as_deref()
+        .is_some_and(|f| f.ends_with("core-tiny.c")));
+    assert_eq!(line.line, Some(10), "*where = 1");
+    assert!(matches!(symbols.not_found(1), Some(NotFound::Unmapped)));
+}
+
+#[test]
+fn another_build_at_the_path_is_a_mismatch_then_found_by_build_id() {
+    // core-demo stands for core-tiny rebuilt: same role, another build-id.
+    let core = CoreFile::open_with(
+        td("core/tiny.core.zst"),
+        &CoreOptions {
+            finder: None,
+            ..tiny_options("core/core-demo")
+        },
+    )
+    .unwrap();
+    let exe = core
+        .files()
+        .iter()
+        .find(|f| f.path.ends_with("core-tiny"))
+        .unwrap();
+    let error = exe.file.as_ref().expect_err("another build").to_string();
+    assert!(error.contains("build-id mismatch"), "{error}");
+    let pc = core.threads()[0].registers.ip();
+    // Never the other build's bytes or names.
+    assert_eq!(
+        core.why_unreadable(AbsAddr(pc)),
+        Some(Unreadable::NotDumped)
+    );
+    let symbols = Symbolizer::builder()
+        .build()
+        .symbolize(&Source::Core(&core), Input::AbsAddrs(&[AbsAddr(pc)]))
+        .unwrap();
+    assert!(symbols.get(0).is_none());
+    match symbols.not_found(0) {
+        Some(NotFound::FileError(e)) => assert!(e.to_string().contains("mismatch"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    writeln_stderr(format_args!("mismatch: {error}"));
+
+    // The right build in a debug dir, by build-id: found, and everything works again.
+    let dir = tempfile::tempdir().unwrap();
+    let id = exe.build_id.as_ref().unwrap();
+    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+    let link = dir.path().join(".build-id").join(&hex[..2]);
+    std::fs::create_dir_all(&link).unwrap();
+    std::fs::copy(td("core/core-tiny"), link.join(&hex[2..])).unwrap();
+    let core = CoreFile::open_with(
+        td("core/tiny.core.zst"),
+        &CoreOptions {
+            finder: Some(DebugFinder::new(vec![dir.path().to_path_buf()])),
+            ..tiny_options("core/core-demo")
+        },
+    )
+    .unwrap();
+    let exe = core
+        .files()
+        .iter()
+        .find(|f| f.path.ends_with("core-tiny"))
+        .unwrap();
+    assert_eq!(exe.file.as_ref().unwrap().1, Matched::ByBuildId);
+    assert_eq!(
+        stacks_of(&core)[0].1,
+        ["tiny_crash", "tiny_middle", "tiny_outer", "_start"]
+    );
+}
+
+fn tiny_core_bytes() -> Vec<u8> {
+    let compressed = std::fs::read(td("core/tiny.core.zst")).unwrap();
+    let mut out = Vec::new();
+    let mut decoder = ruzstd::decoding::StreamingDecoder::new(&compressed[..]).unwrap();
+    std::io::Read::read_to_end(&mut decoder, &mut out).unwrap();
+    out
+}
+
+#[test]
+fn truncated_tiny_core_says_why_and_never_panics() {
+    let bytes = tiny_core_bytes();
+    let options = tiny_options("core/core-tiny");
+    let whole = CoreFile::from_bytes("tiny", bytes.clone(), &options).unwrap();
+    let sp = whole.threads()[0].registers.sp();
+    // Cut the core inside the stack segment, below the stack pointer's page: the notes and
+    // registers survive, the stack does not.
+    let load = whole_stack_offset(&bytes, sp);
+    let cut = CoreFile::from_bytes("tiny-cut", bytes[..load].to_vec(), &options).unwrap();
+    assert_eq!(cut.threads().len(), 1);
+    assert!(
+        cut.problems().iter().any(|p| p.contains("truncated")),
+        "{:?}",
+        cut.problems()
+    );
+    assert_eq!(cut.why_unreadable(AbsAddr(sp)), Some(Unreadable::Truncated));
+    let stacks = stacks_of(&cut);
+    assert!(
+        matches!(stacks[0].2, StopReason::MemoryUnreadable { .. }),
+        "{:?}",
+        stacks[0]
+    );
+    assert_eq!(
+        stacks[0].1[0], "tiny_crash",
+        "the pc still names its function"
+    );
+    // Every length: an error or a core, never a panic.
+    for len in (0..bytes.len()).step_by(331) {
+        let _ = CoreFile::from_bytes("tiny-cut", bytes[..len].to_vec(), &options)
+            .map(|core| stacks_of(&core));
+    }
+}
+
+/// The core-file offset of the byte at address `addr` (in a `PT_LOAD` with contents).
+fn whole_stack_offset(bytes: &[u8], addr: u64) -> usize {
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+    let half = |at: usize| u16::from_le_bytes(bytes[at..at + 2].try_into().unwrap());
+    let (phoff, phnum) = (word(0x20) as usize, half(0x38) as usize);
+    for i in 0..phnum {
+        let ph = phoff + i * 56;
+        let (offset, vaddr, filesz) = (word(ph + 8), word(ph + 16), word(ph + 32));
+        if half(ph) == 1 && (vaddr..vaddr + filesz).contains(&addr) {
+            return (offset + (addr - vaddr)) as usize & !0xfff;
+        }
+    }
+    panic!("{addr:#x} in no segment")
+}
+
+// ---------------------------------------------------------------- made here, vs gdb
+
+/// One frame: the function's name (or `<signal handler called>`), and the pc if printed.
+type Frames = Vec<(String, Option<u64>)>;
+
+/// A frame line of pstack, gdb or eu-stack: `#N  [0xADDR in ]NAME ...`.
+fn parse_frame(line: &str) -> Option<(String, Option<u64>)> {
+    let rest = line.strip_prefix('#')?;
+    let rest = rest
+        .trim_start_matches(|c: char| c.is_ascii_digit())
+        .trim_start();
+    let (addr, rest) = match rest.strip_prefix("0x") {
+        Some(hex) => {
+            let (digits, after) = hex.split_once(' ').unwrap_or((hex, ""));
+            let after = after.trim_start();
+            let after = after.strip_prefix("in ").unwrap_or(after);
+            (u64::from_str_radix(digits, 16).ok(), after)
+        }
+        None => (None, rest),
+    };
+    if rest.starts_with("<signal handler called>") {
+        return Some(("<signal handler called>".to_string(), addr));
+    }
+    let name = rest.split([' ', '(', '@']).next().unwrap_or("");
+    Some((name.to_string(), addr))
+}
+
+/// Threads by tid from output whose thread lines are `TID N` (pstack, eu-stack) or
+/// `Thread N (... (LWP TID) ...)` (gdb).
+fn parse_threads(text: &str) -> BTreeMap<u32, Frames> {
+    let mut threads = BTreeMap::new();
+    let mut current = None;
+    for line in text.lines() {
+        let tid = if let Some(rest) = line.strip_prefix("TID ") {
+            Some(rest.split([' ', ':']).next().and_then(|t| t.parse().ok()))
+        } else if line.starts_with("Thread ") {
+            Some(
+                line.split_once("(LWP ")
+                    .and_then(|(_, rest)| rest.split(')').next())
+                    .and_then(|tid| tid.parse().ok()),
+            )
+        } else {
+            None
+        };
+        if let Some(tid) = tid {
+            current = tid;
+            if let Some(tid) = tid {
+                threads.insert(tid, Vec::new());
+            }
+        } else if let (Some(tid), Some(frame)) = (current, parse_frame(line)) {
+            threads.entry(tid).or_insert_with(Vec::new).push(frame);
+        }
+    }
+    threads
+}
+
+/// Compares one thread's frames with a reference tool's; adds explained differences to
+/// `classes`, returns the rest.
+fn compare_thread(
+    tool: &str,
+    core: &CoreFile,
+    ours: &Frames,
+    theirs: &Frames,
+    classes: &mut BTreeMap<String, usize>,
+) -> Vec<String> {
+    let mut ours = ours.clone();
+    if theirs.last().is_some_and(|(name, _)| name == "main") {
+        if let Some(at) = ours.iter().position(|(name, _)| name == "main") {
+            if at + 1 < ours.len() {
+                *classes
+                    .entry(format!("{tool} stops at main (backtrace past-main off)"))
+                    .or_default() += 1;
+                ours.truncate(at + 1);
+            }
+        }
+    }
+    let follows_jmp = |pc: u64| {
+        let byte = |at: u64| {
+            let mut b = [0u8];
+            core.read(AbsAddr(at), &mut b).then_some(b[0])
+        };
+        byte(pc.wrapping_sub(5)) == Some(0xe9) || byte(pc.wrapping_sub(2)) == Some(0xeb)
+    };
+    let mut problems = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < ours.len() || j < theirs.len() {
+        match (ours.get(i), theirs.get(j)) {
+            (Some(a), Some(b)) if a.0 == b.0 => {
+                i += 1;
+                j += 1;
+            }
+            (Some(a), Some(b)) if a.0 == "<signal handler called>" && b.0 == "__restore_rt" => {
+                *classes
+                    .entry(format!("{tool} names the signal frame __restore_rt"))
+                    .or_default() += 1;
+                i += 1;
+                j += 1;
+            }
+            (Some((a, Some(pa))), Some((b, Some(pb)))) if pa == pb && a == "??" && b.is_empty() => {
+                *classes
+                    .entry(format!(
+                        "neither we nor {tool} name the pc (no symbol covers it)"
+                    ))
+                    .or_default() += 1;
+                i += 1;
+                j += 1;
+            }
+            (Some((a, Some(pa))), Some((b, Some(pb)))) if pa == pb && same_symbol(a, b) => {
+                *classes
+                    .entry(format!(
+                        "{tool} names the same pc by an alias ({b} for {a})"
+                    ))
+                    .or_default() += 1;
+                i += 1;
+                j += 1;
+            }
+            (_, Some((name, Some(pc)))) if follows_jmp(*pc) => {
+                *classes
+                    .entry(format!(
+                        "{tool} shows a tail call from DWARF call sites ({name})"
+                    ))
+                    .or_default() += 1;
+                j += 1;
+            }
+            (a, b) => {
+                problems.push(format!(
+                    "frame {i}: ours {:?}, {tool}'s frame {j} {:?}",
+                    a.map(|f| &f.0),
+                    b.map(|f| &f.0)
+                ));
+                break;
+            }
+        }
+    }
+    problems
+}
+
+/// Whether two names are glibc's aliases of one symbol (`clone3` and `__clone3`, `raise`
+/// and `__GI_raise`): equal without leading underscores and glibc's `__GI_` prefix. Any
+/// other difference of names, even at the same pc, is a difference.
+fn same_symbol(a: &str, b: &str) -> bool {
+    let bare = |name: &str| {
+        let name = name.trim_start_matches('_');
+        name.strip_prefix("GI_")
+            .unwrap_or(name)
+            .trim_start_matches('_')
+            .to_string()
+    };
+    bare(a) == bare(b)
+}
+
+/// Runs `pstack --core` on `core_path` and compares it with gdb and eu-stack, thread by
+/// thread; returns pstack's text. Panics on any unexplained difference.
+fn compare_with_tools(test: &str, core_path: &Path, exe: &Path, tools: &Tools) -> String {
+    let ours = Command::new(example_exe("pstack"))
+        .arg("--core")
+        .arg(core_path)
+        .arg("--exe")
+        .arg(exe)
+        .output()
+        .expect("pstack runs");
+    let ours_text = String::from_utf8_lossy(&ours.stdout).to_string();
+    assert!(
+        ours.status.success(),
+        "pstack --core failed: {}",
+        String::from_utf8_lossy(&ours.stderr)
+    );
+    let core = CoreFile::open_with(
+        core_path,
+        &CoreOptions {
+            exe: Some(exe.to_path_buf()),
+            ..CoreOptions::default()
+        },
+    )
+    .unwrap();
+    let ours = parse_threads(&ours_text);
+    let gdb = Command::new(&tools.gdb)
+        .args(["-batch", "-nx", "-c"])
+        .arg(core_path)
+        .arg(exe)
+        .args(["-ex", "thread apply all bt"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("gdb runs");
+    let eu = Command::new(&tools.eu_stack)
+        .args(["-i", "--core"])
+        .arg(core_path)
+        .arg("-e")
+        .arg(exe)
+        .output()
+        .expect("eu-stack runs");
+    let mut problems = Vec::new();
+    for (tool, out) in [("gdb", &gdb), ("eu-stack", &eu)] {
+        let text = String::from_utf8_lossy(&out.stdout);
+        let theirs = parse_threads(&text);
+        let mut classes = BTreeMap::new();
+        let mut tool_problems = Vec::new();
+        let (tids, their_tids): (Vec<_>, Vec<_>) = (ours.keys().collect(), theirs.keys().collect());
+        if tids != their_tids {
+            tool_problems.push(format!("threads: ours {tids:?}, {tool}'s {their_tids:?}"));
+        }
+        let mut frames = 0;
+        for (tid, our_frames) in &ours {
+            let Some(their_frames) = theirs.get(tid) else {
+                continue;
+            };
+            frames += their_frames.len();
+            for p in compare_thread(tool, &core, our_frames, their_frames, &mut classes) {
+                tool_problems.push(format!(
+                    "thread {tid}: {p}\n        ours:   {:?}\n        {tool}: {:?}",
+                    our_frames.iter().map(|f| &f.0).collect::<Vec<_>>(),
+                    their_frames.iter().map(|f| &f.0).collect::<Vec<_>>()
+                ));
+            }
+        }
+        writeln_stderr(format_args!(
+            "{test}: {} vs {tool}: {} threads, {frames} of {tool}'s frames; {} unexplained \
+             differences",
+            core_path.display(),
+            theirs.len(),
+            tool_problems.len()
+        ));
+        for (class, count) in &classes {
+            writeln_stderr(format_args!("    {count:3}  {class}"));
+        }
+        for p in &tool_problems {
+            writeln_stderr(format_args!("    DIFFERENT {p}"));
+        }
+        if !tool_problems.is_empty() {
+            writeln_stderr(format_args!("pstack:\n{ours_text}\n{tool}:\n{text}"));
+        }
+        assert!(!theirs.is_empty(), "{tool} printed no thread: {text}");
+        problems.extend(tool_problems);
+    }
+    assert!(
+        problems.is_empty(),
+        "{test}: {} differences (printed above)",
+        problems.len()
+    );
+    ours_text
+}
+
+struct Tools {
+    gdb: PathBuf,
+    gcore: PathBuf,
+    eu_stack: PathBuf,
+    zstd: PathBuf,
+}
+
+fn tools_or_skip(test: &str) -> Option<Tools> {
+    let find = |name: &str, package: &str| {
+        let found = find_tool(name);
+        if found.is_none() {
+            skip_or_fail(
+                test,
+                &format!("{name} not found (apt-get install {package})"),
+            );
+        }
+        found
+    };
+    Some(Tools {
+        gdb: find("gdb", "gdb")?,
+        gcore: find("gcore", "gdb")?,
+        eu_stack: find("eu-stack", "elfutils")?,
+        zstd: find("zstd", "zstd")?,
+    })
+}
+
+#[test]
+fn tiny_core_matches_gdb_and_eu_stack() {
+    let test = "tiny_core_matches_gdb_and_eu_stack";
+    let Some(tools) = tools_or_skip(test) else {
+        return;
+    };
+    // gdb and eu-stack read no compressed core: the committed one, decompressed.
+    let dir = tempfile::tempdir().unwrap();
+    let core_path = dir.path().join("tiny.core");
+    std::fs::write(&core_path, tiny_core_bytes()).unwrap();
+    let text = compare_with_tools(test, &core_path, &td("core/core-tiny"), &tools);
+    let threads = parse_threads(&text);
+    let names: Vec<&str> = threads
+        .values()
+        .flatten()
+        .map(|frame| frame.0.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["tiny_crash", "tiny_middle", "tiny_outer", "_start"],
+        "{text}"
+    );
+    assert!(
+        text.contains("terminated by signal SIGSEGV, fault address 0x18"),
+        "{text}"
+    );
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+#[test]
+fn gcore_of_waiting_threads_matches_gdb_and_eu_stack() {
+    let test = "gcore_of_waiting_threads_matches_gdb_and_eu_stack";
+    let Some(tools) = tools_or_skip(test) else {
+        return;
+    };
+    if !is_root() {
+        return skip_or_fail(test, "gcore needs ptrace permission (run as root)");
+    }
+    let exe = td("core/core-demo");
+    let mut child = Command::new(&exe)
+        .arg("wait")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("ready "), "{line:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("gcore");
+    let out = Command::new(&tools.gcore)
+        .arg("-o")
+        .arg(&prefix)
+        .arg(child.id().to_string())
+        .output()
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let core_path = dir.path().join(format!("gcore.{}", child.id()));
+    assert!(
+        core_path.is_file(),
+        "gcore wrote nothing: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = compare_with_tools(test, &core_path, &exe, &tools);
+    let threads = parse_threads(&text);
+    assert_eq!(threads.len(), 4, "{text}");
+    let names = |want: &str| -> Vec<String> {
+        threads
+            .values()
+            .find(|f| f.iter().any(|x| x.0 == want))
+            .unwrap_or_else(|| panic!("no thread in {want}: {text}"))
+            .iter()
+            .map(|f| f.0.clone())
+            .collect()
+    };
+    let recursion = names("recurse_thread");
+    assert_eq!(
+        recursion.iter().filter(|n| *n == "recurse").count(),
+        41,
+        "{recursion:?}"
+    );
+    let signal = names("on_usr1");
+    let at = signal
+        .iter()
+        .position(|n| n == "<signal handler called>")
+        .expect("a signal frame");
+    assert_eq!(
+        signal[at - 2..at + 3],
+        [
+            "handler_wait",
+            "on_usr1",
+            "<signal handler called>",
+            "busy_inner",
+            "busy_outer"
+        ]
+    );
+}
+
+/// Sets the global core pattern for as long as it lives, and restores it on drop (also
+/// when the test fails).
+struct CorePattern {
+    old: String,
+}
+
+impl CorePattern {
+    const PATH: &'static str = "/proc/sys/kernel/core_pattern";
+
+    fn set(pattern: &str) -> std::io::Result<CorePattern> {
+        let old = std::fs::read_to_string(Self::PATH)?;
+        std::fs::write(Self::PATH, pattern)?;
+        Ok(CorePattern { old })
+    }
+}
+
+impl Drop for CorePattern {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::write(Self::PATH, self.old.trim_end()) {
+            writeln_stderr(format_args!(
+                "could not restore {} to {:?}: {e}",
+                Self::PATH,
+                self.old
+            ));
+        }
+    }
+}
+
+/// Runs `exe args` with core dumps on (unlimited size) and waits for it to crash; the
+/// core it left in `dir` (named by the pattern `dir/core.%p`).
+fn crash(exe: &Path, args: &[&str], dir: &Path) -> PathBuf {
+    let mut command = Command::new(exe);
+    command
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    // SAFETY: between fork and exec only setrlimit, which is async-signal-safe.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+            let unlimited = libc::rlimit {
+                rlim_cur: libc::RLIM_INFINITY,
+                rlim_max: libc::RLIM_INFINITY,
+            };
+            if libc::setrlimit(libc::RLIMIT_CORE, &unlimited) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = command.spawn().unwrap();
+    let pid = child.id();
+    let status = command_wait(child);
+    let core = dir.join(format!("core.{pid}"));
+    assert!(
+        core.is_file(),
+        "{} {args:?} ended with {status:?} and left no core in {}",
+        exe.display(),
+        dir.display()
+    );
+    core
+}
+
+fn command_wait(mut child: std::process::Child) -> std::process::ExitStatus {
+    child.wait().unwrap()
+}
+
+#[test]
+fn crash_cores_match_gdb_and_eu_stack() {
+    let test = "crash_cores_match_gdb_and_eu_stack";
+    let Some(tools) = tools_or_skip(test) else {
+        return;
+    };
+    if !is_root() {
+        return skip_or_fail(test, "setting the core pattern needs root");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // Every core made serially while the pattern is set; restored when `pattern` drops.
+    let (segv, abort) = {
+        let pattern = CorePattern::set(&format!("{}/core.%p", dir.path().display()));
+        let Ok(_pattern) = pattern else {
+            return skip_or_fail(test, "cannot write /proc/sys/kernel/core_pattern");
+        };
+        (
+            crash(&td("core/core-demo"), &["segv"], dir.path()),
+            crash(&td("core/core-throw"), &[], dir.path()),
+        )
+    };
+
+    let text = compare_with_tools(test, &segv, &td("core/core-demo"), &tools);
+    assert!(
+        text.contains("terminated by signal SIGSEGV, fault address 0x10"),
+        "{text}"
+    );
+    let threads = parse_threads(&text);
+    assert_eq!(threads.len(), 3, "{text}");
+    let first = threads
+        .values()
+        .find(|f| f.first().is_some_and(|x| x.0 == "crash_write"))
+        .expect("the crashing thread");
+    assert_eq!(
+        first.iter().filter(|f| f.0 == "crash_chain").count(),
+        31,
+        "{first:?}"
+    );
+    // The crashing thread is printed first.
+    let first_tid = text
+        .lines()
+        .find_map(|l| l.strip_prefix("TID "))
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap();
+    assert_eq!(
+        threads[&first_tid.parse::<u32>().unwrap()][0].0,
+        "crash_write"
+    );
+
+    let text = compare_with_tools(test, &abort, &td("core/core-throw"), &tools);
+    assert!(text.contains("terminated by signal SIGABRT"), "{text}");
+    // libc's names are its DWARF's (__GI_abort), as gdb prints them.
+    let frames: Vec<String> = parse_threads(&text)
+        .into_values()
+        .flatten()
+        .map(|f| f.0)
+        .collect();
+    for want in ["abort", "std::terminate", "throw_chain", "main"] {
+        assert!(
+            frames.iter().any(|name| name.ends_with(want)),
+            "no {want} in:\n{text}"
+        );
+    }
+
+    // The segv core compressed as systemd-coredump stores it: the same output.
+    let zst = dir.path().join("segv.zst");
+    let status = Command::new(&tools.zstd)
+        .args(["-q", "-3", "-o"])
+        .arg(&zst)
+        .arg(&segv)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let pstack = |core: &Path| {
+        let out = Command::new(example_exe("pstack"))
+            .arg("--core")
+            .arg(core)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        // The first line names the core file.
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        text.split_once('\n')
+            .map(|(_, rest)| rest.to_string())
+            .unwrap()
+    };
+    assert_eq!(pstack(&zst), pstack(&segv));
+
+    // Truncated: the notes (first) and the lowest segments survive; a thread whose stack
+    // was cut says so, the others unwind whole.
+    let bytes = std::fs::read(&segv).unwrap();
+    let whole = CoreFile::open(&segv).unwrap();
+    let whole_stacks = stacks_of(&whole);
+    let mut sps: Vec<(u64, u32)> = whole
+        .threads()
+        .iter()
+        .map(|t| (t.registers.sp(), t.tid))
+        .collect();
+    sps.sort();
+    // Cut below the highest stack (the main thread's, at the top of the address space).
+    let (high_sp, cut_tid) = sps[sps.len() - 1];
+    let cut_at = whole_stack_offset(&bytes, high_sp);
+    let cut_path = dir.path().join("segv.cut");
+    std::fs::write(&cut_path, &bytes[..cut_at]).unwrap();
+    let cut = CoreFile::open(&cut_path).unwrap();
+    assert!(
+        cut.problems().iter().any(|p| p.contains("truncated")),
+        "{:?}",
+        cut.problems()
+    );
+    let cut_stacks = stacks_of(&cut);
+    for ((tid, names, stop), (_, whole_names, _)) in cut_stacks.iter().zip(&whole_stacks) {
+        if *tid == cut_tid {
+            assert!(
+                matches!(stop, StopReason::MemoryUnreadable { addr } if
+                    cut.why_unreadable(AbsAddr(*addr)) == Some(Unreadable::Truncated)),
+                "{tid}: {stop:?}"
+            );
+        } else {
+            assert_eq!(names, whole_names, "thread {tid} is whole in the cut core");
+        }
+    }
+    let out = Command::new(example_exe("pstack"))
+        .arg("--core")
+        .arg(&cut_path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("past the end of the truncated core"),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
