@@ -26,6 +26,7 @@ pub mod debuginfo;
 pub mod demangle;
 pub mod dwarf;
 pub mod elf;
+pub mod gopclntab;
 mod error;
 pub mod kernel;
 pub mod process;
