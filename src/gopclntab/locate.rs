@@ -172,7 +172,7 @@ pub(super) fn bytes_at(elf: &ElfFile, addr: u64, len: usize) -> Option<&[u8]> {
 /// `R_*_RELATIVE` relocation types (with an explicit addend) per `e_machine`.
 fn relative_type(machine: u16) -> Option<u32> {
     use object::elf;
-    Some(match machine {
+    let relative = match elf::Machine(machine) {
         elf::EM_X86_64 => elf::R_X86_64_RELATIVE,
         elf::EM_AARCH64 => elf::R_AARCH64_RELATIVE,
         elf::EM_PPC64 => elf::R_PPC64_RELATIVE,
@@ -182,14 +182,15 @@ fn relative_type(machine: u16) -> Option<u32> {
         elf::EM_386 => elf::R_386_RELATIVE,
         elf::EM_ARM => elf::R_ARM_RELATIVE,
         _ => return None,
-    })
+    };
+    Some(relative.0)
 }
 
 /// The file's relative relocations with explicit addends, (offset, addend), sorted. Empty
 /// for a non-PIE file (nothing to relocate) and for `REL` tables, whose addends are the
 /// file's words themselves.
 fn relocations(elf: &ElfFile) -> Vec<(u64, u64)> {
-    if elf.header().file_type != object::elf::ET_DYN {
+    if elf.header().file_type != object::elf::ET_DYN.0 {
         return Vec::new();
     }
     let Some(relative) = relative_type(elf.header().machine) else {
@@ -204,7 +205,7 @@ fn relocations(elf: &ElfFile) -> Vec<(u64, u64)> {
     let mut found: Vec<(u64, u64)> = relocations
         .filter(|(_, r)| {
             !r.has_implicit_addend()
-                && matches!(r.flags(), RelocationFlags::Elf { r_type } if r_type == relative)
+                && matches!(r.flags(), RelocationFlags::Elf { r_type } if r_type.0 == relative)
         })
         .map(|(offset, r)| (offset, r.addend() as u64))
         .collect();

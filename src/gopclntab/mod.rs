@@ -26,7 +26,7 @@ use std::sync::{Arc, OnceLock};
 pub use header::GoTableVersion;
 
 use crate::addr::VirtAddr;
-use crate::dwarf::{Frame, FunctionName};
+use crate::dwarf::{FunctionName, InlineFrame};
 use crate::elf::ElfFile;
 use crate::error::{Error, Result};
 use header::{uint_at, Header};
@@ -100,8 +100,6 @@ impl std::fmt::Debug for GoTable {
 /// The fields of one `_func` record that lookups use.
 #[derive(Debug, Clone, Copy)]
 struct FuncRecord {
-    /// Table offset of the record.
-    at: usize,
     entry: u64,
     end: u64,
     name_off: u32,
@@ -276,7 +274,6 @@ impl GoTable {
             .get(at + funcid_end - 1)
             .ok_or_else(|| bad("record outside the table"))?;
         Ok(FuncRecord {
-            at,
             entry,
             end,
             name_off: field(name)?,
@@ -479,7 +476,7 @@ impl GoTable {
     /// them: the inlined functions at `addr` (each at its file and line), then the function
     /// whose code it is, at the call site of the frame inside it. Returns whether a function
     /// covers `addr` (nothing is appended otherwise).
-    pub fn append_frames(&self, addr: VirtAddr, frames: &mut Vec<Frame>) -> Result<bool> {
+    pub fn append_frames(&self, addr: VirtAddr, frames: &mut Vec<InlineFrame>) -> Result<bool> {
         let Some(i) = self.index_of(addr.0)? else {
             return Ok(false);
         };
@@ -579,8 +576,8 @@ fn go_frame(
     file: Option<&str>,
     line: Option<u32>,
     inlined: bool,
-) -> Frame {
-    Frame {
+) -> InlineFrame {
+    InlineFrame {
         function: Some(Arc::new(FunctionName {
             raw: name.to_string(),
             demangled: name.to_string(),

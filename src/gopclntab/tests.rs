@@ -11,6 +11,11 @@ const TEXT_ADDR: u64 = 0x401000;
 const TABLE_ADDR: u64 = 0x402000;
 const DATA_ADDR: u64 = 0x403000;
 
+/// (value, pc delta) runs of a pc-value table.
+type Runs = Vec<(i32, u64)>;
+/// An inline tree: (name, parentPc) per entry.
+type InlineTree = Vec<(&'static str, u32)>;
+
 /// One function of a synthetic table.
 struct Func {
     name: &'static str,
@@ -22,7 +27,7 @@ struct Func {
     pcfile: Vec<(i32, u64)>,
     pcln: Vec<(i32, u64)>,
     /// Inline-index runs and the tree: (name, parentPc).
-    inline: Option<(Vec<(i32, u64)>, Vec<(&'static str, u32)>)>,
+    inline: Option<(Runs, InlineTree)>,
 }
 
 const FILES: [&str; 2] = ["/src/main.go", "/src/util.go"];

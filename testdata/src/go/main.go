@@ -5,11 +5,8 @@
 // main.spinInner), for unwinding tests.
 package main
 
-import (
-	"fmt"
-	"os"
-	"strings"
-)
+// Only os is imported (no fmt, no strings): the committed binaries stay under 1 MB each.
+import "os"
 
 type Server struct {
 	name  string
@@ -19,7 +16,7 @@ type Server struct {
 //go:noinline
 func (s *Server) Handle(req string) string {
 	s.count++
-	return s.prefix() + strings.ToUpper(req)
+	return s.prefix() + upper(req)
 }
 
 // prefix is small: inlined into Handle unless -gcflags=-l.
@@ -38,6 +35,17 @@ func Sum[T Number](values []T) T {
 		total += v
 	}
 	return total
+}
+
+// upper is what strings.ToUpper does for ASCII, without the strings package.
+func upper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'a' <= c && c <= 'z' {
+			b[i] = c - ('a' - 'A')
+		}
+	}
+	return string(b)
 }
 
 func leaf(n int) int {
@@ -75,20 +83,20 @@ func spinOuter(n int) int {
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "spin" {
-		fmt.Println(spinOuter(len(os.Args)))
+		println(spinOuter(len(os.Args)))
 		return
 	}
 	s := &Server{name: "demo"}
-	fmt.Println(s.Handle("hello"))
-	fmt.Println(Sum([]int{1, 2, 3}), Sum([]float64{1.5, 2.5}))
-	fmt.Println(outer(len(os.Args)))
+	println(s.Handle("hello"))
+	println(Sum([]int{1, 2, 3}), Sum([]float64{1.5, 2.5}))
+	println(outer(len(os.Args)))
 	add := func(a int) func(int) int {
 		return func(b int) int { return a + b + len(os.Args) }
 	}
-	fmt.Println(add(1)(2))
+	println(add(1)(2))
 	done := make(chan int)
 	go func() {
 		done <- outer(7)
 	}()
-	fmt.Println(<-done)
+	println(<-done)
 }
