@@ -11,7 +11,7 @@ use crate::addr::{FileOffset, VirtAddr};
 use crate::elf::{ElfFile, SectionContents};
 use crate::error::Result;
 
-/// Finds the table: the `.gopclntab` section, else the `runtime.pclntab` /
+/// Finds the table: the `.gopclntab` (`.data.rel.ro.gopclntab` in a PIE) section, else the `runtime.pclntab` /
 /// `runtime.firstmoduledata` symbols, else (a file without section headers) a scan of its
 /// loadable segments.
 pub(super) fn find(elf: &Arc<ElfFile>) -> Result<Option<GoTable>> {
@@ -30,11 +30,15 @@ pub(super) fn find(elf: &Arc<ElfFile>) -> Result<Option<GoTable>> {
         }
     };
     if sections.is_some_and(|n| n > 0) {
-        if let Some(SectionContents::InFile(range)) = elf.section_contents(".gopclntab")? {
-            let addr = elf.section_address(".gopclntab")?.unwrap_or(VirtAddr(0));
-            // A relocatable object or a debug file's NOBITS section has no table bytes.
-            if !range.is_empty() {
-                return GoTable::new(elf, range, addr, GoTableFoundBy::Section).map(Some);
+        // A PIE's table holds words the dynamic loader relocates: Go's linker names its
+        // section `.data.rel.ro.gopclntab` there.
+        for name in [".gopclntab", ".data.rel.ro.gopclntab"] {
+            if let Some(SectionContents::InFile(range)) = elf.section_contents(name)? {
+                let addr = elf.section_address(name)?.unwrap_or(VirtAddr(0));
+                // A relocatable object or a debug file's NOBITS section has no table bytes.
+                if !range.is_empty() {
+                    return GoTable::new(elf, range, addr, GoTableFoundBy::Section).map(Some);
+                }
             }
         }
         if elf.has_section_bytes(".symtab")? {

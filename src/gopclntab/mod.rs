@@ -475,7 +475,9 @@ impl GoTable {
     /// Appends the frames of `addr` to `frames`, innermost first, as [`crate::dwarf`] gives
     /// them: the inlined functions at `addr` (each at its file and line), then the function
     /// whose code it is, at the call site of the frame inside it. Returns whether a function
-    /// covers `addr` (nothing is appended otherwise).
+    /// covers `addr` (nothing is appended otherwise). A PC the table gives no line (the
+    /// alignment padding after a function's last instruction) gets no frames, as DWARF's line
+    /// table gives it none; the function still covers it.
     pub fn append_frames(&self, addr: VirtAddr, frames: &mut Vec<InlineFrame>) -> Result<bool> {
         let Some(i) = self.index_of(addr.0)? else {
             return Ok(false);
@@ -489,8 +491,11 @@ impl GoTable {
             None
         };
         let mut pc = addr.0;
-        for _ in 0..MAX_INLINE_DEPTH {
+        for depth in 0..MAX_INLINE_DEPTH {
             let (file, line) = self.file_line(&record, pc)?;
+            if depth == 0 && file.is_none() && line.is_none() {
+                return Ok(true);
+            }
             let inlined = match tree {
                 Some(tree) => {
                     let index =
