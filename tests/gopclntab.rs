@@ -561,3 +561,97 @@ fn sp_delta_is_zero_at_entry() {
         assert_eq!(delta, Some(0), "{}", function.name);
     }
 }
+
+/// The threads of `pid` (its `/proc/PID/task` entries).
+#[cfg(target_arch = "x86_64")]
+fn threads(pid: u32) -> Vec<libc::pid_t> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|dir| {
+            dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Unwinding Go code, which has no CFI, by the table's SP deltas: the stripped demo spins
+/// in main.spinInner (called through spinMiddle and spinOuter from main.main); stopped at
+/// random moments, the thread that runs it unwinds to exactly that chain, then runtime.main
+/// and runtime.goexit, where the walk ends (`StopReason::Root`), every caller recovered by
+/// the Go table. Non-PIE and PIE. (ptrace stops of a live process, not perf samples.)
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn unwinds_a_spinning_go_program() {
+    use stacksym::process::Process;
+    use stacksym::unwind::{Recovery, RegsX86_64};
+    let test = "unwinds_a_spinning_go_program";
+    let expected = [
+        "main.spinInner",
+        "main.spinMiddle",
+        "main.spinOuter",
+        "main.main",
+        "runtime.main",
+        "runtime.goexit",
+    ];
+    for name in ["go-demo.stripped", "go-demo-pie.stripped"] {
+        let mut child = Command::new(bin(name))
+            .arg("spin")
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        // Let the runtime start its threads and main.main reach the loop.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let symbolizer = Symbolizer::builder().build();
+        let process = Process::new(pid);
+        let (mut samples, mut spinning) = (0, 0);
+        for _ in 0..20 {
+            for tid in threads(pid) {
+                let Some(words) = support::waiter::stopped_registers(tid) else {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    skip_or_fail(
+                        test,
+                        "cannot ptrace the child (kernel.yama.ptrace_scope, no CAP_SYS_PTRACE)",
+                    );
+                    return;
+                };
+                let result =
+                    symbolizer.unwind_process(&process, &RegsX86_64::from_user_regs(&words));
+                support::waiter::detach(tid);
+                let (stack, symbols) = result.unwrap();
+                samples += 1;
+                let names: Vec<&str> = (0..stack.frames.len())
+                    .map(|i| symbols.get(i).map_or("??", |s| s.name))
+                    .collect();
+                if names.first() != Some(&"main.spinInner") {
+                    continue;
+                }
+                spinning += 1;
+                assert_eq!(
+                    names, expected,
+                    "{name} thread {tid}: stop {:?}",
+                    stack.stop
+                );
+                assert_eq!(stack.stop, stacksym::unwind::StopReason::Root, "{name}");
+                for frame in &stack.frames[1..] {
+                    assert_eq!(frame.recovered, Recovery::GoTable, "{name}: {names:?}");
+                }
+                if spinning == 1 {
+                    eprintln!(
+                        "{name}: {names:?}, recovered {:?}, stop {:?}",
+                        stack.frames.iter().map(|f| f.recovered).collect::<Vec<_>>(),
+                        stack.stop
+                    );
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        eprintln!("{name}: {spinning} stops in main.spinInner of {samples} thread stops");
+        assert!(
+            spinning >= 15,
+            "{name}: only {spinning} of 20 rounds in the loop"
+        );
+    }
+}
