@@ -374,7 +374,10 @@ impl GoTable {
                 if file == 0 || file >= count {
                     return Ok(None);
                 }
-                self.u32(h.filetab + 4 * file).map(|v| v as usize)
+                file.checked_mul(4)
+                    .and_then(|off| h.filetab.checked_add(off))
+                    .and_then(|at| self.u32(at))
+                    .map(|v| v as usize)
             }
             _ => {
                 // cutab: per compilation unit, u32 offsets into filetab.
@@ -424,7 +427,11 @@ impl GoTable {
         if n >= record.npcdata as usize {
             return 0;
         }
-        self.u32(record.pcdata_at + 4 * n).unwrap_or(0)
+        // n < npcdata: a hostile count must not overflow on a 32-bit host.
+        n.checked_mul(4)
+            .and_then(|off| record.pcdata_at.checked_add(off))
+            .and_then(|at| self.u32(at))
+            .unwrap_or(0)
     }
 
     /// The virtual address funcdata entry `n` of `record` points at, if it has one.
@@ -432,10 +439,12 @@ impl GoTable {
         if n >= usize::from(record.nfuncdata) {
             return Ok(None);
         }
-        let after_pcdata = record.pcdata_at + 4 * record.npcdata as usize;
+        let after_pcdata = (record.npcdata as usize)
+            .saturating_mul(4)
+            .saturating_add(record.pcdata_at);
         match self.header.version {
             GoTableVersion::Go1_18 | GoTableVersion::Go1_20 => {
-                let Some(off) = self.u32(after_pcdata + 4 * n) else {
+                let Some(off) = self.u32(after_pcdata.saturating_add(4 * n)) else {
                     return Err(self.malformed("a funcdata offset is outside the table"));
                 };
                 if off == u32::MAX {
