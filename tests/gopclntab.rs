@@ -655,3 +655,159 @@ fn unwinds_a_spinning_go_program() {
         );
     }
 }
+
+/// The function name of a traceback line `name(args)`: without its trailing argument list
+/// (which may hold braces, `...` and `?`, but no parentheses of its own).
+fn traceback_name(line: &str) -> Option<&str> {
+    let body = line.strip_suffix(')')?;
+    let open = body.rfind('(')?;
+    Some(&line[..open])
+}
+
+/// One physical frame of a Go runtime traceback (`GOTRACEBACK=system`): the address the
+/// runtime looked it up at, and its frames innermost first (inlined calls, printed without
+/// `pc=`, then the function itself) as (name, "file:line").
+type TracebackFrame = (u64, Vec<(String, String)>);
+
+/// Reads every goroutine's frames from a traceback; `created by` entries (not frames) and
+/// the register dump are left out. The runtime looks a frame up at its `pc=` less one (a
+/// return address: the call is the instruction before), except at a function's entry (no
+/// `+0x..` offset printed: a goroutine not started) and at the PC the signal interrupted
+/// (the header's `PC=`, the first frame after it), which are exact.
+fn runtime_traceback(text: &str) -> Vec<TracebackFrame> {
+    let mut out = Vec::new();
+    let mut pending: Vec<(String, String)> = Vec::new();
+    let mut name: Option<String> = None;
+    let mut trap: Option<u64> = None;
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if let Some(rest) = line.strip_prefix("PC=0x") {
+            trap = rest
+                .split(' ')
+                .next()
+                .and_then(|hex| u64::from_str_radix(hex, 16).ok());
+            continue;
+        }
+        if line.starts_with("created by ") {
+            lines.next();
+            name = None;
+            continue;
+        }
+        let Some(location) = line.strip_prefix('\t') else {
+            name = traceback_name(line).map(str::to_string);
+            if name.is_none() {
+                pending.clear();
+            }
+            continue;
+        };
+        let Some(function) = name.take() else {
+            continue;
+        };
+        let mut fields = location.split(' ');
+        let file_line = fields.next().unwrap_or_default().to_string();
+        pending.push((function, file_line));
+        let mut offset = None;
+        let mut pc = None;
+        for field in fields {
+            if let Some(hex) = field.strip_prefix("+0x") {
+                offset = u64::from_str_radix(hex, 16).ok();
+            } else if let Some(hex) = field.strip_prefix("pc=0x") {
+                pc = u64::from_str_radix(hex, 16).ok();
+            }
+        }
+        // A physical frame has `pc=` and, past its function's entry, an offset (`+0x..`);
+        // an inlined call has neither. A physical frame printed with an offset but without
+        // `pc=` (`runtime.systemstack_switch`) is not compared, nor are its frames.
+        match (pc, offset) {
+            (Some(pc), offset) => {
+                let exact = offset.is_none() || trap.take() == Some(pc);
+                let lookup = if exact { pc } else { pc - 1 };
+                out.push((lookup, std::mem::take(&mut pending)));
+            }
+            (None, Some(_)) => pending.clear(),
+            (None, None) => {}
+        }
+    }
+    out
+}
+
+/// restic against the Go runtime's own answer: restic blocked on its password command is
+/// sent SIGQUIT with `GOTRACEBACK=system`, and every frame of every goroutine it prints
+/// (function, file, line, inlined calls included) is what stacksym gives where the runtime
+/// looked it up (see [`runtime_traceback`]).
+#[test]
+fn restic_agrees_with_its_runtime_traceback() {
+    let test = "restic_agrees_with_its_runtime_traceback";
+    let Some(path) = find_tool("restic") else {
+        skip_or_fail(test, "restic not found; install restic");
+        return;
+    };
+    let elf = ElfFile::open(&path).unwrap();
+    // An ET_EXEC file: the runtime's absolute PCs are the file's virtual addresses.
+    assert_eq!(
+        elf.header().file_type,
+        2,
+        "{} is not ET_EXEC",
+        path.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(&path)
+        .env("GOTRACEBACK", "system")
+        .arg("--repo")
+        .arg(dir.path().join("repo"))
+        .args(["--password-command", "sleep 10", "snapshots"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Wait until restic has started its password command (and so blocks on it).
+    let children = format!("/proc/{pid}/task/{pid}/children");
+    let started = std::time::Instant::now();
+    let sleep: libc::pid_t = loop {
+        let listed = std::fs::read_to_string(&children).unwrap_or_default();
+        if let Some(Ok(sleep)) = listed.split_whitespace().next().map(str::parse) {
+            break sleep;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "restic started no password command"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // SAFETY: signals to our own child and to its child (which holds restic's stderr open).
+    unsafe {
+        libc::kill(pid as libc::pid_t, libc::SIGQUIT);
+        libc::kill(sleep, libc::SIGKILL);
+    }
+    let output = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&output.stderr);
+    let frames = runtime_traceback(&text);
+    assert!(frames.len() > 20, "{text}");
+    let addrs: Vec<u64> = frames.iter().map(|&(addr, _)| addr).collect();
+    let symbolizer = Symbolizer::builder().build();
+    let ours = our_frames(&symbolizer, &path, &addrs);
+    let (mut differ, mut inlined) = (0, 0);
+    for ((addr, theirs), ours) in frames.iter().zip(&ours) {
+        let ours: Vec<(String, String)> = ours
+            .iter()
+            .map(|(name, file, line)| (name.clone(), format!("{file}:{line}")))
+            .collect();
+        inlined += theirs.len() - 1;
+        if ours != *theirs {
+            differ += 1;
+            eprintln!("at {addr:#x}: stacksym {ours:?}, runtime {theirs:?}");
+        }
+    }
+    if differ > 0 {
+        eprintln!("the runtime's traceback:\n{text}");
+    }
+    eprintln!(
+        "{test}: {} of {} frames agree ({inlined} inlined calls among them)",
+        frames.len() - differ,
+        frames.len()
+    );
+    assert_eq!(differ, 0);
+    assert!(inlined > 0, "no inlined calls in the traceback");
+}
