@@ -278,14 +278,13 @@ fn restic_agrees_with_go_addr2line() {
     let Some(go) = go("restic_agrees_with_go_addr2line") else {
         return;
     };
-    let path = PathBuf::from("/usr/bin/restic");
-    if !path.exists() {
+    let Some(path) = find_tool("restic") else {
         skip_or_fail(
             "restic_agrees_with_go_addr2line",
             "restic not found; install restic",
         );
         return;
-    }
+    };
     let table = table(&path);
     eprintln!("restic: {:?}", table);
     let addrs = sample(&table, 5000, 0x62);
