@@ -28,6 +28,7 @@ pub mod demangle;
 pub mod dwarf;
 pub mod elf;
 mod error;
+pub mod gopclntab;
 pub mod kernel;
 pub mod process;
 mod radix;

@@ -5,8 +5,9 @@
 //! kallsyms, into kernel addresses for kprobes.
 //!
 //! Where it looks: for an ELF file, its `.symtab` and `.dynsym`, its debug companion's
-//! `.symtab` when the file is stripped (found as for symbolization: build-id, debuglink), and
-//! its MiniDebugInfo; for the kernel, the kallsyms file.
+//! `.symtab` when the file is stripped (found as for symbolization: build-id, debuglink), its
+//! MiniDebugInfo, and a stripped Go binary's own table (`.gopclntab`, names as Go spells
+//! them); for the kernel, the kallsyms file.
 //!
 //! # Which names match
 //! A symbol matches when the pattern matches one of its spellings:
@@ -96,6 +97,9 @@ pub enum FoundIn {
     MiniDebugInfo,
     /// A kallsyms file.
     Kallsyms,
+    /// A Go binary's own table (`.gopclntab`), read where the file has no `.symtab`: Go
+    /// names (`main.(*Server).Handle`), matched as Go spells them.
+    GoTable,
 }
 
 /// One symbol whose name matched.
@@ -316,7 +320,37 @@ impl Symbolizer {
             }
         }
         let segments = file.elf.segments();
-        Ok(matched
+        let mut go_matches = Vec::new();
+        if let Some(go) = &debug.go {
+            for function in go.functions() {
+                let function = match function {
+                    Ok(function) => function,
+                    Err(e) => {
+                        log::debug!("{e}");
+                        continue;
+                    }
+                };
+                let name = function.name.as_bytes();
+                if pattern.matches(function.name) && !seen.contains(&(name, function.entry.0)) {
+                    go_matches.push(SymbolMatch {
+                        name: function.name.to_string(),
+                        demangled: function.name.to_string(),
+                        addr: function.entry,
+                        size: function.end.0.saturating_sub(function.entry.0),
+                        file_offset: segments.virt_to_file_offset(function.entry),
+                        kind: SymbolKind::Function,
+                        binding: Binding::Global,
+                        version: None,
+                        version_hidden: false,
+                        found_in: FoundIn::GoTable,
+                        aliases: Vec::new(),
+                        kernel_module: None,
+                        file: go.elf().path().to_path_buf(),
+                    });
+                }
+            }
+        }
+        let mut found: Vec<SymbolMatch> = matched
             .into_iter()
             .map(|i| {
                 let (sym, found_in, elf) = &all[i];
@@ -345,7 +379,9 @@ impl Symbolizer {
                     file: elf.path().to_path_buf(),
                 }
             })
-            .collect())
+            .collect();
+        found.extend(go_matches);
+        Ok(found)
     }
 }
 

@@ -10,6 +10,7 @@ use crate::demangle::demangle;
 use crate::dwarf::{DwarfInfo, DwarfSections};
 use crate::elf::{ElfFile, ElfSymbol, SymbolId, SymbolKind};
 use crate::error::{Error, Result};
+use crate::gopclntab::GoTable;
 
 /// One slot per indexed symbol: unset until first needed, then `None` when demangling leaves
 /// the name as it is (plain C names), or the name to show.
@@ -74,6 +75,9 @@ pub(crate) struct DebugState {
     /// source lines are off; the error when it could not be read. An error does not fail a
     /// batch: its addresses get symbol-table answers and the batch reports the error.
     pub(crate) dwarf: std::result::Result<Option<Mutex<DwarfInfo>>, Error>,
+    /// The Go table (`.gopclntab`) of a Go binary that lacks a `.symtab` (for names) or
+    /// DWARF (for lines); `None` for other files.
+    pub(crate) go: Option<Arc<GoTable>>,
 }
 
 impl LoadedElf {
@@ -171,6 +175,7 @@ impl DebugState {
             mini: None,
             error: None,
             dwarf: Ok(None),
+            go: None,
         };
         // As gdb: a file with its own DWARF and symbols needs no companion.
         let wants_companion = !has_symtab || (options.source_lines && !has_dwarf);
@@ -198,6 +203,17 @@ impl DebugState {
                 Err(e) => {
                     log::debug!("{e}; .dynsym only");
                     state.error = Some(e);
+                }
+            }
+        }
+        // A Go binary names and places its functions itself: read where symbols or lines
+        // would be missing (for a file that is not Go, this is a look at its section names).
+        if !has_symtab || (options.source_lines && !has_dwarf) {
+            match GoTable::find(elf) {
+                Ok(go) => state.go = go.map(Arc::new),
+                Err(e) => {
+                    log::debug!("{e}; no Go table");
+                    state.error.get_or_insert(e);
                 }
             }
         }

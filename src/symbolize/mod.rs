@@ -497,6 +497,7 @@ impl Symbolizer {
         let part = symbols.add_part(Part::Elf(ElfPart {
             file: Arc::clone(symbol_file),
             mini: mini.cloned(),
+            go: debug.go.clone(),
             build_id: file.elf.build_id().map(Box::from),
             debug_file: debug.companion.as_ref().map(|c| c.elf.path().to_path_buf()),
             debug_error: None,
@@ -550,6 +551,23 @@ impl Symbolizer {
                 (own, _) => (Some(symbol_file), own, false),
             };
             let mut answer = Answer::NoSymbol;
+            // A Go binary's own table names what no symbol does, and wins over a farther
+            // `.dynsym` symbol (cgo binaries export a few); `.symtab` names the same entries.
+            let go_function = match &debug.go {
+                Some(go) => go.find_function(addr).unwrap_or_else(|e| {
+                    log::debug!("{e}");
+                    debug_error.get_or_insert(e);
+                    None
+                }),
+                None => None,
+            };
+            let hit = match (hit, &go_function) {
+                (Some((_, start)), Some(function)) if function.entry > start => None,
+                (hit, _) => hit,
+            };
+            if let (None, Some(_)) = (hit, &go_function) {
+                answer = Answer::Go { part, addr };
+            }
             if let (Some(file), Some((id, _))) = (file, hit) {
                 if self.demangle && last_named != Some((in_mini, id)) {
                     // Computes the shown name on the symbol's first hit; later hits find it.
@@ -572,6 +590,17 @@ impl Symbolizer {
             };
             if matches!(answer, Answer::NoSymbol) && entry.file_offset.is_none() {
                 entry.file_offset = segments.virt_to_file_offset(addr);
+            }
+            if let (None, Some(go), true) = (&dwarf, &debug.go, self.debug.source_lines) {
+                let frames = &mut symbols.frames;
+                let first = frames.len();
+                if let Err(e) = go.append_frames(addr, frames) {
+                    log::debug!("{e}");
+                    frames.truncate(first);
+                    debug_error.get_or_insert(e);
+                }
+                let to_u32 = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+                entry.frames = to_u32(first)..to_u32(frames.len());
             }
             if let Some(dwarf) = &dwarf {
                 let frames = &mut symbols.frames;

@@ -16,6 +16,7 @@ use crate::addr::{AbsAddr, FileOffset, VirtAddr};
 use crate::dwarf::InlineFrame;
 use crate::elf::{ElfFile, Segments, SymbolId, SymbolKind, SymbolOrigin};
 use crate::error::Error;
+use crate::gopclntab::GoTable;
 use crate::kernel::Kallsyms;
 use crate::process::{MappingKind, PerfMap};
 use crate::symbolize::loaded::LoadedElf;
@@ -36,6 +37,10 @@ pub enum NameOrigin {
     Kallsyms,
     /// A perf JIT map (`/tmp/perf-PID.map`) of the process.
     PerfMap,
+    /// A Go binary's own table (`.gopclntab`, [`crate::gopclntab`]): no symbol table covers
+    /// the address (a stripped Go binary), or only a farther `.dynsym` symbol does. The name
+    /// is as Go prints it; the size reaches the next function's entry.
+    GoTable,
 }
 
 /// One symbol an address resolved to, borrowed from the [`Symbols`] batch it came from (see
@@ -91,7 +96,8 @@ pub struct Sym<'a> {
     /// the function that contains them (whose machine code this is). An outer frame's
     /// location is the call site of the frame inside it, as in llvm-symbolizer. Empty when
     /// DWARF does not cover the address (or source lines are off); then only the symbol
-    /// table answered.
+    /// table answered. A Go binary without DWARF gives them from its Go table (function,
+    /// file and line; no columns).
     pub frames: &'a [InlineFrame],
 }
 
@@ -223,6 +229,8 @@ pub(crate) enum Answer {
     },
     /// No symbol, but a DWARF function of the ELF part's file covers `addr`.
     DwarfOnly { part: u32, addr: VirtAddr },
+    /// A function of the ELF part's Go table covers `addr` (looked up again, as for kallsyms).
+    Go { part: u32, addr: VirtAddr },
     /// A kallsyms part's text symbol covers `addr` (looked up again by [`Symbols::get`]: the
     /// lookup is deterministic on the immutable index, and keeping the borrowed answer would
     /// make the batch self-referential).
@@ -251,6 +259,8 @@ pub(crate) struct ElfPart {
     pub(crate) file: Arc<LoadedElf>,
     /// The file's MiniDebugInfo, searched beside `file`'s `.dynsym`.
     pub(crate) mini: Option<Arc<LoadedElf>>,
+    /// The file's Go table, where it is a Go binary whose symbols or DWARF are missing.
+    pub(crate) go: Option<Arc<GoTable>>,
     /// The build-id of the file itself (not of its companion).
     pub(crate) build_id: Option<Box<[u8]>>,
     pub(crate) debug_file: Option<PathBuf>,
@@ -370,6 +380,7 @@ impl Symbols {
             match &mut entry.answer {
                 Answer::Elf { part, .. }
                 | Answer::DwarfOnly { part, .. }
+                | Answer::Go { part, .. }
                 | Answer::Kallsyms { part, .. }
                 | Answer::PerfMap { part, .. }
                 | Answer::Vdso { part, .. } => *part = part.saturating_add(part_base),
@@ -472,12 +483,12 @@ impl Symbols {
             return FileOffsetAt::Known(entry.file_offset);
         }
         match &entry.answer {
-            Answer::Elf { part, addr, .. } | Answer::DwarfOnly { part, addr } => {
-                match self.parts.get(*part as usize) {
-                    Some(Part::Elf(elf)) => FileOffsetAt::InSegments(&elf.segments, *addr),
-                    _ => FileOffsetAt::Known(None),
-                }
-            }
+            Answer::Elf { part, addr, .. }
+            | Answer::DwarfOnly { part, addr }
+            | Answer::Go { part, addr } => match self.parts.get(*part as usize) {
+                Some(Part::Elf(elf)) => FileOffsetAt::InSegments(&elf.segments, *addr),
+                _ => FileOffsetAt::Known(None),
+            },
             _ => FileOffsetAt::Known(None),
         }
     }
@@ -596,6 +607,32 @@ impl Symbols {
                     module: module_path,
                     opened_as,
                     symbol_file: elf.file.elf.path(),
+                    file_offset_at: self.entry_file_offset(entry),
+                    build_id: elf.build_id.as_deref(),
+                    kernel_module,
+                    frames,
+                })
+            }
+            Answer::Go { part: p, addr } => {
+                let Some(Part::Elf(elf)) = part(p) else {
+                    return None;
+                };
+                let go = elf.go.as_ref()?;
+                // Found when the batch was made; the table does not change.
+                let function = go.find_function(*addr).ok()??;
+                Some(Sym {
+                    name: function.name,
+                    raw_name: function.name.as_bytes(),
+                    version: None,
+                    version_hidden: false,
+                    origin: NameOrigin::GoTable,
+                    addr: function.entry,
+                    size: function.end.0.saturating_sub(function.entry.0),
+                    offset: addr.0.wrapping_sub(function.entry.0),
+                    kind: SymbolKind::Function,
+                    module: module_path,
+                    opened_as,
+                    symbol_file: go.elf().path(),
                     file_offset_at: self.entry_file_offset(entry),
                     build_id: elf.build_id.as_deref(),
                     kernel_module,

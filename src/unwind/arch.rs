@@ -68,6 +68,14 @@ pub trait UnwindArch: Registers {
     fn strip_return_address(addr: u64) -> u64 {
         addr
     }
+
+    /// One step by a Go function's stack-pointer delta at the PC (its `pcsp` table): `Ok(true)`
+    /// when the registers now are the caller's, `Ok(false)` where the architecture has no
+    /// such rule here (the caller then tries frame pointers).
+    fn go_step<M: Memory + ?Sized>(&mut self, delta: i32, memory: &M) -> Result<bool, StopReason> {
+        let _ = (delta, memory);
+        Ok(false)
+    }
 }
 
 fn read<M: Memory + ?Sized>(memory: &M, addr: u64) -> Result<u64, StopReason> {
@@ -295,6 +303,27 @@ impl UnwindArch for RegsX86_64 {
             recovery: Recovery::Cfi,
             signal: false,
         })
+    }
+
+    /// Go on amd64: the return address is at SP + delta (delta: what the function has
+    /// pushed below it), the caller's SP just above it. Once the prologue has saved the
+    /// caller's frame pointer (at SP + delta - 8) and pointed RBP at it, RBP restores from
+    /// that slot; before, RBP still is the caller's.
+    fn go_step<M: Memory + ?Sized>(&mut self, delta: i32, memory: &M) -> Result<bool, StopReason> {
+        let (Some(sp), Ok(delta)) = (self.sp(), u64::try_from(delta)) else {
+            return Ok(false);
+        };
+        let slot = sp.wrapping_add(delta);
+        let ra = read(memory, slot)?;
+        if delta >= 8 && self.fp() == Some(slot.wrapping_sub(8)) {
+            match memory.read_u64(slot.wrapping_sub(8)) {
+                Some(bp) => self.set(RegsX86_64::RBP, bp),
+                None => self.forget(RegsX86_64::RBP),
+            }
+        }
+        self.set(RegsX86_64::RSP, slot.wrapping_add(8));
+        self.set_ip(ra);
+        Ok(true)
     }
 
     fn frame_pointer_step<M: Memory + ?Sized>(&mut self, memory: &M) -> Result<(), StopReason> {

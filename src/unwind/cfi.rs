@@ -21,6 +21,7 @@ use crate::debuginfo::DebugFinder;
 use crate::dwarf::SectionBytes;
 use crate::elf::{ElfFile, SectionContents};
 use crate::error::{Error, Result};
+use crate::gopclntab::GoTable;
 
 use super::regs::Arch;
 use super::table::RuleTable;
@@ -103,6 +104,8 @@ pub struct ModuleCfi {
     /// Compiled rules by ELF virtual address: a `Mutex<RuleTable<R>>` for the rule type of
     /// the architecture the file is unwound as (made on first use).
     rules: OnceLock<Box<dyn Any + Send + Sync>>,
+    /// The file's Go table, looked for the first time an address of it has no CFI.
+    go: OnceLock<Option<GoTable>>,
 }
 
 impl std::fmt::Debug for ModuleCfi {
@@ -158,7 +161,21 @@ impl ModuleCfi {
             debug_frame: OnceLock::new(),
             finder,
             rules: OnceLock::new(),
+            go: OnceLock::new(),
         }
+    }
+
+    /// The file's Go table (`.gopclntab`), if it is a Go binary: Go code has no CFI, and the
+    /// table's SP deltas take its place. A malformed table is logged and not used.
+    pub(crate) fn go_table(&self) -> Option<&GoTable> {
+        self.go
+            .get_or_init(|| {
+                GoTable::find(&self.elf).unwrap_or_else(|e| {
+                    log::debug!("{e}; unwinding without the Go table");
+                    None
+                })
+            })
+            .as_ref()
     }
 
     /// The file's table of compiled rules of type `R` (`None` if it was made for another

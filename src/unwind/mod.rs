@@ -73,6 +73,10 @@ pub enum Recovery {
     /// The registers the kernel saved when it delivered a signal (a trampoline known by its
     /// code, without CFI).
     SignalContext,
+    /// A Go binary's own table (`.gopclntab`): the callee's stack-pointer delta at its PC
+    /// (Go code has no CFI), which gives the return address's slot exactly, also in a
+    /// prologue or a leaf that keeps no frame pointer (x86_64).
+    GoTable,
 }
 
 /// Why the walk stopped.
@@ -469,6 +473,24 @@ impl Unwinder {
                     },
                     Err(stop) => Step::Stop(stop),
                 };
+            }
+            // Go code: the table's SP delta at the PC.
+            if let Some(go) = cfi.go_table() {
+                let virt = module.virt_addr(elf, lookup).map(crate::addr::VirtAddr);
+                match virt.map(|virt| go.sp_delta(virt)) {
+                    Some(Ok(Some(delta))) => match regs.go_step(delta, memory) {
+                        Ok(true) => {
+                            return Step::Caller {
+                                recovery: Recovery::GoTable,
+                                signal: false,
+                            }
+                        }
+                        Ok(false) => {}
+                        Err(stop) => return Step::Stop(stop),
+                    },
+                    Some(Err(e)) => log::debug!("unwinding at {ip:#x}: {e}"),
+                    _ => {}
+                }
             }
             return self.fallback(regs, memory, lookup);
         };

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Rebuilds the Go test binaries in testdata/bin/ from testdata/src/go/ (see
+# testdata/README.md, "Go binaries"). Reference toolchain: Debian 12's golang-go (Go 1.19).
+#
+#   go-demo                    default build (inlining on, non-PIE), with .symtab and DWARF:
+#                              the twin whose DWARF the stripped files are checked against
+#   go-demo.stripped           the same build with -ldflags='-s -w' (no .symtab, no DWARF)
+#   go-demo-noinline.stripped  -gcflags=-l (no inlining: the chain as real frames), -s -w
+#   go-demo-pie.stripped       -buildmode=pie, -s -w
+#
+# The build is reproducible (-trimpath, no VCS stamp, a fixed build id): paths in the tables
+# read "example.com/demo/main.go" and "runtime/proc.go".
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")"
+command -v go >/dev/null || { echo "go is missing: apt-get install golang-go" >&2; exit 1; }
+OUT="$PWD/bin"
+cd src/go
+export CGO_ENABLED=0 GOFLAGS=-trimpath GOCACHE="${GOCACHE:-/tmp/stacksym-go-cache}"
+build() { # build OUTPUT [go build flags...]
+    local out=$1
+    shift
+    go build -buildvcs=false -o "$OUT/$out" "$@" .
+    echo "$out: $(stat -c %s "$OUT/$out") bytes"
+}
+build go-demo -ldflags='-buildid=stacksym-go-demo'
+build go-demo.stripped -ldflags='-s -w -buildid=stacksym-go-demo'
+build go-demo-noinline.stripped -gcflags=-l -ldflags='-s -w -buildid=stacksym-go-demo'
+build go-demo-pie.stripped -buildmode=pie -ldflags='-s -w -buildid=stacksym-go-demo'
+# The stripped build must keep the twin's code at the same addresses: the tests compare
+# them one by one. (Comparing disassemblies would not do: the stripped one has no function
+# headers.)
+text() { objcopy -O binary --only-section=.text "$1" /dev/stdout | sha256sum; }
+[[ $(readelf -SW "$OUT/go-demo" | grep ' \.text ') == "$(readelf -SW "$OUT/go-demo.stripped" | grep ' \.text ')" ]] &&
+    [[ $(text "$OUT/go-demo") == "$(text "$OUT/go-demo.stripped")" ]] ||
+    { echo "go-demo and go-demo.stripped differ in code" >&2; exit 1; }

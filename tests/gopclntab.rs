@@ -1,0 +1,812 @@
+//! Go binaries through their own table (`.gopclntab`): the stripped test binaries of
+//! testdata/build-go.sh and the distribution's restic, compared address by address with
+//! Go's own tools (`go tool addr2line`; Go's debug/gosym for a PIE, where Go 1.19's
+//! addr2line finds no table), with the unstripped twin's DWARF (through llvm-symbolizer and
+//! through stacksym), and with the twin's `.symtab`.
+
+mod support;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use stacksym::elf::ElfFile;
+use stacksym::gopclntab::{GoTable, GoTableFoundBy, GoTableVersion};
+use stacksym::symbolize::{FoundIn, NamePattern};
+use stacksym::{Input, NameOrigin, Source, Symbolizer, VirtAddr};
+use support::{bin, find_tool, skip_or_fail, XorShift};
+
+/// The `go` command, or a loud skip.
+fn go(test: &str) -> Option<PathBuf> {
+    let found = find_tool("go").or_else(|| {
+        let path = PathBuf::from("/usr/lib/go-1.19/bin/go");
+        path.exists().then_some(path)
+    });
+    if found.is_none() {
+        skip_or_fail(test, "go not found; install golang-go");
+    }
+    found
+}
+
+fn table(path: &Path) -> GoTable {
+    let elf = Arc::new(ElfFile::open(path).unwrap());
+    GoTable::find(&elf).unwrap().expect("a Go table")
+}
+
+/// Raw addresses as the ELF virtual addresses they are.
+fn virt(addrs: &[u64]) -> Vec<VirtAddr> {
+    addrs.iter().copied().map(VirtAddr).collect()
+}
+
+/// `count` addresses: a function of the table chosen uniformly, then an offset in it.
+fn sample(table: &GoTable, count: usize, seed: u64) -> Vec<u64> {
+    let functions: Vec<_> = table
+        .functions()
+        .map(Result::unwrap)
+        .filter(|f| f.end > f.entry)
+        .collect();
+    let mut rng = XorShift::new(seed);
+    (0..count)
+        .map(|_| {
+            let f = &functions[rng.below(functions.len() as u64) as usize];
+            f.entry.0 + rng.below(f.end.0 - f.entry.0)
+        })
+        .collect()
+}
+
+/// (function, "file:line") per address, as a Go tool prints them (two lines each).
+fn run_go_tool(mut command: Command, addrs: &[u64]) -> Vec<(String, String)> {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("running go");
+    let mut stdin = child.stdin.take().unwrap();
+    let input: String = addrs.iter().map(|a| format!("{a:#x}\n")).collect();
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let output = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    assert!(output.status.success(), "{command:?} failed");
+    let text = String::from_utf8(output.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2 * addrs.len(), "{command:?}: {text}");
+    lines
+        .chunks(2)
+        .map(|pair| (pair[0].to_string(), no_line_as_ours(pair[1])))
+        .collect()
+}
+
+/// Go's tools print a PC without a line (a function's alignment padding, which the table's
+/// line runs do not reach) as `:-1` or `:0` (no file); stacksym gives no frame there, which
+/// [`ours`] prints `?:0`.
+fn no_line_as_ours(file_line: &str) -> String {
+    if file_line.starts_with(':') {
+        "?:0".to_string()
+    } else {
+        file_line.to_string()
+    }
+}
+
+fn go_addr2line(go: &Path, binary: &Path, addrs: &[u64]) -> Vec<(String, String)> {
+    // Go 1.19's addr2line (cmd/internal/objfile, debug/gosym) takes the text start of a
+    // 1.18+ table from the `.text` section's address instead of the table's own textStart
+    // (runtime.text). In an externally linked binary (cgo: restic) C start-up code comes
+    // first in `.text`, so its function ranges are all shifted by the difference: it names
+    // the code at `addr` when asked for `addr - shift`. Asking that way gives Go's answer
+    // for `addr` (lines are per function, relative to its entry, so they shift alike).
+    let shift = text_start_shift(binary);
+    let asked: Vec<u64> = addrs.iter().map(|a| a.wrapping_sub(shift)).collect();
+    let mut command = Command::new(go);
+    command.args(["tool", "addr2line"]).arg(binary);
+    run_go_tool(command, &asked)
+}
+
+/// The table's textStart (a 1.18+ table's header word 2) minus `.text`'s address: 0 for
+/// Go's internal linker, 0x100 for restic (see [`go_addr2line`]).
+fn text_start_shift(binary: &Path) -> u64 {
+    let elf = ElfFile::open(binary).unwrap();
+    let text = elf.section_address(".text").unwrap().expect(".text").0;
+    let table = elf.section_data(".gopclntab").unwrap().expect(".gopclntab");
+    let magic = u32::from_le_bytes(table[..4].try_into().unwrap());
+    if magic != 0xfffffff0 && magic != 0xfffffff1 {
+        return 0;
+    }
+    let text_start = u64::from_le_bytes(table[24..32].try_into().unwrap());
+    let shift = text_start - text;
+    if shift != 0 {
+        eprintln!(
+            "{}: textStart {text_start:#x}, .text at {text:#x}: go tool addr2line asked at \
+             addr - {shift:#x}",
+            binary.display()
+        );
+    }
+    shift
+}
+
+/// Go's debug/gosym on `binary` (for a PIE, where Go 1.19's addr2line finds no table): a
+/// few lines of Go, run with `go run`.
+fn debug_gosym(go: &Path, binary: &Path, addrs: &[u64]) -> Vec<(String, String)> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("main.go"),
+        r#"package main
+
+import (
+	"bufio"
+	"debug/elf"
+	"debug/gosym"
+	"fmt"
+	"os"
+	"strconv"
+)
+
+func main() {
+	f, err := elf.Open(os.Args[1])
+	if err != nil {
+		panic(err)
+	}
+	section := f.Section(".gopclntab")
+	if section == nil {
+		// A PIE's table (the section Go 1.19's objfile does not look for).
+		section = f.Section(".data.rel.ro.gopclntab")
+	}
+	data, err := section.Data()
+	if err != nil {
+		panic(err)
+	}
+	table, err := gosym.NewTable(nil, gosym.NewLineTable(data, f.Section(".text").Addr))
+	if err != nil {
+		panic(err)
+	}
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		pc, _ := strconv.ParseUint(in.Text(), 0, 64)
+		file, line, fn := table.PCToLine(pc)
+		name := "?"
+		if fn != nil {
+			name = fn.Name
+		}
+		fmt.Printf("%s\n%s:%d\n", name, file, line)
+	}
+}
+"#,
+    )
+    .unwrap();
+    let mut command = Command::new(go);
+    command
+        .current_dir(dir.path())
+        .env("GOCACHE", std::env::temp_dir().join("stacksym-go-cache"))
+        .env("GO111MODULE", "off")
+        .args(["run", "main.go"])
+        .arg(binary);
+    run_go_tool(command, addrs)
+}
+
+/// stacksym's answers: (function, innermost frame's "file:line") per address.
+fn ours(path: &Path, addrs: &[u64]) -> Vec<(String, String)> {
+    let symbolizer = Symbolizer::builder().build();
+    let symbols = symbolizer
+        .symbolize(&Source::Elf { path }, Input::VirtAddrs(&virt(addrs)))
+        .unwrap();
+    (0..addrs.len())
+        .map(|i| match symbols.get(i) {
+            Some(sym) => {
+                let frame = sym.frames.first();
+                let file = frame.and_then(|f| f.file.as_deref()).unwrap_or("?");
+                let line = frame.and_then(|f| f.line).unwrap_or(0);
+                (sym.name.to_string(), format!("{file}:{line}"))
+            }
+            None => ("?".to_string(), "?:0".to_string()),
+        })
+        .collect()
+}
+
+/// Compares answer lists, printing the first differences; returns how many differ.
+fn differences(
+    what: &str,
+    addrs: &[u64],
+    ours: &[(String, String)],
+    theirs: &[(String, String)],
+) -> usize {
+    let mut differ = 0;
+    for ((addr, a), b) in addrs.iter().zip(ours).zip(theirs) {
+        if a != b {
+            differ += 1;
+            if differ <= 10 {
+                eprintln!("{what} {addr:#x}: stacksym {a:?}, reference {b:?}");
+            }
+        }
+    }
+    eprintln!(
+        "{what}: {} of {} addresses agree",
+        addrs.len() - differ,
+        addrs.len()
+    );
+    differ
+}
+
+/// Every sampled PC of the stripped demo binaries (inlining on and off) gives the function,
+/// file and line `go tool addr2line` gives; the names come from the Go table.
+#[test]
+fn stripped_demo_agrees_with_go_addr2line() {
+    let Some(go) = go("stripped_demo_agrees_with_go_addr2line") else {
+        return;
+    };
+    for name in ["go-demo.stripped", "go-demo-noinline.stripped"] {
+        let path = bin(name);
+        let table = table(&path);
+        assert_eq!(table.version(), GoTableVersion::Go1_18);
+        assert_eq!(table.found_by(), GoTableFoundBy::Section);
+        let addrs = sample(&table, 3000, 0x60);
+        let ours = ours(&path, &addrs);
+        let theirs = go_addr2line(&go, &path, &addrs);
+        assert_eq!(differences(name, &addrs, &ours, &theirs), 0, "{name}");
+        // The answers say where they came from.
+        let symbolizer = Symbolizer::builder().build();
+        let symbols = symbolizer
+            .symbolize(
+                &Source::Elf { path: &path },
+                Input::VirtAddrs(&virt(&addrs[..1])),
+            )
+            .unwrap();
+        assert_eq!(symbols.get(0).unwrap().origin, NameOrigin::GoTable);
+    }
+}
+
+/// The PIE (where Go 1.19's addr2line finds no table) against Go's own debug/gosym.
+#[test]
+fn stripped_pie_agrees_with_debug_gosym() {
+    let Some(go) = go("stripped_pie_agrees_with_debug_gosym") else {
+        return;
+    };
+    let path = bin("go-demo-pie.stripped");
+    let table = table(&path);
+    let addrs = sample(&table, 3000, 0x61);
+    let ours = ours(&path, &addrs);
+    let theirs = debug_gosym(&go, &path, &addrs);
+    assert_eq!(
+        differences("go-demo-pie.stripped", &addrs, &ours, &theirs),
+        0
+    );
+}
+
+/// A Go binary nobody here wrote: Debian's restic (Go 1.19), stripped.
+#[test]
+fn restic_agrees_with_go_addr2line() {
+    let Some(go) = go("restic_agrees_with_go_addr2line") else {
+        return;
+    };
+    let Some(path) = find_tool("restic") else {
+        skip_or_fail(
+            "restic_agrees_with_go_addr2line",
+            "restic not found; install restic",
+        );
+        return;
+    };
+    let table = table(&path);
+    eprintln!("restic: {:?}", table);
+    let addrs = sample(&table, 5000, 0x62);
+    let ours = ours(&path, &addrs);
+    let pie = ElfFile::open(&path).unwrap().header().file_type == 3;
+    let theirs = if pie {
+        debug_gosym(&go, &path, &addrs)
+    } else {
+        go_addr2line(&go, &path, &addrs)
+    };
+    assert_eq!(differences("restic", &addrs, &ours, &theirs), 0);
+}
+
+/// One frame as (function, file, line), to compare across sources.
+type FrameKey = (String, String, u32);
+
+/// A DWARF file name as the Go table spells it: Go's DWARF (built with -trimpath) names
+/// files relative to the compilation directory `.`, which readers join (`./runtime/proc.go`);
+/// the table says `runtime/proc.go`.
+fn without_dot_slash(file: &str) -> String {
+    file.strip_prefix("./").unwrap_or(file).to_string()
+}
+
+fn our_frames(symbolizer: &Symbolizer, path: &Path, addrs: &[u64]) -> Vec<Vec<FrameKey>> {
+    let symbols = symbolizer
+        .symbolize(&Source::Elf { path }, Input::VirtAddrs(&virt(addrs)))
+        .unwrap();
+    (0..addrs.len())
+        .map(|i| {
+            symbols
+                .lines(i)
+                .iter()
+                .map(|f| {
+                    (
+                        go_spelling(
+                            f.function
+                                .as_ref()
+                                .map(|n| n.raw.as_str())
+                                .unwrap_or_default(),
+                        ),
+                        without_dot_slash(f.file.as_deref().unwrap_or("")),
+                        f.line.unwrap_or(0),
+                    )
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Whether the Go table's frames `go` and DWARF's `dwarf` differ only as Go 1.19 writes
+/// them for an autogenerated wrapper (`runtime.(*waitReason).String`, file
+/// `<autogenerated>`) whose callee was inlined into it: the table records the inlined call
+/// (as `go tool addr2line` and the runtime's tracebacks read it), the DWARF has no inlined
+/// subroutine there and puts the callee's line on the wrapper itself.
+fn inlined_into_wrapper(go: &[FrameKey], dwarf: &[FrameKey]) -> bool {
+    let [inner @ .., (inner_name, inner_file, inner_line), (wrapper, file, _)] = go else {
+        return false;
+    };
+    let [dwarf_inner @ .., (dwarf_wrapper, dwarf_file, dwarf_line)] = dwarf else {
+        return false;
+    };
+    file == "<autogenerated>"
+        && !inner_name.is_empty()
+        && inner == dwarf_inner
+        && wrapper == dwarf_wrapper
+        && (inner_file, inner_line) == (dwarf_file, dwarf_line)
+}
+
+/// The stripped binary's frames from the Go table (inlined frames innermost first) are the
+/// unstripped twin's DWARF frames: through stacksym's DWARF reader and through
+/// llvm-symbolizer. The twin has the same code at the same addresses (build-go.sh checks).
+#[test]
+fn stripped_frames_match_the_twins_dwarf() {
+    let test = "stripped_frames_match_the_twins_dwarf";
+    let stripped = bin("go-demo.stripped");
+    let twin = bin("go-demo");
+    let table = table(&stripped);
+    let addrs = sample(&table, 3000, 0x63);
+    let symbolizer = Symbolizer::builder().build();
+    let go_frames = our_frames(&symbolizer, &stripped, &addrs);
+    let dwarf_frames = our_frames(&symbolizer, &twin, &addrs);
+    let (mut differ, mut wrappers) = (0, 0);
+    let mut inlined = 0;
+    for ((addr, go), dwarf) in addrs.iter().zip(&go_frames).zip(&dwarf_frames) {
+        inlined += usize::from(go.len() > 1);
+        if inlined_into_wrapper(go, dwarf) {
+            wrappers += 1;
+        } else if go != dwarf {
+            differ += 1;
+            if differ <= 10 {
+                eprintln!("{addr:#x}: Go table {go:?}, DWARF {dwarf:?}");
+            }
+        }
+    }
+    eprintln!(
+        "{test}: {} of {} addresses agree ({inlined} with inlined frames), {wrappers} more \
+         differ only by a call inlined into an <autogenerated> wrapper",
+        addrs.len() - differ - wrappers,
+        addrs.len()
+    );
+    assert_eq!(differ, 0);
+    assert!(inlined > 0, "no inlined frames sampled");
+    let Some(llvm) = find_tool("llvm-symbolizer") else {
+        skip_or_fail(test, "llvm-symbolizer not found; install llvm");
+        return;
+    };
+    let json =
+        support::llvm_symbolizer_json(&llvm, &twin, &["--inlining", "--functions=linkage"], &addrs);
+    let (mut differ, mut wrappers) = (0, 0);
+    for ((addr, go), value) in addrs.iter().zip(&go_frames).zip(&json) {
+        let theirs: Vec<FrameKey> = value["Symbol"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                (
+                    go_spelling(f["FunctionName"].as_str().unwrap_or_default()),
+                    without_dot_slash(f["FileName"].as_str().unwrap_or_default()),
+                    f["Line"].as_u64().unwrap_or(0) as u32,
+                )
+            })
+            // llvm-symbolizer answers an address without DWARF (a function's padding) with
+            // one empty frame (`??`); stacksym with none.
+            .filter(|frame| *frame != (String::new(), String::new(), 0))
+            .collect();
+        if inlined_into_wrapper(go, &theirs) {
+            wrappers += 1;
+        } else if *go != theirs {
+            differ += 1;
+            if differ <= 10 {
+                eprintln!("{addr:#x}: Go table {go:?}, llvm-symbolizer {theirs:?}");
+            }
+        }
+    }
+    eprintln!(
+        "{test}: llvm-symbolizer: {} of {} agree, {wrappers} more differ only by a call \
+         inlined into an <autogenerated> wrapper",
+        addrs.len() - differ - wrappers,
+        addrs.len()
+    );
+    assert_eq!(differ, 0);
+}
+
+/// A `.symtab` name as the Go table spells the same function: assembler functions carry
+/// their ABI in `.symtab` (`internal/cpu.cpuid.abi0`), and a generic function's instances
+/// name their shapes there (`main.Sum[go.shape.int_0]`) where the table, as the runtime's
+/// tracebacks, says `main.Sum[...]`.
+fn go_spelling(symtab_name: &str) -> String {
+    let name = symtab_name
+        .strip_suffix(".abi0")
+        .or_else(|| symtab_name.strip_suffix(".abiinternal"))
+        .unwrap_or(symtab_name);
+    let mut out = String::new();
+    let mut depth = 0usize;
+    for c in name.chars() {
+        match c {
+            '[' => {
+                if depth == 0 {
+                    out.push_str("[...]");
+                }
+                depth += 1;
+            }
+            ']' if depth > 0 => depth -= 1,
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Where `.symtab` exists, the Go table names every function as it does (in Go's
+/// spelling, see [`go_spelling`]), at the same address.
+#[test]
+fn names_agree_with_symtab() {
+    let twin = bin("go-demo");
+    let elf = Arc::new(ElfFile::open(&twin).unwrap());
+    let table = GoTable::find(&elf).unwrap().unwrap();
+    let (mut checked, mut respelled) = (0, 0);
+    for function in table.functions() {
+        let function = function.unwrap();
+        let symbol = elf.find_symbol(function.entry).unwrap().expect("a symbol");
+        assert_eq!(symbol.addr, function.entry);
+        let name = symbol.name_str.expect("a UTF-8 name");
+        assert_eq!(
+            go_spelling(name),
+            function.name,
+            "at {:#x}",
+            function.entry.0
+        );
+        respelled += usize::from(name != function.name);
+        checked += 1;
+    }
+    eprintln!(
+        "names_agree_with_symtab: {checked} functions, {respelled} of them spelled otherwise in .symtab"
+    );
+    assert!(checked > 1000);
+}
+
+/// Names → addresses over the Go table of a stripped binary: exact names and globs give
+/// the twin's `.symtab` functions at the same addresses and file offsets (what
+/// `perf probe -x BIN -a 0xOFFSET` takes).
+#[test]
+fn find_addresses_in_a_stripped_go_binary() {
+    let symbolizer = Symbolizer::builder().build();
+    let stripped = bin("go-demo.stripped");
+    let twin = bin("go-demo");
+    let twin_elf = ElfFile::open(&twin).unwrap();
+    let find = |path: &Path, pattern: &str| {
+        symbolizer
+            .find_addresses(&Source::Elf { path }, &NamePattern::parse(pattern))
+            .unwrap()
+    };
+    for (pattern, at_least) in [
+        ("main.(*Server).Handle", 1),
+        ("main.*", 8),
+        ("*.(*Server).*", 1),
+        ("main.Sum[...]", 2),
+        ("runtime.goexit*", 1),
+    ] {
+        let ours = find(&stripped, pattern);
+        assert!(ours.len() >= at_least, "{pattern}: {ours:?}");
+        for found in &ours {
+            assert_eq!(found.found_in, FoundIn::GoTable, "{pattern}");
+            // The twin's symbol at that address, found again by its own name.
+            let symbol = twin_elf.find_symbol(found.addr).unwrap().expect("a symbol");
+            assert_eq!(symbol.addr, found.addr, "{pattern}: {}", found.name);
+            let symtab_name = symbol.name_str.unwrap();
+            assert_eq!(go_spelling(symtab_name), found.name, "{pattern}");
+            let theirs = find(&twin, symtab_name);
+            let theirs = theirs
+                .iter()
+                .find(|m| m.addr == found.addr && m.kind == stacksym::elf::SymbolKind::Function)
+                .unwrap_or_else(|| panic!("{symtab_name} in the twin"));
+            assert_eq!(theirs.file_offset, found.file_offset, "{symtab_name}");
+            assert!(found.file_offset.is_some(), "{symtab_name}");
+        }
+        let names: Vec<_> = ours.iter().map(|m| m.name.as_str()).collect();
+        eprintln!("{pattern}: {} functions: {names:?}", ours.len());
+    }
+}
+
+/// A copy of the stripped binary without section headers: the table is found by the scan
+/// of the segments, and every answer is the same.
+#[test]
+fn headerless_binary_is_scanned() {
+    let stripped = bin("go-demo-pie.stripped");
+    let mut bytes = std::fs::read(&stripped).unwrap();
+    // e_shoff, e_shnum, e_shstrndx of an ELF64 header.
+    bytes[0x28..0x30].fill(0);
+    bytes[0x3c..0x40].fill(0);
+    let dir = tempfile::tempdir().unwrap();
+    let headerless = dir.path().join("go-demo-pie.headerless");
+    std::fs::write(&headerless, &bytes).unwrap();
+    let scanned = table(&headerless);
+    assert_eq!(scanned.found_by(), GoTableFoundBy::Scan);
+    let addrs = sample(&table(&stripped), 2000, 0x64);
+    let symbolizer = Symbolizer::builder().build();
+    let a = our_frames(&symbolizer, &stripped, &addrs);
+    let b = our_frames(&symbolizer, &headerless, &addrs);
+    assert_eq!(a, b);
+    assert!(
+        a.iter().filter(|f| f.len() > 1).count() > 0,
+        "no inlined frames"
+    );
+}
+
+#[test]
+fn sp_delta_is_zero_at_entry() {
+    let table = table(&bin("go-demo.stripped"));
+    for function in table.functions().take(500) {
+        let function = function.unwrap();
+        let delta = table.sp_delta(function.entry).unwrap();
+        assert_eq!(delta, Some(0), "{}", function.name);
+    }
+}
+
+/// The threads of `pid` (its `/proc/PID/task` entries).
+#[cfg(target_arch = "x86_64")]
+fn threads(pid: u32) -> Vec<libc::pid_t> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|dir| {
+            dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Unwinding Go code, which has no CFI, by the table's SP deltas: the stripped demo spins
+/// in main.spinInner (called through spinMiddle and spinOuter from main.main); stopped at
+/// random moments, the thread that runs it unwinds to exactly that chain, then runtime.main
+/// and runtime.goexit, where the walk ends (`StopReason::Root`), every caller recovered by
+/// the Go table. Non-PIE and PIE. (ptrace stops of a live process, not perf samples.)
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn unwinds_a_spinning_go_program() {
+    use stacksym::process::Process;
+    use stacksym::unwind::{Recovery, RegsX86_64};
+    let test = "unwinds_a_spinning_go_program";
+    let expected = [
+        "main.spinInner",
+        "main.spinMiddle",
+        "main.spinOuter",
+        "main.main",
+        "runtime.main",
+        "runtime.goexit",
+    ];
+    for name in ["go-demo.stripped", "go-demo-pie.stripped"] {
+        let mut child = Command::new(bin(name))
+            .arg("spin")
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        // Let the runtime start its threads and main.main reach the loop.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let symbolizer = Symbolizer::builder().build();
+        let process = Process::new(pid);
+        let (mut samples, mut spinning) = (0, 0);
+        for _ in 0..20 {
+            for tid in threads(pid) {
+                let Some(words) = support::waiter::stopped_registers(tid) else {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    skip_or_fail(
+                        test,
+                        "cannot ptrace the child (kernel.yama.ptrace_scope, no CAP_SYS_PTRACE)",
+                    );
+                    return;
+                };
+                let result =
+                    symbolizer.unwind_process(&process, &RegsX86_64::from_user_regs(&words));
+                support::waiter::detach(tid);
+                let (stack, symbols) = result.unwrap();
+                samples += 1;
+                let names: Vec<&str> = (0..stack.frames.len())
+                    .map(|i| symbols.get(i).map_or("??", |s| s.name))
+                    .collect();
+                if names.first() != Some(&"main.spinInner") {
+                    continue;
+                }
+                spinning += 1;
+                assert_eq!(
+                    names, expected,
+                    "{name} thread {tid}: stop {:?}",
+                    stack.stop
+                );
+                assert_eq!(stack.stop, stacksym::unwind::StopReason::Root, "{name}");
+                for frame in &stack.frames[1..] {
+                    assert_eq!(frame.recovered, Recovery::GoTable, "{name}: {names:?}");
+                }
+                if spinning == 1 {
+                    eprintln!(
+                        "{name}: {names:?}, recovered {:?}, stop {:?}",
+                        stack.frames.iter().map(|f| f.recovered).collect::<Vec<_>>(),
+                        stack.stop
+                    );
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        eprintln!("{name}: {spinning} stops in main.spinInner of {samples} thread stops");
+        assert!(
+            spinning >= 15,
+            "{name}: only {spinning} of 20 rounds in the loop"
+        );
+    }
+}
+
+/// The function name of a traceback line `name(args)`: without its trailing argument list
+/// (which may hold braces, `...` and `?`, but no parentheses of its own).
+fn traceback_name(line: &str) -> Option<&str> {
+    let body = line.strip_suffix(')')?;
+    let open = body.rfind('(')?;
+    Some(&line[..open])
+}
+
+/// One physical frame of a Go runtime traceback (`GOTRACEBACK=system`): the address the
+/// runtime looked it up at, and its frames innermost first (inlined calls, printed without
+/// `pc=`, then the function itself) as (name, "file:line").
+type TracebackFrame = (u64, Vec<(String, String)>);
+
+/// Reads every goroutine's frames from a traceback; `created by` entries (not frames) and
+/// the register dump are left out. The runtime looks a frame up at its `pc=` less one (a
+/// return address: the call is the instruction before), except at a function's entry (no
+/// `+0x..` offset printed: a goroutine not started) and at the PC the signal interrupted
+/// (the header's `PC=`, the first frame after it), which are exact.
+fn runtime_traceback(text: &str) -> Vec<TracebackFrame> {
+    let mut out = Vec::new();
+    let mut pending: Vec<(String, String)> = Vec::new();
+    let mut name: Option<String> = None;
+    let mut trap: Option<u64> = None;
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if let Some(rest) = line.strip_prefix("PC=0x") {
+            trap = rest
+                .split(' ')
+                .next()
+                .and_then(|hex| u64::from_str_radix(hex, 16).ok());
+            continue;
+        }
+        if line.starts_with("created by ") {
+            lines.next();
+            name = None;
+            continue;
+        }
+        let Some(location) = line.strip_prefix('\t') else {
+            name = traceback_name(line).map(str::to_string);
+            if name.is_none() {
+                pending.clear();
+            }
+            continue;
+        };
+        let Some(function) = name.take() else {
+            continue;
+        };
+        let mut fields = location.split(' ');
+        let file_line = fields.next().unwrap_or_default().to_string();
+        pending.push((function, file_line));
+        let mut offset = None;
+        let mut pc = None;
+        for field in fields {
+            if let Some(hex) = field.strip_prefix("+0x") {
+                offset = u64::from_str_radix(hex, 16).ok();
+            } else if let Some(hex) = field.strip_prefix("pc=0x") {
+                pc = u64::from_str_radix(hex, 16).ok();
+            }
+        }
+        // A physical frame has `pc=` and, past its function's entry, an offset (`+0x..`);
+        // an inlined call has neither. A physical frame printed with an offset but without
+        // `pc=` (`runtime.systemstack_switch`) is not compared, nor are its frames.
+        match (pc, offset) {
+            (Some(pc), offset) => {
+                let exact = offset.is_none() || trap.take() == Some(pc);
+                let lookup = if exact { pc } else { pc - 1 };
+                out.push((lookup, std::mem::take(&mut pending)));
+            }
+            (None, Some(_)) => pending.clear(),
+            (None, None) => {}
+        }
+    }
+    out
+}
+
+/// restic against the Go runtime's own answer: restic blocked on its password command is
+/// sent SIGQUIT with `GOTRACEBACK=system`, and every frame of every goroutine it prints
+/// (function, file, line, inlined calls included) is what stacksym gives where the runtime
+/// looked it up (see [`runtime_traceback`]).
+#[test]
+fn restic_agrees_with_its_runtime_traceback() {
+    let test = "restic_agrees_with_its_runtime_traceback";
+    let Some(path) = find_tool("restic") else {
+        skip_or_fail(test, "restic not found; install restic");
+        return;
+    };
+    let elf = ElfFile::open(&path).unwrap();
+    // An ET_EXEC file: the runtime's absolute PCs are the file's virtual addresses.
+    assert_eq!(
+        elf.header().file_type,
+        2,
+        "{} is not ET_EXEC",
+        path.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(&path)
+        .env("GOTRACEBACK", "system")
+        .arg("--repo")
+        .arg(dir.path().join("repo"))
+        .args(["--password-command", "sleep 10", "snapshots"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Wait until restic has started its password command (and so blocks on it).
+    let children = format!("/proc/{pid}/task/{pid}/children");
+    let started = std::time::Instant::now();
+    let sleep: libc::pid_t = loop {
+        let listed = std::fs::read_to_string(&children).unwrap_or_default();
+        if let Some(Ok(sleep)) = listed.split_whitespace().next().map(str::parse) {
+            break sleep;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "restic started no password command"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // SAFETY: signals to our own child and to its child (which holds restic's stderr open).
+    unsafe {
+        libc::kill(pid as libc::pid_t, libc::SIGQUIT);
+        libc::kill(sleep, libc::SIGKILL);
+    }
+    let output = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&output.stderr);
+    let frames = runtime_traceback(&text);
+    assert!(frames.len() > 20, "{text}");
+    let addrs: Vec<u64> = frames.iter().map(|&(addr, _)| addr).collect();
+    let symbolizer = Symbolizer::builder().build();
+    let ours = our_frames(&symbolizer, &path, &addrs);
+    let (mut differ, mut inlined) = (0, 0);
+    for ((addr, theirs), ours) in frames.iter().zip(&ours) {
+        let ours: Vec<(String, String)> = ours
+            .iter()
+            .map(|(name, file, line)| (name.clone(), format!("{file}:{line}")))
+            .collect();
+        inlined += theirs.len() - 1;
+        if ours != *theirs {
+            differ += 1;
+            eprintln!("at {addr:#x}: stacksym {ours:?}, runtime {theirs:?}");
+        }
+    }
+    if differ > 0 {
+        eprintln!("the runtime's traceback:\n{text}");
+    }
+    eprintln!(
+        "{test}: {} of {} frames agree ({inlined} inlined calls among them)",
+        frames.len() - differ,
+        frames.len()
+    );
+    assert_eq!(differ, 0);
+    assert!(inlined > 0, "no inlined calls in the traceback");
+}
