@@ -373,6 +373,9 @@ typedef struct {
 // A table this version of the C API has no constant for.
 #define STACKSYM_FOUND_IN_OTHER 5
 
+// A Go binary's own table (`.gopclntab`).
+#define STACKSYM_FOUND_IN_GO_TABLE 6
+
 // The address is in a file mapping: `path`, `file_offset`, and where known `virt_addr` and
 // `build_id`.
 #define STACKSYM_NORM_FILE 0
@@ -440,6 +443,9 @@ typedef struct {
 // A source this version of the C API has no constant for.
 #define STACKSYM_ORIGIN_OTHER 7
 
+// A Go binary's own table (`.gopclntab`), for a Go function of a file without `.symtab`.
+#define STACKSYM_ORIGIN_GO_TABLE 8
+
 // perf's layout (`PERF_SAMPLE_REGS_USER`): one value per bit set in `perf_mask`, in
 // increasing bit order (`enum perf_event_x86_regs`, `enum perf_event_arm64_regs`); see
 // [`stacksym_perf_sample_regs_mask`] for the mask to ask perf for.
@@ -479,6 +485,9 @@ typedef struct {
 
 // The registers the kernel saved when it delivered a signal.
 #define STACKSYM_RECOVERED_SIGNAL_CONTEXT 4
+
+// A Go function's stack-pointer deltas (`.gopclntab`'s pcsp table; Go code has no CFI).
+#define STACKSYM_RECOVERED_GO_TABLE 5
 
 // The outermost frame (`_start`, a thread's start; the return address is undefined or 0).
 #define STACKSYM_STOP_ROOT 0

@@ -55,6 +55,8 @@ pub const STACKSYM_FOUND_IN_MINIDEBUGINFO: stacksym_found_in = 3;
 pub const STACKSYM_FOUND_IN_KALLSYMS: stacksym_found_in = 4;
 /// A table this version of the C API has no constant for.
 pub const STACKSYM_FOUND_IN_OTHER: stacksym_found_in = 5;
+/// A Go binary's own table (`.gopclntab`).
+pub const STACKSYM_FOUND_IN_GO_TABLE: stacksym_found_in = 6;
 
 /// One symbol whose name matched.
 #[repr(C)]
@@ -161,6 +163,7 @@ fn matches_block(found: &[SymbolMatch]) -> Result<*mut stacksym_matches, CError>
                 FoundIn::DebugFile => STACKSYM_FOUND_IN_DEBUG_FILE,
                 FoundIn::MiniDebugInfo => STACKSYM_FOUND_IN_MINIDEBUGINFO,
                 FoundIn::Kallsyms => STACKSYM_FOUND_IN_KALLSYMS,
+                FoundIn::GoTable => STACKSYM_FOUND_IN_GO_TABLE,
                 // `FoundIn` is non-exhaustive: a table added later than this C API.
                 _ => STACKSYM_FOUND_IN_OTHER,
             },

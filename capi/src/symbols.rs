@@ -62,6 +62,8 @@ pub const STACKSYM_ORIGIN_KALLSYMS: stacksym_origin = 5;
 pub const STACKSYM_ORIGIN_PERF_MAP: stacksym_origin = 6;
 /// A source this version of the C API has no constant for.
 pub const STACKSYM_ORIGIN_OTHER: stacksym_origin = 7;
+/// A Go binary's own table (`.gopclntab`), for a Go function of a file without `.symtab`.
+pub const STACKSYM_ORIGIN_GO_TABLE: stacksym_origin = 8;
 
 /// One source location of an address, innermost first: the inlined calls, then the
 /// function whose machine code it is. An outer frame's location is the call site of the
@@ -243,6 +245,7 @@ fn origin_code(origin: NameOrigin) -> stacksym_origin {
         NameOrigin::Dwarf => STACKSYM_ORIGIN_DWARF,
         NameOrigin::Kallsyms => STACKSYM_ORIGIN_KALLSYMS,
         NameOrigin::PerfMap => STACKSYM_ORIGIN_PERF_MAP,
+        NameOrigin::GoTable => STACKSYM_ORIGIN_GO_TABLE,
         // `NameOrigin` is non-exhaustive: an origin added later than this C API.
         _ => STACKSYM_ORIGIN_OTHER,
     }

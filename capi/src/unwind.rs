@@ -77,6 +77,8 @@ pub const STACKSYM_RECOVERED_FRAME_POINTER: stacksym_recovery = 2;
 pub const STACKSYM_RECOVERED_LINK_REGISTER: stacksym_recovery = 3;
 /// The registers the kernel saved when it delivered a signal.
 pub const STACKSYM_RECOVERED_SIGNAL_CONTEXT: stacksym_recovery = 4;
+/// A Go function's stack-pointer deltas (`.gopclntab`'s pcsp table; Go code has no CFI).
+pub const STACKSYM_RECOVERED_GO_TABLE: stacksym_recovery = 5;
 
 /// Why the walk stopped after the last frame: `STACKSYM_STOP_*`.
 pub type stacksym_stop = u32;
@@ -223,6 +225,7 @@ fn recovery(recovered: Recovery) -> stacksym_recovery {
         Recovery::FramePointer => STACKSYM_RECOVERED_FRAME_POINTER,
         Recovery::LinkRegister => STACKSYM_RECOVERED_LINK_REGISTER,
         Recovery::SignalContext => STACKSYM_RECOVERED_SIGNAL_CONTEXT,
+        Recovery::GoTable => STACKSYM_RECOVERED_GO_TABLE,
     }
 }
 
