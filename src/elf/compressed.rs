@@ -153,14 +153,11 @@ fn read_capped(reader: impl Read, cap: u64, out: &mut Vec<u8>) -> Result<(), Str
 #[cfg(feature = "minidebuginfo")]
 const XZ_MEMORY_LIMIT_KIB: u32 = 1 << 20;
 
-/// xz through lzma-rust2 (the `minidebuginfo` feature), at most `cap` bytes; concatenated
-/// streams are read as `xz -d` reads them.
+/// xz (the `minidebuginfo` feature: src/elf/xz.rs's container reader around lzma-rust2's
+/// LZMA2 decoder), at most `cap` bytes; concatenated streams are read as `xz -d` reads them.
 #[cfg(feature = "minidebuginfo")]
 pub(crate) fn xz(data: &[u8], cap: u64) -> Result<Vec<u8>, String> {
-    let reader = lzma_rust2::XzReader::new_mem_limit(data, true, XZ_MEMORY_LIMIT_KIB);
-    let mut out = Vec::new();
-    read_capped(reader, cap, &mut out)?;
-    Ok(out)
+    super::xz::decompress(data, cap, XZ_MEMORY_LIMIT_KIB)
 }
 
 #[cfg(not(feature = "minidebuginfo"))]
