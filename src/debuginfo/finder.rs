@@ -586,7 +586,7 @@ fn try_candidate(
             None => Some(format!("it has no build-id (want {})", hex(want))),
         },
         Check::Crc { crc, build_id } => {
-            let have = crc32fast::hash(candidate.data());
+            let have = zlib_rs::crc32::crc32(0, candidate.data());
             if have != crc {
                 Some(format!(
                     "its CRC32 is {have:#010x}, .gnu_debuglink says {crc:#010x}"

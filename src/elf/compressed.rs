@@ -48,7 +48,12 @@ pub(crate) fn decompress(format: Compression, data: &[u8], cap: u64) -> Result<V
             read_capped(decoder, cap, &mut out).map_err(|e| fail(&e))?;
         }
         Compression::Gzip => {
-            read_capped(flate2::read::GzDecoder::new(data), cap, &mut out).map_err(|e| fail(&e))?;
+            // The first member, as flate2's `GzDecoder` read it (and `zcat` reads more).
+            let limit = usize::try_from(cap.saturating_add(1)).unwrap_or(usize::MAX);
+            inflate(GZIP_WINDOW_BITS, data, &mut out, limit).map_err(|e| fail(&e))?;
+            if out.len() as u64 > cap {
+                return Err(fail(&format!("decompression bomb: more than {cap} bytes")));
+            }
         }
     }
     Ok(out)
@@ -76,11 +81,9 @@ pub(crate) fn decompress_section(
     advise_huge_pages(&mut out);
     match format {
         CompressionFormat::Zlib => {
-            let mut inflate = flate2::Decompress::new(true);
-            let status = inflate
-                .decompress_vec(data, &mut out, flate2::FlushDecompress::Finish)
+            let ended = inflate(ZLIB_WINDOW_BITS, data, &mut out, size)
                 .map_err(|e| format!("zlib: {e}"))?;
-            if status != flate2::Status::StreamEnd && out.len() == size {
+            if !ended && out.len() == size {
                 return Err(format!(
                     "zlib: more than the {size} bytes the header claims"
                 ));
@@ -101,6 +104,60 @@ pub(crate) fn decompress_section(
         ));
     }
     Ok(out)
+}
+
+/// zlib-rs's window bits for a zlib header and a 32 KiB window, as zlib's `inflateInit`.
+const ZLIB_WINDOW_BITS: u8 = 15;
+/// The same for a gzip header (16 + 15, as zlib's `inflateInit2`).
+const GZIP_WINDOW_BITS: u8 = 16 + 15;
+
+/// Inflates the stream at the start of `data` (its framing, zlib or gzip, chosen by
+/// `window_bits`) onto `out`, with at most `limit` bytes in `out`. `Ok(true)` when the stream
+/// ended (its checksum verified by zlib-rs), `Ok(false)` when `out` reached `limit` first; an
+/// error for corrupt data or data that ends before its stream does. `out` grows as needed,
+/// unless the caller reserved room. zlib-rs directly, not through flate2: one crate fewer
+/// (two with crc32fast) in an embedder's build, for what flate2's `Decompress::decompress_vec`
+/// and `GzDecoder` did here.
+fn inflate(window_bits: u8, data: &[u8], out: &mut Vec<u8>, limit: usize) -> Result<bool, String> {
+    let mut inflater = zlib_rs::Inflate::new(true, window_bits);
+    loop {
+        if out.len() < limit && out.len() == out.capacity() {
+            let more = (limit - out.len()).min(out.len().max(64 << 10));
+            out.try_reserve(more)
+                .map_err(|_| format!("cannot allocate {more} more bytes to decompress into"))?;
+        }
+        let room = limit.saturating_sub(out.len());
+        let before = (inflater.total_in(), inflater.total_out());
+        let consumed = usize::try_from(before.0).unwrap_or(usize::MAX);
+        let input = data.get(consumed..).unwrap_or_default();
+        let spare = out.spare_capacity_mut();
+        let spare_len = spare.len().min(room);
+        let status = inflater
+            .decompress_uninit(
+                input,
+                spare.get_mut(..spare_len).unwrap_or_default(),
+                zlib_rs::InflateFlush::Finish,
+            )
+            .map_err(|e| inflater.error_message().unwrap_or(e.as_str()).to_string())?;
+        let written = usize::try_from(inflater.total_out() - before.1).unwrap_or(usize::MAX);
+        if written > spare_len {
+            return Err(format!("zlib-rs wrote {written} bytes into {spare_len}"));
+        }
+        // SAFETY: zlib-rs has initialized the first `written` bytes of the spare capacity it
+        // was given (`total_out` counts the bytes it wrote there, and `written` is at most
+        // that slice's length, checked above), so they are part of `out` now.
+        unsafe { out.set_len(out.len() + written) };
+        if status == zlib_rs::Status::StreamEnd {
+            return Ok(true);
+        }
+        if (inflater.total_in(), inflater.total_out()) == before {
+            // No progress: either no room is left or the input ended before the stream.
+            if out.len() >= limit {
+                return Ok(false);
+            }
+            return Err("the data ends before the compressed stream does".to_string());
+        }
+    }
 }
 
 /// Asks the kernel for transparent huge pages behind the 2 MiB-aligned part of `buffer`'s
@@ -153,14 +210,11 @@ fn read_capped(reader: impl Read, cap: u64, out: &mut Vec<u8>) -> Result<(), Str
 #[cfg(feature = "minidebuginfo")]
 const XZ_MEMORY_LIMIT_KIB: u32 = 1 << 20;
 
-/// xz through lzma-rust2 (the `minidebuginfo` feature), at most `cap` bytes; concatenated
-/// streams are read as `xz -d` reads them.
+/// xz (the `minidebuginfo` feature: src/elf/xz.rs's container reader around lzma-rust2's
+/// LZMA2 decoder), at most `cap` bytes; concatenated streams are read as `xz -d` reads them.
 #[cfg(feature = "minidebuginfo")]
 pub(crate) fn xz(data: &[u8], cap: u64) -> Result<Vec<u8>, String> {
-    let reader = lzma_rust2::XzReader::new_mem_limit(data, true, XZ_MEMORY_LIMIT_KIB);
-    let mut out = Vec::new();
-    read_capped(reader, cap, &mut out)?;
-    Ok(out)
+    super::xz::decompress(data, cap, XZ_MEMORY_LIMIT_KIB)
 }
 
 #[cfg(not(feature = "minidebuginfo"))]
@@ -228,5 +282,41 @@ mod tests {
         assert!(truncated.is_err(), "a truncated stream decompressed");
         let garbage = decompress_section(object::CompressionFormat::Zstandard, b"not zstd", 100);
         assert!(garbage.unwrap_err().starts_with("zstd: "));
+    }
+
+    #[test]
+    fn gzip_decompresses_up_to_its_cap_and_checks_its_trailer() {
+        let file = large_section();
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        encoder.write_all(&file).unwrap();
+        let gz = encoder.finish().unwrap();
+        assert_eq!(Compression::of(&gz), Some(Compression::Gzip));
+        let size = file.len() as u64;
+        let out = decompress(Compression::Gzip, &gz, size);
+        assert!(
+            out.as_deref() == Ok(&file[..]),
+            "{:?}",
+            out.map(|o| o.len())
+        );
+        // Trailing bytes after the member are ignored, as flate2's GzDecoder did.
+        let trailing = [gz.clone(), b"trailing".to_vec()].concat();
+        assert!(decompress(Compression::Gzip, &trailing, size).as_deref() == Ok(&file[..]));
+        assert_eq!(
+            decompress(Compression::Gzip, &gz, size - 1),
+            Err(format!(
+                "gzip: decompression bomb: more than {} bytes",
+                size - 1
+            ))
+        );
+        for cut in [0, 5, 100, gz.len() / 2, gz.len() - 4, gz.len() - 1] {
+            let err = decompress(Compression::Gzip, &gz[..cut], size).unwrap_err();
+            assert!(err.starts_with("gzip: "), "{cut}: {err}");
+        }
+        // A flipped CRC32 in the trailer.
+        let mut damaged = gz.clone();
+        let at = damaged.len() - 6;
+        damaged[at] ^= 1;
+        let err = decompress(Compression::Gzip, &damaged, size).unwrap_err();
+        assert!(err.starts_with("gzip: "), "{err}");
     }
 }

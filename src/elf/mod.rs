@@ -13,6 +13,8 @@ mod names;
 mod relocatable;
 mod segments;
 mod symbols;
+#[cfg(feature = "minidebuginfo")]
+mod xz;
 
 pub(crate) use bytes::{hex, FileBytes};
 pub(crate) use file::SymbolRuns;
