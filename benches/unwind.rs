@@ -22,11 +22,15 @@
 //!   files' tables start empty as well, and a new cache per sample: CFI parsed for every
 //!   address's first frame in the pass;
 //!
-//! in ns per frame (each unwinder's time over the frames it found), and end to end: the
-//! `perf_unwind` example (built by the bench in its own profile: `common::build_example`)
-//! against `perf script -F comm,tid,ip,sym,dso --no-inline`, both writing to
-//! /dev/null, in interleaved runs (median wall times). The summary prints the ratios against
-//! issue 9's targets: warm ≥ 1× framehop (goal 1.5×), cold ≥ 2.5×, perf_unwind ≥ 5× perf script.
+//! in ns per frame (each unwinder's time over the frames it found), and end to end (the
+//! `perf_unwind` example, built by the bench in its own profile: `common::build_example`,
+//! against perf on the same recording, both writing to /dev/null, in interleaved runs: median
+//! wall times and each side's peak RSS from `wait4`), issue 25's four pairs: the default
+//! layout with inlined frames against `perf script` (≥ 20×), `--no-inline` against
+//! `perf script --no-inline` (≥ 5×), `--report --children` against
+//! `perf report --stdio --children` (≥ 10×), `-F comm,tid,ip,sym,dso --no-inline` against
+//! the same `perf script` (≥ 2×). The summary prints the ratios against the targets: warm
+//! ≥ 1× framehop (goal 1.5×), cold ≥ 2.5× (issue 9).
 //!
 //! `cargo bench --bench unwind` takes about a minute; `-- --test` runs each part once. perf
 //! missing: the end-to-end part is skipped with a note (an error under `CI`).
@@ -448,19 +452,27 @@ fn find_perf() -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
-/// One run of a command on the recording, output to /dev/null: its wall time.
-fn wall_time(command: &mut Command) -> Result<Duration, String> {
+/// One run of a command on the recording, output to /dev/null: its wall time and peak
+/// resident set (KiB, `ru_maxrss` from `wait4`: `Child::wait` gives none).
+#[allow(clippy::zombie_processes)]
+fn wall_time(command: &mut Command) -> Result<(Duration, u64), String> {
     let start = Instant::now();
-    let status = command
+    let child = command
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .status()
+        .spawn()
         .map_err(|e| format!("{command:?}: {e}"))?;
+    let pid = i32::try_from(child.id()).map_err(|e| e.to_string())?;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid; wait4 fills it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: pid is our child, not waited for yet; both pointers are to live locals.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     let took = start.elapsed();
-    if !status.success() {
-        return Err(format!("{command:?}: {status}"));
+    if waited != pid || !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+        return Err(format!("{command:?}: status {status:#x}"));
     }
-    Ok(took)
+    Ok((took, u64::try_from(usage.ru_maxrss).unwrap_or(0)))
 }
 
 /// Samples (blank-line-separated blocks) a command prints for the recording.
@@ -578,42 +590,102 @@ fn main() {
         record(2, ours, theirs);
     }
 
-    // End to end: the example against perf script, in turns.
+    // End to end: the example against perf, in turns, four ways (issue 25's targets).
     let perf = find_perf();
-    let end_to_end = match (&perf, common::build_example("perf_unwind")) {
+    /// One end-to-end pair: what it measures, our arguments, perf's, the target ratio and
+    /// the rounds.
+    struct E2ePair {
+        what: &'static str,
+        ours: &'static [&'static str],
+        theirs: &'static [&'static str],
+        target: f64,
+        rounds: usize,
+    }
+    let e2e_pairs = [
+        E2ePair {
+            what: "default (inlined frames) vs perf script",
+            ours: &[],
+            theirs: &["script"],
+            target: 20.0,
+            rounds: 3,
+        },
+        E2ePair {
+            what: "--no-inline vs perf script --no-inline",
+            ours: &["--no-inline"],
+            theirs: &["script", "--no-inline"],
+            target: 5.0,
+            rounds: 9,
+        },
+        E2ePair {
+            what: "--report --children vs perf report --stdio --children",
+            ours: &["--report", "--children"],
+            theirs: &["report", "--stdio", "--children"],
+            target: 10.0,
+            rounds: 9,
+        },
+        E2ePair {
+            what: "-F comm,tid,ip,sym,dso --no-inline vs the same perf script",
+            ours: &["-F", "comm,tid,ip,sym,dso", "--no-inline"],
+            theirs: &["script", "-F", "comm,tid,ip,sym,dso", "--no-inline"],
+            target: 2.0,
+            rounds: 9,
+        },
+    ];
+    type E2e = (
+        &'static str,
+        f64,
+        [Vec<Duration>; 2],
+        [Vec<u64>; 2],
+        Vec<f64>,
+        usize,
+    );
+    let end_to_end: Option<Vec<E2e>> = match (&perf, common::build_example("perf_unwind")) {
         (Some(perf), Ok(example)) => {
-            let ours = || {
-                let mut command = Command::new(&example);
-                command.arg("-i").arg(&data_path);
-                command
-            };
-            let theirs = || {
-                let mut command = Command::new(perf);
-                command
-                    .args(["script", "-F", "comm,tid,ip,sym,dso", "--no-inline", "-i"])
-                    .arg(&data_path);
-                command
-            };
-            println!(
-                "end to end: perf_unwind prints {} samples, perf script {}",
-                printed_samples(&mut ours()),
-                printed_samples(&mut theirs()),
-            );
-            let e2e_rounds = if quick { 1 } else { 9 };
-            let mut times: [Vec<Duration>; 2] = Default::default();
-            let mut e2e_ratios = vec![];
-            for _ in 0..e2e_rounds {
-                let (a, b) = (wall_time(&mut ours()), wall_time(&mut theirs()));
-                match (a, b) {
-                    (Ok(a), Ok(b)) => {
-                        times[0].push(a);
-                        times[1].push(b);
-                        e2e_ratios.push(b.as_secs_f64() / a.as_secs_f64());
-                    }
-                    (Err(e), _) | (_, Err(e)) => panic!("unwind bench: {e}"),
+            let mut rows = Vec::new();
+            for E2ePair {
+                what,
+                ours: our_args,
+                theirs: their_args,
+                target,
+                rounds,
+            } in e2e_pairs
+            {
+                let ours = || {
+                    let mut command = Command::new(&example);
+                    command.args(our_args).arg("-i").arg(&data_path);
+                    command
+                };
+                let theirs = || {
+                    let mut command = Command::new(perf);
+                    command.args(their_args).arg("-i").arg(&data_path);
+                    command
+                };
+                if their_args[0] == "script" {
+                    println!(
+                        "end to end, {what}: perf_unwind prints {} samples, perf {}",
+                        printed_samples(&mut ours()),
+                        printed_samples(&mut theirs()),
+                    );
                 }
+                let rounds = if quick { 1 } else { rounds };
+                let mut times: [Vec<Duration>; 2] = Default::default();
+                let mut peaks: [Vec<u64>; 2] = Default::default();
+                let mut e2e_ratios = vec![];
+                for _ in 0..rounds {
+                    match (wall_time(&mut ours()), wall_time(&mut theirs())) {
+                        (Ok(a), Ok(b)) => {
+                            times[0].push(a.0);
+                            times[1].push(b.0);
+                            peaks[0].push(a.1);
+                            peaks[1].push(b.1);
+                            e2e_ratios.push(b.0.as_secs_f64() / a.0.as_secs_f64());
+                        }
+                        (Err(e), _) | (_, Err(e)) => panic!("unwind bench: {e}"),
+                    }
+                }
+                rows.push((what, target, times, peaks, e2e_ratios, rounds));
             }
-            Some((times, e2e_ratios, e2e_rounds))
+            Some(rows)
         }
         (None, _) => {
             let why = "perf not found (apt-get install linux-perf): end-to-end part skipped";
@@ -656,15 +728,26 @@ fn main() {
             med(&per_frame[i][1]),
         );
     }
-    if let Some((times, e2e_ratios, e2e_rounds)) = end_to_end {
-        let ms = |v: &[Duration]| median(v.to_vec()).unwrap_or_default().as_secs_f64() * 1e3;
-        let ratio = med(&e2e_ratios);
+    if let Some(rows) = end_to_end {
+        println!();
         println!(
-            "| end to end ({e2e_rounds} interleaved run(s)), ms | perf_unwind {:.1} | perf script \
-             {:.1} | {ratio:.2}× | ≥ 5× {} |",
-            ms(&times[0]),
-            ms(&times[1]),
-            verdict(ratio, 5.0),
+            "| end to end ({} samples, interleaved runs) | runs | perf_unwind ms | perf ms | \
+             perf/perf_unwind | target | peak RSS MiB, perf_unwind / perf |",
+            samples.len()
         );
+        println!("|---|---|---|---|---|---|---|");
+        for (what, target, times, peaks, e2e_ratios, rounds) in rows {
+            let ms = |v: &[Duration]| median(v.to_vec()).unwrap_or_default().as_secs_f64() * 1e3;
+            let mib = |v: &[u64]| v.iter().max().copied().unwrap_or(0) as f64 / 1024.0;
+            let ratio = med(&e2e_ratios);
+            println!(
+                "| {what} | {rounds} | {:.1} | {:.1} | {ratio:.2}× | ≥ {target}× {} | {:.1} / {:.1} |",
+                ms(&times[0]),
+                ms(&times[1]),
+                verdict(ratio, target),
+                mib(&peaks[0]),
+                mib(&peaks[1]),
+            );
+        }
     }
 }

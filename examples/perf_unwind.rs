@@ -1,44 +1,67 @@
 //! Unwinds the user stacks of a `perf record --call-graph dwarf` recording with stacksym and
-//! prints them in the layout of `perf script -F comm,tid,ip,sym,dso --no-inline`, so the two
-//! outputs diff line by line; or, with `--folded`, one `comm;outer;...;inner count` line per
-//! distinct stack, for flame graph tools.
+//! prints them as `perf script` does: by default its default layout (header with comm, tid,
+//! time, period and event; callchain lines `addr name+0xoff (dso)`, with the frames of
+//! inlined functions as perf prints them, `addr name+0xoff (inlined)`, before the frame that
+//! holds them); `--no-inline` leaves those out, `-F` picks fields as perf's `-F` does
+//! (`comm,tid,pid,time,ip,sym,dso,symoff,srcline`, or `+srcline` to add one). With
+//! `--folded`, one `comm;outer;...;inner count` line per distinct stack instead, for flame
+//! graph tools.
 //!
 //! MMAP/MMAP2 records give each process its modules (the symbolizer's cached files, shared
 //! with the unwinder; the `[vdso]` is this machine's, read from our own memory), SAMPLE
 //! records give the user registers and the stack copy; kernel frames come from the sample's
-//! callchain, named through `/proc/kallsyms`. Caller frames are shown at their return address
-//! − 1, as perf shows them; addresses in a file as perf does (`addr - map start + pgoff`).
+//! callchain, named through kallsyms — read only once a kernel address appears, on a second
+//! thread while user stacks go on unwinding, and only where perf would use it: `--kallsyms
+//! FILE`, else perf's build-id cache (`~/.debug/[kernel.kallsyms]/ID/kallsyms`), else
+//! `/proc/kallsyms` when the running kernel is the recorded one (its build-id in
+//! `/sys/kernel/notes`); otherwise kernel frames are `[unknown]`, as perf prints them.
+//! Caller frames are shown at their return address − 1, as perf shows them; addresses in a
+//! file as perf does (`addr - map start + pgoff`).
 //!
 //!   perf record -e cpu-clock --call-graph dwarf,16384 -o perf.data ./program
 //!   cargo run --release --example perf_unwind -- -i perf.data
 //!
 //! A file that is not perf.data, or is truncated, is an error naming the file and offset.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::{BufWriter, Write};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::rc::Rc;
 use std::sync::Arc;
+use std::thread::JoinHandle;
 
 use clap::Parser;
 use stacksym::elf::ElfFile;
 use stacksym::kernel::Kallsyms;
 use stacksym::process::Process;
 use stacksym::unwind::{Modules, RegsAarch64, RegsX86_64, UnwindArch, UnwindCache, Unwinder};
-use stacksym::{Input, Source, Symbolizer};
+use stacksym::{Input, NameOrigin, Source, Symbolizer};
 
 mod perf_data;
+mod perf_report;
+mod perf_script;
+mod perf_symbols;
 use perf_data::{FromPerfRegs, PerfEvent, RecordedArch};
+use perf_script::{Field, Fields};
 
 #[derive(Parser, Debug)]
 #[command(
     about = "Unwind perf.data's user stacks (perf record --call-graph dwarf) with stacksym; \
-                   prints what `perf script -F comm,tid,ip,sym,dso --no-inline` prints"
+             prints what `perf script` prints"
 )]
 struct Args {
     /// The recording.
     #[arg(short = 'i', long = "input", default_value = "perf.data")]
     input: PathBuf,
+    /// Leave out the frames of inlined functions (perf script --no-inline).
+    #[arg(long)]
+    no_inline: bool,
+    /// The fields to print, as perf script's -F: a list of comm,tid,pid,cpu,time,period,
+    /// event,ip,sym,symoff,dso,srcline, or +field/-field changes to the default.
+    #[arg(short = 'F', long = "fields")]
+    fields: Option<String>,
     /// Print folded stacks (`comm;outermost;...;innermost count`) instead.
     #[arg(long)]
     folded: bool,
@@ -48,34 +71,121 @@ struct Args {
     /// Print each sample's unwinding stop reason to stderr.
     #[arg(long)]
     stop_reasons: bool,
-    /// The kallsyms file that names kernel frames.
-    #[arg(long, default_value = "/proc/kallsyms")]
-    kallsyms: PathBuf,
+    /// The kallsyms file that names kernel frames (default: as perf picks it; see above).
+    #[arg(long)]
+    kallsyms: Option<PathBuf>,
+    /// Print perf report's table (`perf report --stdio -g none`) instead of the samples.
+    #[arg(long)]
+    report: bool,
+    /// With --report: each entry also gets the samples whose callchain holds it (perf's
+    /// default when callchains were recorded).
+    #[arg(long, overrides_with = "no_children")]
+    children: bool,
+    /// With --report: each entry gets only the samples at its own address.
+    #[arg(long)]
+    no_children: bool,
+    /// With --report: the sort keys; perf's comm,dso,sym is the one supported.
+    #[arg(long, default_value = "comm,dso,sym")]
+    sort: String,
+    /// With --report: leave out entries below this percentage.
+    #[arg(long, default_value_t = 0.0)]
+    percent_limit: f64,
 }
 
-/// One process: its modules, an unwinder over them and its cache, per architecture.
+/// A mapped file as perf names it, and the ELF file read from it (if it could be).
+struct FileInfo {
+    /// The dso column: the MMAP path (`/usr/lib/...`, `[vdso]`, `/memfd:x (deleted)`).
+    dso: Rc<str>,
+    /// Its last component: what perf's srcline shows for an address without a line.
+    short: Rc<str>,
+    elf: Option<Arc<ElfFile>>,
+    is_vdso: bool,
+    /// The recording lists a build-id for this path and no file with it was found (not the
+    /// file at the path, not perf's build-id cache): perf neither names nor unwinds through
+    /// it (libdw has no CFI for it), so the chain ends at a frame in it.
+    missing_recorded: bool,
+    /// Tells files apart in the name cache.
+    id: usize,
+}
+
+/// One mapping of a process.
+#[derive(Clone)]
+struct Map {
+    range: Range<u64>,
+    pgoff: u64,
+    file: Rc<FileInfo>,
+}
+
+/// One process: its mappings, an unwinder over the ELF ones and its cache.
 struct Proc<A: UnwindArch> {
     unwinder: Unwinder,
     cache: UnwindCache<A>,
+    /// Sorted by start, not overlapping (a later mapping replaces what it overlaps).
+    maps: Vec<Map>,
 }
 
-/// Where a frame is and what it is called, as perf prints it.
-struct Shown {
-    ip: u64,
-    sym: String,
-    dso: String,
+/// What one address of a file resolves to, as perf shows it.
+struct Resolved {
+    /// The symbol table's name and the offset into the symbol.
+    sym: Option<(Rc<str>, u64)>,
+    /// The inline chain, innermost first, when DWARF has one: each function's name, and
+    /// whether it is the symbol itself (perf prints that one with its dso, the others as
+    /// `(inlined)`), and its srcline (the frame's own line: the call site for an outer
+    /// one). Empty: no DWARF for the address.
+    inlines: Vec<(Rc<str>, bool, Option<Rc<str>>)>,
+    /// perf's srcline: `file:line` of the innermost frame, else `dso[vaddr]`.
+    srcline: Option<Rc<str>>,
+}
+
+/// A frame of a sample, resolved as far as it can be before kallsyms is read.
+enum FrameOut {
+    Kernel(u64),
+    User {
+        /// The address column: the file offset, or the address when no mapping holds it.
+        ip: u64,
+        /// The address in the process (what `perf report` shows for a callchain entry
+        /// without a symbol).
+        abs: u64,
+        file: Option<Rc<FileInfo>>,
+        resolved: Option<Rc<Resolved>>,
+    },
+}
+
+/// A sample ready to print but for its kernel frames' names.
+struct SampleOut {
+    comm: Rc<str>,
+    period: u64,
+    header: String,
+    frames: Vec<FrameOut>,
+}
+
+/// kallsyms: not asked for yet, being read on a second thread, or read (or unusable).
+enum KernelNames {
+    NotNeeded(Option<PathBuf>),
+    Loading(JoinHandle<Option<Kallsyms>>),
+    Ready(Option<Kallsyms>),
 }
 
 struct State<A: UnwindArch> {
     symbolizer: Symbolizer,
+    fields: Fields,
+    event_names: Vec<String>,
+    event_width: usize,
     procs: HashMap<i32, Proc<A>>,
-    comms: HashMap<i32, String>,
-    /// A path's `Arc<ElfFile>`, or `None` when it cannot be opened (checked once).
-    files: HashMap<Vec<u8>, Option<Arc<ElfFile>>>,
+    comms: HashMap<i32, Rc<str>>,
+    /// A path's file, opened once.
+    files: HashMap<Vec<u8>, Rc<FileInfo>>,
+    /// The build-ids the recording lists, by path.
+    build_ids: HashMap<Vec<u8>, Vec<u8>>,
     vdso: Option<Arc<ElfFile>>,
-    kallsyms: Option<Kallsyms>,
-    names: HashMap<(PathBuf, u64), String>,
+    kernel: KernelNames,
+    /// Samples waiting for kallsyms (in order).
+    pending: VecDeque<SampleOut>,
+    names: HashMap<(usize, u64), Rc<Resolved>>,
+    perf_names: perf_symbols::PerfNames,
     folded: HashMap<String, u64>,
+    report: perf_report::Report,
+    line: String,
 }
 
 fn main() -> ExitCode {
@@ -91,57 +201,137 @@ fn main() -> ExitCode {
 
 fn run(args: &Args) -> Result<(), String> {
     let mut recording = perf_data::open(&args.input)?;
-    let kallsyms = if args.no_kernel {
-        None
-    } else {
-        match Kallsyms::open(&args.kallsyms) {
-            Ok(k) => Some(k),
-            Err(e) => {
-                eprintln!("perf_unwind: note: kernel frames unnamed: {e}");
-                None
-            }
-        }
-    };
     let stdout = std::io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
+    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
     match recording.arch() {
-        RecordedArch::Aarch64 => {
-            unwind_all::<RegsAarch64, _>(&mut recording, args, kallsyms, &mut out)?
-        }
-        RecordedArch::X86_64 => {
-            unwind_all::<RegsX86_64, _>(&mut recording, args, kallsyms, &mut out)?
-        }
+        RecordedArch::Aarch64 => unwind_all::<RegsAarch64, _>(&mut recording, args, &mut out)?,
+        RecordedArch::X86_64 => unwind_all::<RegsX86_64, _>(&mut recording, args, &mut out)?,
     }
     out.flush().map_err(|e| format!("writing: {e}"))
+}
+
+/// The kallsyms file perf would name the recording's kernel frames with (see the top).
+fn kallsyms_path(args: &Args, recorded: Option<&[u8]>) -> Option<PathBuf> {
+    if args.no_kernel {
+        return None;
+    }
+    if let Some(path) = &args.kallsyms {
+        return Some(path.clone());
+    }
+    let Some(recorded) = recorded else {
+        return Some(PathBuf::from("/proc/kallsyms"));
+    };
+    let hex: String = recorded.iter().map(|b| format!("{b:02x}")).collect();
+    if let Some(home) = std::env::var_os("HOME") {
+        let cached = Path::new(&home)
+            .join(".debug/[kernel.kallsyms]")
+            .join(&hex)
+            .join("kallsyms");
+        if cached.is_file() {
+            return Some(cached);
+        }
+    }
+    let running = std::fs::read("/sys/kernel/notes")
+        .ok()
+        .and_then(|notes| gnu_build_id(&notes));
+    // perf pads a recorded build-id to 20 bytes.
+    let same = running.is_some_and(|id| {
+        recorded.starts_with(&id) && recorded[id.len()..].iter().all(|&b| b == 0)
+    });
+    if same {
+        Some(PathBuf::from("/proc/kallsyms"))
+    } else {
+        eprintln!(
+            "perf_unwind: note: kernel frames unnamed: the recording's kernel (build-id {hex}) \
+             is not the running one, and perf's build-id cache has no kallsyms of it"
+        );
+        None
+    }
+}
+
+/// The GNU build-id in an ELF notes section's bytes (`/sys/kernel/notes`).
+fn gnu_build_id(mut notes: &[u8]) -> Option<Vec<u8>> {
+    let word = |b: &[u8], at: usize| -> Option<usize> {
+        let bytes: [u8; 4] = b.get(at..at + 4)?.try_into().ok()?;
+        Some(u32::from_le_bytes(bytes) as usize)
+    };
+    let align = |n: usize| n.checked_add(3).map(|n| n & !3);
+    while notes.len() >= 12 {
+        let (namesz, descsz, kind) = (word(notes, 0)?, word(notes, 4)?, word(notes, 8)?);
+        let desc_at = 12 + align(namesz)?;
+        let next = desc_at.checked_add(align(descsz)?)?;
+        let name = notes.get(12..12 + namesz)?;
+        if kind == 3 && name == b"GNU\0" {
+            return notes.get(desc_at..desc_at + descsz).map(<[u8]>::to_vec);
+        }
+        notes = notes.get(next..)?;
+    }
+    None
 }
 
 /// Prints every sample of `recording`, unwound with registers of type `A`.
 fn unwind_all<A: UnwindArch + FromPerfRegs, R: std::io::Read>(
     recording: &mut perf_data::PerfData<R>,
     args: &Args,
-    kallsyms: Option<Kallsyms>,
     out: &mut impl Write,
 ) -> Result<(), String> {
+    let event_names: Vec<String> = recording
+        .event_names()
+        .into_iter()
+        .map(|name| name.unwrap_or_else(|| "[unknown]".to_string()))
+        .collect();
+    let event_width = event_names.iter().map(String::len).max().unwrap_or(0);
+    let (time, cpu, period) = recording
+        .sample_fields()
+        .first()
+        .copied()
+        .unwrap_or((true, false, true));
+    let default = Fields::perf_default(time, cpu, period);
+    let fields = match &args.fields {
+        Some(spec) => Fields::parse(spec, default)?,
+        None => default,
+    };
+    let build_ids: HashMap<Vec<u8>, Vec<u8>> = recording.build_ids().into_iter().collect();
+    let kernel_build_id = build_ids.get(&b"[kernel.kallsyms]"[..]).cloned();
+    let need_lines = !args.no_inline || fields.has(Field::SrcLine);
     let mut state: State<A> = State {
-        symbolizer: Symbolizer::builder().source_lines(false).build(),
+        symbolizer: Symbolizer::builder().source_lines(need_lines).build(),
+        fields,
+        event_names,
+        event_width,
         procs: HashMap::new(),
         comms: HashMap::new(),
         files: HashMap::new(),
+        build_ids,
         vdso: own_vdso(),
-        kallsyms,
+        kernel: KernelNames::NotNeeded(kallsyms_path(args, kernel_build_id.as_deref())),
+        pending: VecDeque::new(),
         names: HashMap::new(),
+        perf_names: perf_symbols::PerfNames::default(),
         folded: HashMap::new(),
+        report: perf_report::Report::default(),
+        line: String::new(),
     };
+    let io = |e: std::io::Error| format!("writing: {e}");
     while let Some(event) = recording.next_event()? {
-        state
-            .record(event, args, out)
-            .map_err(|e| format!("writing: {e}"))?;
+        state.record(event, args, out).map_err(io)?;
     }
+    state.finish_kernel();
+    state.flush_pending(args, out).map_err(io)?;
+    if args.report {
+        let event = state
+            .event_names
+            .first()
+            .map_or("[unknown]", String::as_str);
+        let children = !args.no_children;
+        let table = state.report.print(children, args.percent_limit, event);
+        out.write_all(table.as_bytes()).map_err(io)?;
+    }
+    let mut folded: Vec<_> = std::mem::take(&mut state.folded).into_iter().collect();
+    folded.sort();
     if args.folded {
-        let mut lines: Vec<_> = state.folded.into_iter().collect();
-        lines.sort();
-        for (stack, n) in lines {
-            writeln!(out, "{stack} {n}").map_err(|e| format!("writing: {e}"))?;
+        for (stack, n) in &folded {
+            writeln!(out, "{stack} {n}").map_err(io)?;
         }
     }
     Ok(())
@@ -162,8 +352,8 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
         out: &mut impl Write,
     ) -> std::io::Result<()> {
         match event {
-            PerfEvent::Comm { tid, name } => {
-                self.comms.insert(tid, name);
+            PerfEvent::Comm { tid, name, .. } => {
+                self.comms.insert(tid, name.into());
             }
             PerfEvent::Fork {
                 pid,
@@ -174,7 +364,10 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
                 if pid != ppid {
                     if let Some(parent) = self.procs.get(&ppid) {
                         let modules = parent.unwinder.modules().clone();
-                        self.procs.insert(pid, new_proc(modules));
+                        let maps = parent.maps.clone();
+                        let mut proc = new_proc(modules);
+                        proc.maps = maps;
+                        self.procs.insert(pid, proc);
                     }
                 }
                 if let Some(comm) = self.comms.get(&ptid).cloned() {
@@ -190,14 +383,43 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
             } => self.add_mapping(pid, start, len, pgoff, &path),
             PerfEvent::Sample(sample) => {
                 let (pid, tid) = (sample.pid, sample.tid);
-                let mut shown: Vec<Shown> = Vec::new();
+                let comm = match self.comms.get(&tid) {
+                    Some(comm) => comm.clone(),
+                    None => Rc::from(format!(":{tid}")),
+                };
+                let mut header = String::new();
+                let event = self
+                    .event_names
+                    .get(sample.attr_index)
+                    .map_or("[unknown]", String::as_str);
+                perf_script::header(
+                    &mut header,
+                    self.fields,
+                    &perf_script::Header {
+                        comm: &comm,
+                        pid,
+                        tid,
+                        cpu: sample.cpu,
+                        time: sample.time,
+                        period: sample.period,
+                        event,
+                        event_width: self.event_width,
+                    },
+                );
+                let mut frames: Vec<FrameOut> = Vec::new();
                 if !args.no_kernel {
-                    for &ip in &sample.kernel_callchain {
-                        shown.push(self.kernel_frame(ip));
+                    frames.extend(
+                        sample
+                            .kernel_callchain
+                            .iter()
+                            .map(|&ip| FrameOut::Kernel(ip)),
+                    );
+                    if !sample.kernel_callchain.is_empty() {
+                        self.start_kernel();
                     }
                 }
                 if let Some((regs, memory)) = sample.unwind_input::<A>() {
-                    let frames = match self.procs.get_mut(&pid) {
+                    let user = match self.procs.get_mut(&pid) {
                         Some(proc) => {
                             let stack = proc.unwinder.unwind(&regs, &memory, &mut proc.cache);
                             if args.stop_reasons {
@@ -216,7 +438,7 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
                         // unwinds nothing and shows no user frame, and neither do we.
                         None => Vec::new(),
                     };
-                    for frame in frames {
+                    for frame in user {
                         // perf script shows every frame after the first at `addr - 1`, a
                         // signal trampoline too (where `lookup_addr` keeps the address, so
                         // that the trampoline is named `__restore_rt`): print what perf prints.
@@ -225,144 +447,426 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
                         } else {
                             frame.addr
                         };
-                        shown.push(self.user_frame(pid, shown_addr));
+                        let frame = self.user_frame(pid, shown_addr);
+                        let last = matches!(
+                            &frame,
+                            FrameOut::User { file: Some(file), .. } if file.missing_recorded
+                        );
+                        frames.push(frame);
+                        if last {
+                            // perf cannot unwind through a file it does not have.
+                            break;
+                        }
                     }
                 } else if sample.in_user_mode {
                     if let Some(ip) = sample.ip {
-                        shown.push(self.user_frame(pid, ip));
+                        frames.push(self.user_frame(pid, ip));
                     }
                 }
-                let comm = self
-                    .comms
-                    .get(&tid)
-                    .map_or(":-1", String::as_str)
-                    .to_string();
-                if args.folded {
-                    let mut line = comm.clone();
-                    for frame in shown.iter().rev() {
-                        line.push(';');
-                        line.push_str(&frame.sym);
+                let sample = SampleOut {
+                    comm,
+                    period: sample.period.unwrap_or(1),
+                    header,
+                    frames,
+                };
+                if let KernelNames::Loading(handle) = &self.kernel {
+                    if handle.is_finished() {
+                        self.finish_kernel();
                     }
-                    *self.folded.entry(line).or_default() += 1;
-                } else {
-                    writeln!(out, "{comm} {tid:5} ")?;
-                    for frame in &shown {
-                        writeln!(out, "\t{:16x} {} ({})", frame.ip, frame.sym, frame.dso)?;
+                }
+                match self.kernel {
+                    KernelNames::Loading(_) => self.pending.push_back(sample),
+                    _ => {
+                        self.flush_pending(args, out)?;
+                        self.emit(&sample, args, out)?;
                     }
-                    writeln!(out)?;
                 }
             }
-            PerfEvent::Other => {}
+            PerfEvent::Exit { .. } | PerfEvent::Other => {}
         }
         Ok(())
     }
 
+    /// Starts reading kallsyms on a second thread (once).
+    fn start_kernel(&mut self) {
+        if let KernelNames::NotNeeded(path) = &mut self.kernel {
+            self.kernel = match path.take() {
+                Some(path) => {
+                    KernelNames::Loading(std::thread::spawn(move || match Kallsyms::open(&path) {
+                        Ok(k) => Some(k),
+                        Err(e) => {
+                            eprintln!("perf_unwind: note: kernel frames unnamed: {e}");
+                            None
+                        }
+                    }))
+                }
+                None => KernelNames::Ready(None),
+            };
+        }
+    }
+
+    /// Waits for kallsyms if it is being read.
+    fn finish_kernel(&mut self) {
+        if let KernelNames::Loading(_) = self.kernel {
+            let KernelNames::Loading(handle) =
+                std::mem::replace(&mut self.kernel, KernelNames::Ready(None))
+            else {
+                return; // matched just above
+            };
+            self.kernel = KernelNames::Ready(handle.join().ok().flatten());
+        }
+    }
+
+    fn flush_pending(&mut self, args: &Args, out: &mut impl Write) -> std::io::Result<()> {
+        while let Some(sample) = self.pending.pop_front() {
+            self.emit(&sample, args, out)?;
+        }
+        Ok(())
+    }
+
+    /// Prints a sample (or adds it to the folded stacks).
+    fn emit(
+        &mut self,
+        sample: &SampleOut,
+        args: &Args,
+        out: &mut impl Write,
+    ) -> std::io::Result<()> {
+        let kallsyms = match &self.kernel {
+            KernelNames::Ready(k) => k.as_ref(),
+            _ => None,
+        };
+        let fields = self.fields;
+        let inline = !args.no_inline;
+        let line = &mut self.line;
+        line.clear();
+        if args.report {
+            // An inlined line's dso is its holding frame's; a callchain entry without a
+            // symbol is the address in the process (perf's quirk), the sample's own entry
+            // the address in the file.
+            let key = |l: &perf_script::Line<'_>, frame: &FrameOut, in_chain: bool| {
+                let (kernel, dso, abs) = match frame {
+                    FrameOut::Kernel(ip) => (true, l.dso.unwrap_or_default(), *ip),
+                    FrameOut::User { file, abs, .. } => (
+                        false,
+                        file.as_ref().map_or("[unknown]", |file| &*file.dso),
+                        *abs,
+                    ),
+                };
+                let mark = if kernel { "[k]" } else { "[.]" };
+                let sym = match (l.sym, l.dso) {
+                    (Some((name, _)), Some(_)) => format!("{mark} {name}"),
+                    (Some((name, _)), None) => format!("{mark} {name} (inlined)"),
+                    (None, _) if in_chain => format!("{mark} {abs:#018x}"),
+                    (None, _) => format!("{mark} {:#018x}", l.ip),
+                };
+                perf_report::Key {
+                    comm: sample.comm.to_string(),
+                    dso: dso.rsplit('/').next().unwrap_or(dso).to_string(),
+                    sym,
+                    holder: if l.dso.is_none() {
+                        l.ip.wrapping_sub(l.sym.map_or(0, |s| s.1))
+                    } else {
+                        0
+                    },
+                }
+            };
+            let mut chain = Vec::new();
+            let mut own = None;
+            if let Some(frame) = sample.frames.first() {
+                for_each_line(frame, kallsyms, false, |l| {
+                    own = Some(key(&l, frame, false))
+                });
+            }
+            for frame in &sample.frames {
+                for_each_line(frame, kallsyms, inline, |l| {
+                    chain.push(key(&l, frame, true))
+                });
+            }
+            self.report.add(sample.period, own, chain);
+            return Ok(());
+        }
+        if args.folded {
+            let mut names: Vec<String> = Vec::new();
+            for frame in &sample.frames {
+                for_each_line(frame, kallsyms, inline, |l| {
+                    names.push(l.sym.map_or("[unknown]", |(name, _)| name).to_string())
+                });
+            }
+            let mut stack = sample.comm.to_string();
+            for name in names.iter().rev() {
+                stack.push(';');
+                stack.push_str(name);
+            }
+            *self.folded.entry(stack).or_default() += 1;
+            return Ok(());
+        }
+        line.push_str(&sample.header);
+        line.push('\n');
+        for frame in &sample.frames {
+            for_each_line(frame, kallsyms, inline, |l| {
+                perf_script::line(line, fields, &l)
+            });
+        }
+        line.push('\n');
+        out.write_all(line.as_bytes())
+    }
+
     fn add_mapping(&mut self, pid: i32, start: u64, len: u64, pgoff: u64, path: &[u8]) {
-        if pid < 0 {
+        if pid < 0 || len == 0 {
             return;
         }
-        let elf = if path == b"[vdso]" {
-            self.vdso.clone()
-        } else if path.first() == Some(&b'/') {
-            let symbolizer = &self.symbolizer;
-            self.files
-                .entry(path.to_vec())
-                .or_insert_with(|| {
-                    let path = Path::new(std::str::from_utf8(path).ok()?);
-                    symbolizer.elf_file(path).ok()
-                })
-                .clone()
-        } else {
-            None
+        let file = match self.files.get(path) {
+            Some(file) => file.clone(),
+            None => {
+                let is_vdso = path == b"[vdso]";
+                let elf = if is_vdso {
+                    self.vdso.clone()
+                } else if path.first() == Some(&b'/') {
+                    std::str::from_utf8(path)
+                        .ok()
+                        .and_then(|p| self.symbolizer.elf_file(Path::new(p)).ok())
+                } else {
+                    None
+                };
+                let elf = self.as_recorded(path, elf);
+                let missing_recorded = elf.is_none() && self.build_ids.contains_key(path);
+                let dso: Rc<str> = Rc::from(String::from_utf8_lossy(path).as_ref());
+                let short: Rc<str> = Rc::from(dso.rsplit('/').next().unwrap_or(&dso));
+                let file = Rc::new(FileInfo {
+                    dso,
+                    short,
+                    elf,
+                    is_vdso,
+                    missing_recorded,
+                    id: self.files.len(),
+                });
+                self.files.insert(path.to_vec(), file.clone());
+                file
+            }
         };
         let proc = self
             .procs
             .entry(pid)
             .or_insert_with(|| new_proc(Modules::new()));
-        if let Some(elf) = elf {
+        let range = start..start.saturating_add(len);
+        if let Some(elf) = &file.elf {
             proc.unwinder
                 .modules_mut()
-                .add(start..start.saturating_add(len), pgoff, elf);
+                .add(range.clone(), pgoff, elf.clone());
         }
+        proc.maps
+            .retain(|m| m.range.end <= range.start || m.range.start >= range.end);
+        let at = proc.maps.partition_point(|m| m.range.start < range.start);
+        proc.maps.insert(at, Map { range, pgoff, file });
     }
 
-    fn kernel_frame(&self, ip: u64) -> Shown {
-        let found = self
-            .kallsyms
-            .as_ref()
-            .and_then(|k| k.find_symbol(ip).ok().flatten());
-        match found {
-            Some(sym) => Shown {
-                ip,
-                sym: sym.name.to_string(),
-                dso: match sym.module {
-                    Some(module) => format!("[{module}]"),
-                    None => "[kernel.kallsyms]".to_string(),
-                },
-            },
-            None => Shown {
-                ip,
-                sym: "[unknown]".to_string(),
-                dso: "[kernel.kallsyms]".to_string(),
-            },
+    /// `elf` when it is the file the recording saw (its build-id, where the recording lists
+    /// one, is the file's); else the copy in perf's build-id cache (`~/.debug/.build-id/`,
+    /// `~/.debug/[vdso]/ID/vdso`); else none: perf names nothing in a file that changed.
+    fn as_recorded(&self, path: &[u8], elf: Option<Arc<ElfFile>>) -> Option<Arc<ElfFile>> {
+        let Some(recorded) = self.build_ids.get(path) else {
+            return elf;
+        };
+        // perf pads a build-id to 20 bytes.
+        let same =
+            |id: &[u8]| recorded.starts_with(id) && recorded[id.len()..].iter().all(|&b| b == 0);
+        if let Some(elf) = elf.filter(|elf| elf.build_id().is_some_and(same)) {
+            return Some(elf);
         }
+        let hex: String = recorded.iter().map(|b| format!("{b:02x}")).collect();
+        let home = PathBuf::from(std::env::var_os("HOME")?);
+        let cached = if path == b"[vdso]" {
+            home.join(".debug/[vdso]").join(&hex).join("vdso")
+        } else {
+            home.join(".debug/.build-id")
+                .join(hex.get(..2)?)
+                .join(hex.get(2..)?)
+                .join("elf")
+        };
+        let elf = self.symbolizer.elf_file(&cached).ok()?;
+        elf.build_id().is_some_and(same).then_some(elf)
     }
 
-    fn user_frame(&mut self, pid: i32, addr: u64) -> Shown {
-        let unknown = |ip| Shown {
-            ip,
-            sym: "[unknown]".to_string(),
-            dso: "[unknown]".to_string(),
+    fn user_frame(&mut self, pid: i32, addr: u64) -> FrameOut {
+        let unknown = FrameOut::User {
+            ip: addr,
+            abs: addr,
+            file: None,
+            resolved: None,
         };
         let Some(proc) = self.procs.get(&pid) else {
-            return unknown(addr);
+            return unknown;
         };
-        let modules = proc.unwinder.modules();
-        let Some(module) = modules.find(addr) else {
-            return unknown(addr);
+        let at = proc.maps.partition_point(|m| m.range.start <= addr);
+        let Some(map) = at.checked_sub(1).and_then(|i| proc.maps.get(i)) else {
+            return unknown;
         };
-        let Some(elf) = modules.elf(module) else {
-            return unknown(addr);
+        if !map.range.contains(&addr) {
+            return unknown;
+        }
+        let offset = addr - map.range.start + map.pgoff;
+        let file = map.file.clone();
+        let key = (file.id, offset);
+        let resolved = match self.names.get(&key) {
+            Some(resolved) => resolved.clone(),
+            None => {
+                let resolved = Rc::new(self.resolve(&file, offset));
+                self.names.insert(key, resolved.clone());
+                resolved
+            }
         };
-        let Some(offset) = module.file_offset_of(addr).map(|offset| offset.0) else {
-            return unknown(addr);
-        };
-        let path = elf.path().to_path_buf();
-        let is_vdso = self.vdso.as_ref().is_some_and(|v| Arc::ptr_eq(v, elf));
-        let dso = if is_vdso {
-            "[vdso]".to_string()
-        } else {
-            path.display().to_string()
-        };
-        let key = (path.clone(), offset);
-        let sym = if let Some(name) = self.names.get(&key) {
-            name.clone()
-        } else {
-            let name = if is_vdso {
-                elf.segments()
-                    .file_offset_to_virt(stacksym::FileOffset(offset))
-                    .and_then(|virt| elf.find_symbol(virt).ok().flatten())
-                    .map_or("[unknown]".to_string(), |s| {
-                        String::from_utf8_lossy(s.name).into_owned()
-                    })
-            } else {
-                match self.symbolizer.symbolize(
-                    &Source::Elf { path: &path },
-                    Input::FileOffsets(stacksym::FileOffset::from_raw_slice(&[offset])),
-                ) {
-                    Ok(symbols) => symbols
-                        .get(0)
-                        .map_or("[unknown]".to_string(), |sym| sym.name.to_string()),
-                    Err(_) => "[unknown]".to_string(),
-                }
-            };
-            self.names.insert(key, name.clone());
-            name
-        };
-        Shown {
+        FrameOut::User {
             ip: offset,
-            sym,
-            dso,
+            abs: addr,
+            file: Some(file),
+            resolved: Some(resolved),
+        }
+    }
+
+    /// Names the address at `offset` of `file` as perf does.
+    fn resolve(&mut self, file: &FileInfo, offset: u64) -> Resolved {
+        let mut resolved = Resolved {
+            sym: None,
+            inlines: Vec::new(),
+            srcline: None,
+        };
+        let Some(elf) = &file.elf else {
+            resolved.srcline = Some(format!("{}[{offset:x}]", file.short).into());
+            return resolved;
+        };
+        let virt = elf
+            .segments()
+            .file_offset_to_virt(stacksym::FileOffset(offset));
+        let unknown_line =
+            || -> Rc<str> { format!("{}[{:x}]", file.short, virt.map_or(offset, |v| v.0)).into() };
+        if file.is_vdso {
+            if let Some(sym) = virt.and_then(|virt| elf.find_symbol(virt).ok().flatten()) {
+                let name = String::from_utf8_lossy(sym.name);
+                let start = sym.addr.0;
+                resolved.sym = Some((name.as_ref().into(), virt.map_or(0, |v| v.0 - start)));
+            }
+            resolved.srcline = Some(unknown_line());
+            return resolved;
+        }
+        let symbols = self.symbolizer.symbolize(
+            &Source::Elf { path: elf.path() },
+            Input::FileOffsets(stacksym::FileOffset::from_raw_slice(&[offset])),
+        );
+        let Some(sym) = symbols.as_ref().ok().and_then(|s| s.get(0)) else {
+            // perf names some addresses stacksym does not: labels, in the file's own table
+            // or its debug file's (found by build-id, as perf finds it).
+            let tables = [
+                Some(elf.path().to_path_buf()),
+                elf.build_id().map(|id| {
+                    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+                    Path::new("/usr/lib/debug/.build-id")
+                        .join(hex.get(..2).unwrap_or_default())
+                        .join(format!("{}.debug", hex.get(2..).unwrap_or_default()))
+                }),
+            ];
+            if let Some(virt) = virt {
+                for table in tables.iter().flatten() {
+                    if let Some((name, off)) = self.perf_names.containing(table, virt.0) {
+                        let name = stacksym::demangle::demangle(name);
+                        resolved.sym = Some((name.as_ref().into(), off));
+                        break;
+                    }
+                }
+            }
+            resolved.srcline = Some(unknown_line());
+            return resolved;
+        };
+        let base: Option<Rc<str>> = match sym.origin {
+            NameOrigin::Dwarf => None,
+            _ => Some(match self.perf_names.at(sym.symbol_file, sym.addr.0) {
+                Some(name) => stacksym::demangle::demangle(name).as_ref().into(),
+                None => sym.name.into(),
+            }),
+        };
+        if let Some(name) = &base {
+            resolved.sym = Some((name.clone(), sym.offset));
+            for frame in sym.frames {
+                let function = frame
+                    .function
+                    .as_ref()
+                    .map_or("??", |f| f.demangled.as_str());
+                let own = function == &**name;
+                resolved.inlines.push((
+                    if own { name.clone() } else { function.into() },
+                    own,
+                    frame_srcline(frame),
+                ));
+            }
+        }
+        resolved.srcline = sym
+            .frames
+            .first()
+            .and_then(frame_srcline)
+            .or_else(|| Some(unknown_line()));
+        resolved
+    }
+}
+
+/// perf's srcline of a DWARF frame: the file's last component and the line (0 unknown).
+fn frame_srcline(frame: &stacksym::dwarf::InlineFrame) -> Option<Rc<str>> {
+    let file = frame.file.as_deref()?;
+    let base = file.rsplit('/').next().unwrap_or(file);
+    Some(format!("{base}:{}", frame.line.unwrap_or(0)).into())
+}
+
+/// Calls `f` with each line perf prints for `frame`: the frames of inlined functions (when
+/// `inline` and DWARF has them) and the frame itself.
+fn for_each_line(
+    frame: &FrameOut,
+    kallsyms: Option<&Kallsyms>,
+    inline: bool,
+    mut f: impl FnMut(perf_script::Line<'_>),
+) {
+    match frame {
+        FrameOut::Kernel(ip) => {
+            let found = kallsyms.and_then(|k| k.find_symbol(*ip).ok().flatten());
+            let module = found.and_then(|sym| sym.module).map(|m| format!("[{m}]"));
+            let dso = module.as_deref().unwrap_or("[kernel.kallsyms]");
+            // perf's srcline of an address it cannot give a line: `dso[address]`.
+            let srcline = format!("{dso}[{ip:x}]");
+            f(perf_script::Line {
+                ip: *ip,
+                sym: found.map(|sym| (sym.name, sym.offset)),
+                dso: Some(dso),
+                srcline: Some(&srcline),
+            })
+        }
+        FrameOut::User {
+            ip, file, resolved, ..
+        } => {
+            let dso: &str = file.as_ref().map_or("[unknown]", |file| &file.dso);
+            let Some(resolved) = resolved else {
+                return f(perf_script::Line {
+                    ip: *ip,
+                    sym: None,
+                    dso: Some(dso),
+                    srcline: None,
+                });
+            };
+            let srcline = resolved.srcline.as_deref();
+            match &resolved.sym {
+                Some((_, offset)) if inline && !resolved.inlines.is_empty() => {
+                    for (name, own, srcline) in &resolved.inlines {
+                        f(perf_script::Line {
+                            ip: *ip,
+                            sym: Some((&**name, *offset)),
+                            dso: own.then_some(dso),
+                            srcline: srcline.as_deref(),
+                        })
+                    }
+                }
+                sym => f(perf_script::Line {
+                    ip: *ip,
+                    sym: sym.as_ref().map(|(name, offset)| (&**name, *offset)),
+                    dso: Some(dso),
+                    srcline,
+                }),
+            }
         }
     }
 }
@@ -371,5 +875,6 @@ fn new_proc<A: UnwindArch>(modules: Modules) -> Proc<A> {
     Proc {
         unwinder: Unwinder::new(modules),
         cache: UnwindCache::new(),
+        maps: Vec::new(),
     }
 }

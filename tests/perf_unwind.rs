@@ -173,7 +173,7 @@ fn perf_unwind_matches_perf_script_sample_by_sample() {
             .expect("perf script runs");
         assert!(script.status.success(), "perf script failed");
         let ours = Command::new(&example)
-            .arg("-i")
+            .args(["-F", "comm,tid,ip,sym,dso", "--no-inline", "-i"])
             .arg(&data)
             .output()
             .expect("the example runs");

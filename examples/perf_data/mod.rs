@@ -49,8 +49,15 @@ pub struct PerfData<R: Read> {
 /// One record the unwinder uses.
 #[derive(Debug)]
 pub enum PerfEvent<'a> {
-    /// A thread's name (`COMM`).
-    Comm { tid: i32, name: String },
+    /// A thread's name (`COMM`); `exec` when an exec gave it.
+    Comm {
+        pid: i32,
+        tid: i32,
+        name: String,
+        exec: bool,
+    },
+    /// A thread ended (`EXIT`).
+    Exit { pid: i32, tid: i32 },
     /// A new thread or process (`FORK`).
     Fork {
         pid: i32,
@@ -78,6 +85,12 @@ pub enum PerfEvent<'a> {
 pub struct Sample<'a> {
     pub pid: i32,
     pub tid: i32,
+    /// Which of the recording's events (an index into [`PerfData::event_names`]).
+    pub attr_index: usize,
+    /// The sample's time (ns), CPU and period, where the event records them.
+    pub time: Option<u64>,
+    pub cpu: Option<u32>,
+    pub period: Option<u64>,
     /// The sample interrupted user code.
     pub in_user_mode: bool,
     /// The sample's `ip`.
@@ -387,6 +400,32 @@ impl<R: Read> PerfData<R> {
         }
     }
 
+    /// Each event's name as the header gives it (`cpu-clock`), by attr index; `None` where
+    /// it gives none.
+    pub fn event_names(&self) -> Vec<Option<String>> {
+        self.perf_file
+            .event_attributes()
+            .iter()
+            .map(|attr| attr.name.clone())
+            .collect()
+    }
+
+    /// Whether each event records (time, CPU, period), by attr index.
+    pub fn sample_fields(&self) -> Vec<(bool, bool, bool)> {
+        self.perf_file
+            .event_attributes()
+            .iter()
+            .map(|attr| {
+                let format = attr.attr.sample_format;
+                (
+                    format.contains(SampleFormat::TIME),
+                    format.contains(SampleFormat::CPU),
+                    format.contains(SampleFormat::PERIOD),
+                )
+            })
+            .collect()
+    }
+
     /// The build-ids the header lists: (path, build-id).
     pub fn build_ids(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
         let mut ids: Vec<_> = match self.perf_file.build_ids() {
@@ -433,8 +472,14 @@ impl<R: Read> PerfData<R> {
         })?;
         Ok(Some(match parsed {
             EventRecord::Comm(comm) => PerfEvent::Comm {
+                pid: comm.pid,
                 tid: comm.tid,
                 name: String::from_utf8_lossy(&comm.name.as_slice()).into_owned(),
+                exec: comm.is_execve,
+            },
+            EventRecord::Exit(exit) => PerfEvent::Exit {
+                pid: exit.pid,
+                tid: exit.tid,
             },
             EventRecord::Fork(fork) => PerfEvent::Fork {
                 pid: fork.pid,
@@ -498,6 +543,10 @@ impl<R: Read> PerfData<R> {
                 PerfEvent::Sample(Sample {
                     pid,
                     tid,
+                    attr_index,
+                    time: sample.timestamp,
+                    cpu: sample.cpu,
+                    period: sample.period,
                     in_user_mode: matches!(sample.cpu_mode, CpuMode::User),
                     ip: sample.ip,
                     kernel_callchain,

@@ -1,0 +1,169 @@
+//! Which of several symbols at one address perf names, for examples/perf_unwind.rs.
+//!
+//! stacksym picks among aliases by its own rule (global, then weak, then local; the
+//! version apart from the name). perf 6.1 keeps one symbol per address by
+//! `choose_best_symbol` (util/symbol.c), over the function symbols of the table it read,
+//! in table order: a sized symbol over an unsized one, a non-weak over a weak one, a global
+//! over a local one, fewer leading underscores, the longer name, else the first. The name
+//! keeps what the table spells after it (`cfree@GLIBC_2.2.5`, as glibc's `.symtab` has it).
+//! So `__GI___qsort_r` (local, the longest) where stacksym says `qsort_r`, and
+//! `cfree@GLIBC_2.2.5` where it says `free`.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use object::{Object, ObjectSymbol, SymbolFlags, SymbolKind};
+
+/// perf's pick per address, by the file whose table named a symbol.
+#[derive(Default)]
+pub struct PerfNames {
+    files: HashMap<PathBuf, Option<Table>>,
+}
+
+/// One file's symbols as perf keeps them.
+struct Table {
+    /// perf's pick per address.
+    best: HashMap<u64, String>,
+    /// (start, end, address of the pick) sorted by start; a symbol without a size ends
+    /// where the next one starts (perf's `symbols__fixup_end`).
+    ranges: Vec<(u64, u64)>,
+}
+
+struct Candidate<'a> {
+    name: &'a str,
+    sized: bool,
+    weak: bool,
+    global: bool,
+}
+
+impl Candidate<'_> {
+    /// perf's `choose_best_symbol(self, other)`: true when `self` (the earlier) stays.
+    fn beats(&self, other: &Candidate<'_>) -> bool {
+        if self.sized != other.sized {
+            return self.sized;
+        }
+        if self.weak != other.weak {
+            return !self.weak;
+        }
+        if self.global != other.global {
+            return self.global;
+        }
+        let underscores = |name: &str| name.bytes().take_while(|&b| b == b'_').count();
+        let (a, b) = (underscores(self.name), underscores(other.name));
+        if a != b {
+            return a < b;
+        }
+        self.name.len() >= other.name.len()
+    }
+}
+
+impl PerfNames {
+    /// The name perf gives the function symbols at `addr` (an ELF virtual address) of
+    /// `file`'s symbol table; `None` when it cannot be read or has no symbol there.
+    pub fn at(&mut self, file: &Path, addr: u64) -> Option<&str> {
+        self.table(file)?.best.get(&addr).map(String::as_str)
+    }
+
+    /// The symbol perf finds `addr` in, and the offset into it, where stacksym found none:
+    /// perf also takes `STT_NOTYPE` labels (ld.so's `_start`), and a label or a symbol
+    /// without a size reaches to the next symbol.
+    pub fn containing(&mut self, file: &Path, addr: u64) -> Option<(&str, u64)> {
+        let table = self.table(file)?;
+        let at = table.ranges.partition_point(|&(start, _)| start <= addr);
+        let &(start, end) = table.ranges.get(at.checked_sub(1)?)?;
+        if addr >= end {
+            return None;
+        }
+        Some((table.best.get(&start)?.as_str(), addr - start))
+    }
+
+    fn table(&mut self, file: &Path) -> Option<&Table> {
+        self.files
+            .entry(file.to_path_buf())
+            .or_insert_with(|| read(file))
+            .as_ref()
+    }
+}
+
+fn read(path: &Path) -> Option<Table> {
+    let bytes = std::fs::read(path).ok()?;
+    let elf = object::File::parse(&*bytes).ok()?;
+    let use_dynamic = elf.symbols().next().is_none();
+    let symbols: Box<dyn Iterator<Item = object::Symbol<'_, '_>>> = if use_dynamic {
+        Box::new(elf.dynamic_symbols())
+    } else {
+        Box::new(elf.symbols())
+    };
+    let mut best: HashMap<u64, Candidate<'_>> = HashMap::new();
+    let mut sizes: HashMap<u64, u64> = HashMap::new();
+    for sym in symbols {
+        if sym.is_undefined() {
+            continue;
+        }
+        // perf's elf_sym__is_label: a defined STT_NOTYPE symbol in a section (not an
+        // absolute one), as ld.so's `_start`; mapping symbols (`$x`) aside.
+        let label = matches!(sym.kind(), SymbolKind::Unknown)
+            && matches!(sym.flags(), SymbolFlags::Elf { st_info, .. }
+                if st_info.st_type() == object::elf::STT_NOTYPE)
+            && sym.section_index().is_some()
+            && !raw_name(&sym).starts_with(b"$");
+        if !matches!(sym.kind(), SymbolKind::Text) && !label {
+            continue;
+        }
+        let Ok(name) = std::str::from_utf8(raw_name(&sym)) else {
+            continue;
+        };
+        if name.is_empty() {
+            continue;
+        }
+        let bind = match sym.flags() {
+            SymbolFlags::Elf { st_info, .. } => Some(st_info.st_bind()),
+            _ => None,
+        };
+        let (global, weak) = (
+            bind == Some(object::elf::STB_GLOBAL),
+            bind == Some(object::elf::STB_WEAK),
+        );
+        let candidate = Candidate {
+            name,
+            sized: sym.size() > 0,
+            weak,
+            global,
+        };
+        let size = sizes.entry(sym.address()).or_default();
+        *size = (*size).max(sym.size());
+        match best.get(&sym.address()) {
+            Some(incumbent) if incumbent.beats(&candidate) => {}
+            _ => {
+                best.insert(sym.address(), candidate);
+            }
+        }
+    }
+    let mut starts: Vec<u64> = best.keys().copied().collect();
+    starts.sort_unstable();
+    let ranges = starts
+        .iter()
+        .enumerate()
+        .map(|(i, &start)| {
+            let end = match sizes.get(&start).copied().unwrap_or(0) {
+                0 => starts.get(i + 1).copied().unwrap_or(start),
+                size => start + size,
+            };
+            (start, end)
+        })
+        .collect();
+    Some(Table {
+        best: best
+            .into_iter()
+            .map(|(addr, c)| (addr, c.name.to_string()))
+            .collect(),
+        ranges,
+    })
+}
+
+/// The symbol's name as the table spells it (object gives `.dynsym` names without their
+/// version, which is what perf shows for them too).
+fn raw_name<'a>(sym: &object::Symbol<'a, '_>) -> &'a [u8] {
+    sym.name_bytes().unwrap_or_default()
+}
