@@ -1282,3 +1282,89 @@ fn symbolizer_shared_between_threads_gives_identical_answers() {
         4 * 3 * jobs.len() as u64
     );
 }
+
+/// Sections the loader does not map (`readelf -SW`: no `A` among the flags), by index.
+fn unloaded_sections(path: &Path) -> std::collections::HashSet<String> {
+    let text = tool("readelf", &["-SW"], path);
+    let mut out = std::collections::HashSet::new();
+    for line in text.lines() {
+        let Some((index, rest)) = line
+            .trim_start()
+            .strip_prefix('[')
+            .and_then(|l| l.split_once(']'))
+        else {
+            continue;
+        };
+        let Ok(index) = index.trim().parse::<usize>() else {
+            continue;
+        };
+        // Name Type Address Off Size ES [Flg] Lk Inf Al: the flags are absent when empty.
+        let tokens: Vec<&str> = rest.split_whitespace().collect();
+        let flags = if tokens.len() == 10 { tokens[6] } else { "" };
+        if index > 0 && !flags.contains('A') {
+            out.insert(index.to_string());
+        }
+    }
+    out
+}
+
+/// A symbol in a section the loader does not map names no address. The system's libc debug
+/// file (libc6-dbg, found by build-id) has `__evoke_link_warning_*` OBJECT symbols in
+/// `.gnu.warning.*` sections (no `A` flag), at values such as 0x1 that are no address of libc's
+/// code or data; llvm-symbolizer and binutils name nothing there, and stacksym must not name
+/// them (it answered `__evoke_link_warning_sigstack` for libc's 0x1). Which symbols: readelf's
+/// view of the debug file.
+#[test]
+fn symbols_of_sections_not_loaded_name_nothing() {
+    let test = "symbols_of_sections_not_loaded_name_nothing";
+    let libc = Path::new("/lib/x86_64-linux-gnu/libc.so.6");
+    if !libc.is_file() {
+        return support::skip_or_fail(test, "no /lib/x86_64-linux-gnu/libc.so.6");
+    }
+    let debug =
+        match support::build_id_debug_file(Path::new("readelf"), libc, Path::new("/usr/lib/debug"))
+        {
+            Ok(debug) => debug,
+            Err(why) => return support::skip_or_fail(test, &why),
+        };
+    let unloaded = unloaded_sections(&debug);
+    let in_unloaded: Vec<RSym> = readelf_syms(&debug)
+        .into_iter()
+        .filter(|s| {
+            s.table == Table::Symtab
+                && (s.typ == "FUNC" || s.typ == "OBJECT")
+                && unloaded.contains(&s.ndx)
+                && !s.name.is_empty()
+        })
+        .collect();
+    assert!(
+        !in_unloaded.is_empty(),
+        "{}: no FUNC/OBJECT symbol in a section without SHF_ALLOC; the test needs one",
+        debug.display()
+    );
+    let mut addrs: Vec<u64> = in_unloaded.iter().map(|s| s.value).collect();
+    addrs.sort_unstable();
+    addrs.dedup();
+    let ours = symbolize(libc, &addrs);
+    let mut unnamed = 0;
+    for (addr, answer) in addrs.iter().zip(&ours) {
+        match answer {
+            None => unnamed += 1,
+            Some(sym) => assert!(
+                !in_unloaded
+                    .iter()
+                    .any(|s| s.name.as_bytes() == sym.raw.as_slice()),
+                "{addr:#x}: named {} from a section the loader does not map",
+                sym.name
+            ),
+        }
+    }
+    support::writeln_stderr(format_args!(
+        "{test}: {} symbols in {} unloaded sections of {}, at {} addresses: {unnamed} named \
+         nothing, the rest by symbols of loaded sections",
+        in_unloaded.len(),
+        unloaded.len(),
+        debug.display(),
+        addrs.len()
+    ));
+}

@@ -344,6 +344,11 @@ fn collect_symbols<Elf: FileHeader<Endian = Endianness>>(
         };
         let value: u64 = sym.st_value(endian).into();
         let (addr, section_start) = match c.layout {
+            // A section the loader does not map (`.gnu.warning.sigstack` in libc's debug file,
+            // debug info, notes) holds nothing at an address: its symbols would name
+            // addresses of other sections (libc's `0x1` as `__evoke_link_warning_sigstack`,
+            // where llvm-symbolizer and binutils say `??`).
+            None if section.sh_flags(endian).0 & elf::SHF_ALLOC.0 == 0 => continue,
             None => (value, section.sh_addr(endian).into()),
             Some(layout) => match section_addr(layout, section_index.0) {
                 Some(base) => (base.wrapping_add(value), base),
