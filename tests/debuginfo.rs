@@ -461,3 +461,58 @@ fn supplementary_file_with_another_build_id_is_refused() {
     let alone = scratch.referrer_at("alone/c-altlink.debug");
     assert!(finder.find_supplementary(&alone).unwrap().is_none());
 }
+
+/// Under a debug dir, a debuglink name is also looked for under each shorter tail of the
+/// file's directory, down to the debug dir itself, as elfutils looks: a debug file kept as
+/// `<debug-dir>/bin/NAME.debug` serves `/anything/bin/NAME`. eu-addr2line (elfutils, its
+/// `--debuginfo-path`) must find the same file in each place, or the test says the rule is
+/// not elfutils'.
+#[test]
+fn debuglink_under_a_tail_of_the_directory_in_a_debug_dir() {
+    let test = "debuglink_under_a_tail_of_the_directory_in_a_debug_dir";
+    let eu_addr2line = support::find_tool("eu-addr2line");
+    if eu_addr2line.is_none() {
+        support::skip_or_fail(test, "eu-addr2line not found (apt-get install elfutils)");
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    let bin_dir = scratch.path().join("x/y/bin");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    let binary = bin_dir.join("c-debuglink");
+    std::fs::copy(testdata("bin/c-debuglink"), &binary).unwrap();
+    let debug_dir = scratch.path().join("debug");
+    let main = support::nm_addr(&testdata("bin/c-debuglink.debug"), "main");
+    for tail in ["y/bin", "bin", ""] {
+        let _ = std::fs::remove_dir_all(&debug_dir);
+        let at = debug_dir.join(tail).join("c-debuglink.debug");
+        copy(&testdata("bin/c-debuglink.debug"), &at);
+        let found = DebugFinder::new(vec![debug_dir.clone()])
+            .find(&open(&binary))
+            .unwrap()
+            .unwrap_or_else(|| panic!("not found as {}", at.display()));
+        assert_eq!(found.path, at);
+        assert_eq!(
+            found.found_by,
+            FoundBy::DebugLink {
+                dir: DebugLinkDir::DebugDir {
+                    debug_dir: debug_dir.clone()
+                }
+            }
+        );
+        if let Some(eu) = &eu_addr2line {
+            let out = support::run(
+                eu,
+                &[
+                    "-e",
+                    binary.to_str().unwrap(),
+                    &format!("--debuginfo-path={}", debug_dir.display()),
+                    &format!("{main:#x}"),
+                ],
+            );
+            assert!(
+                !out.starts_with("??"),
+                "eu-addr2line did not find {}: {out}",
+                at.display()
+            );
+        }
+    }
+}

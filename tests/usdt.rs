@@ -422,7 +422,18 @@ fn tracefs(test: &str) -> Option<PathBuf> {
 }
 
 fn run_demo(binary: &Path, loops: &str) -> (u64, u64) {
-    let out = Command::new(binary).args([loops, "0"]).output().unwrap();
+    // The copy was just written: while another test thread forks, its child holds the write
+    // descriptor until it execs (ETXTBSY), so a busy file is tried again.
+    let mut tries = 0;
+    let out = loop {
+        match Command::new(binary).args([loops, "0"]).output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => break other.unwrap(),
+        }
+    };
     assert!(out.status.success(), "{out:?}");
     let text = String::from_utf8(out.stdout).unwrap();
     let field = |name: &str| -> u64 {

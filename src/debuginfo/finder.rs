@@ -22,7 +22,8 @@ pub enum DebugLinkDir {
     SameDir,
     /// The `.debug/` subdirectory of the file's directory.
     DotDebug,
-    /// `<debug_dir>/<file's directory>/`.
+    /// `<debug_dir>/<file's directory>/`, or under a tail of that directory
+    /// (`<debug_dir>/bin/` for `/usr/bin/`, down to `<debug_dir>/` itself), as elfutils looks.
     DebugDir {
         /// The configured debug dir.
         debug_dir: PathBuf,
@@ -324,13 +325,21 @@ impl DebugFinder {
             (dir.join(name), DebugLinkDir::SameDir),
             (dir.join(".debug").join(name), DebugLinkDir::DotDebug),
         ];
+        // `<debug_dir>/<the file's directory>/NAME`, then under each shorter tail of that
+        // directory down to `<debug_dir>/NAME`, as elfutils looks (`/usr/bin/x`'s link is
+        // also found as `<debug_dir>/bin/x.debug`; eu-addr2line finds it there too).
+        let relative = without_root(&dir_to_join);
+        let components: Vec<_> = relative.components().collect();
         for debug_dir in &self.debug_dirs {
-            candidates.push((
-                debug_dir.join(without_root(&dir_to_join)).join(name),
-                DebugLinkDir::DebugDir {
-                    debug_dir: debug_dir.clone(),
-                },
-            ));
+            for skip in 0..=components.len() {
+                let tail: PathBuf = components[skip..].iter().collect();
+                candidates.push((
+                    debug_dir.join(tail).join(name),
+                    DebugLinkDir::DebugDir {
+                        debug_dir: debug_dir.clone(),
+                    },
+                ));
+            }
         }
         for (path, how) in candidates {
             let found_by = FoundBy::DebugLink { dir: how };

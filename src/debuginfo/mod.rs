@@ -9,7 +9,9 @@
 //!    [`DEFAULT_DEBUG_DIR`]), where `xxrest` is the file's build-id in lowercase hex. The
 //!    candidate's build-id must equal the file's.
 //! 2. The name in the file's `.gnu_debuglink`, in the file's directory, in its `.debug/`
-//!    subdirectory, then in `<debug-dir>/<file's directory>/` for each debug dir. The CRC32 of
+//!    subdirectory, then in `<debug-dir>/<file's directory>/` and under each shorter tail of
+//!    that directory (`<debug-dir>/bin/` for `/usr/bin/`, down to `<debug-dir>/`, as elfutils
+//!    looks) for each debug dir. The CRC32 of
 //!    the whole candidate must equal the one the link records, and a candidate whose build-id
 //!    differs from the file's (when both have one) is refused too.
 //!
