@@ -13,6 +13,8 @@
 //! - `python_ctypes_loads_the_cdylib`: tests/ctypes_demo.py loads libstacksym_capi.so with
 //!   ctypes and symbolizes an address of testdata/bin/c-pie-g.
 //! - `header_compiles_as_c_and_cxx`: the committed header, with `-Wall -Wextra -Werror`.
+//! - `committed_header_is_what_cbindgen_generates`: the committed header, byte for byte, is
+//!   what cbindgen 0.29.4 (a dev-dependency, as a library) generates from capi/src.
 //!
 //! The libraries are the ones cargo builds for this package's own tests (the crate's lib
 //! target, in all its crate types, is built before its integration tests), found beside the
@@ -686,4 +688,31 @@ fn readme_c_snippet_builds_and_answers() {
     }
     expected.push_str("0x10: ?? (reason 1)\n");
     assert_eq!(String::from_utf8_lossy(&output.stdout), expected);
+}
+
+/// The committed header is what cbindgen 0.29.4 (the dev-dependency, as a library) generates
+/// from capi/src with capi/cbindgen.toml, so a change to the C API changes the header in the
+/// same commit. To regenerate it, see README's "Use from C".
+#[test]
+fn committed_header_is_what_cbindgen_generates() {
+    let capi = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let config = cbindgen::Config::from_file(capi.join("cbindgen.toml")).expect("cbindgen.toml");
+    let bindings = cbindgen::Builder::new()
+        .with_crate(capi)
+        .with_config(config)
+        .generate()
+        .expect("cbindgen generates the header");
+    let mut fresh = Vec::new();
+    bindings.write(&mut fresh);
+    let committed = std::fs::read(capi.join("include/stacksym.h")).expect("the committed header");
+    if fresh != committed {
+        let stale = std::env::temp_dir().join("stacksym-capi-fresh.h");
+        let _ = std::fs::write(&stale, &fresh);
+        panic!(
+            "capi/include/stacksym.h is not what cbindgen generates (its output: {}); \
+             regenerate it with cbindgen 0.29.4: cbindgen --config capi/cbindgen.toml \
+             --crate stacksym-capi --output capi/include/stacksym.h",
+            stale.display()
+        );
+    }
 }
