@@ -29,7 +29,7 @@ use stacksym::core::{CoreFile, CoreOptions, Matched, Unreadable};
 use stacksym::debuginfo::DebugFinder;
 use stacksym::unwind::{Modules, RegsX86_64, StopReason, UnwindCache, Unwinder};
 use stacksym::{AbsAddr, Input, NotFound, Source, Symbolizer};
-use support::{example_exe, find_tool, skip_or_fail, writeln_stderr};
+use support::{example_exe, find_tool, parse_frame, skip_or_fail, writeln_stderr, Frames};
 
 fn td(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -293,31 +293,6 @@ fn whole_stack_offset(bytes: &[u8], addr: u64) -> usize {
 }
 
 // ---------------------------------------------------------------- made here, vs gdb
-
-/// One frame: the function's name (or `<signal handler called>`), and the pc if printed.
-type Frames = Vec<(String, Option<u64>)>;
-
-/// A frame line of pstack, gdb or eu-stack: `#N  [0xADDR in ]NAME ...`.
-fn parse_frame(line: &str) -> Option<(String, Option<u64>)> {
-    let rest = line.strip_prefix('#')?;
-    let rest = rest
-        .trim_start_matches(|c: char| c.is_ascii_digit())
-        .trim_start();
-    let (addr, rest) = match rest.strip_prefix("0x") {
-        Some(hex) => {
-            let (digits, after) = hex.split_once(' ').unwrap_or((hex, ""));
-            let after = after.trim_start();
-            let after = after.strip_prefix("in ").unwrap_or(after);
-            (u64::from_str_radix(digits, 16).ok(), after)
-        }
-        None => (None, rest),
-    };
-    if rest.starts_with("<signal handler called>") {
-        return Some(("<signal handler called>".to_string(), addr));
-    }
-    let name = rest.split([' ', '(', '@']).next().unwrap_or("");
-    Some((name.to_string(), addr))
-}
 
 /// Threads by tid from output whose thread lines are `TID N` (pstack, eu-stack) or
 /// `Thread N (... (LWP TID) ...)` (gdb).

@@ -29,7 +29,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{example_exe, find_tool, skip_or_fail, writeln_stderr};
+use support::{example_exe, find_tool, parse_frame, skip_or_fail, writeln_stderr, Frames};
 
 /// A running `pstack-threads-VARIANT`, killed on drop.
 struct Target {
@@ -136,33 +136,6 @@ impl Drop for Target {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// One frame: the function's name (or `<signal handler called>`), and the pc if printed.
-type Frames = Vec<(String, Option<u64>)>;
-
-/// The frame lines of both outputs: `#N  [0xADDR in ]NAME ...` (gdb leaves out the address
-/// of inlined frames and of a frame 0 at the start of a line).
-fn parse_frame(line: &str) -> Option<(String, Option<u64>)> {
-    let rest = line.strip_prefix('#')?;
-    let rest = rest
-        .trim_start_matches(|c: char| c.is_ascii_digit())
-        .trim_start();
-    let (addr, rest) = match rest.strip_prefix("0x") {
-        Some(hex) => {
-            let (digits, after) = hex.split_once(' ').unwrap_or((hex, ""));
-            let after = after.strip_prefix("in ").unwrap_or(after);
-            (u64::from_str_radix(digits, 16).ok(), after)
-        }
-        None => (None, rest),
-    };
-    if rest.starts_with("<signal handler called>") {
-        return Some(("<signal handler called>".to_string(), addr));
-    }
-    // gdb names a symbol-table function with its version (`clock_nanosleep@GLIBC_2.2.5`);
-    // pstack shows the name alone.
-    let name = rest.split([' ', '(', '@']).next().unwrap_or("");
-    Some((name.to_string(), addr))
 }
 
 /// pstack's output: `TID N "name":` then the frames.

@@ -649,3 +649,32 @@ pub fn build_id_debug_file(
         ))
     }
 }
+
+/// One stack's frames as pstack, gdb or eu-stack print them: the function's name (or
+/// `<signal handler called>`), and the pc if printed.
+pub type Frames = Vec<(String, Option<u64>)>;
+
+/// A frame line of pstack, gdb or eu-stack: `#N  [0xADDR in ]NAME ...` (gdb leaves out the
+/// address of inlined frames and of a frame 0 at the start of a line). gdb names a
+/// symbol-table function with its version (`clock_nanosleep@GLIBC_2.2.5`); the name is
+/// taken without it, as pstack shows it.
+pub fn parse_frame(line: &str) -> Option<(String, Option<u64>)> {
+    let rest = line.strip_prefix('#')?;
+    let rest = rest
+        .trim_start_matches(|c: char| c.is_ascii_digit())
+        .trim_start();
+    let (addr, rest) = match rest.strip_prefix("0x") {
+        Some(hex) => {
+            let (digits, after) = hex.split_once(' ').unwrap_or((hex, ""));
+            let after = after.trim_start();
+            let after = after.strip_prefix("in ").unwrap_or(after);
+            (u64::from_str_radix(digits, 16).ok(), after)
+        }
+        None => (None, rest),
+    };
+    if rest.starts_with("<signal handler called>") {
+        return Some(("<signal handler called>".to_string(), addr));
+    }
+    let name = rest.split([' ', '(', '@']).next().unwrap_or("");
+    Some((name.to_string(), addr))
+}
