@@ -587,6 +587,65 @@ fn find_addresses_in_a_stripped_go_binary() {
     }
 }
 
+/// The file offsets `find_addresses` gives for Go names of a stripped binary are where a
+/// uprobe fires: `main.(*Server).Handle` (called once per run) and `main.outer` (twice: from
+/// main.main and from a goroutine) of a copy of go-demo.stripped, probed through
+/// `uprobe_events` at `PATH:0xOFFSET` (what `perf probe -x PATH -a 0xOFFSET` registers);
+/// the kernel's hit counts are the calls of three runs. Needs root and tracefs (CI has both).
+#[test]
+fn a_uprobe_at_a_go_name_fires() {
+    use support::uprobe::{tracefs, UprobeEvent};
+    let test = "a_uprobe_at_a_go_name_fires";
+    // A copy of its own: a uprobe fires in every process that runs the file (its inode),
+    // and other tests run the committed one.
+    let dir = tempfile::tempdir().unwrap();
+    let binary = dir.path().join("go-demo.stripped");
+    std::fs::copy(bin("go-demo.stripped"), &binary).unwrap();
+    let Some(tracing) = tracefs(test) else {
+        return;
+    };
+    let symbolizer = Symbolizer::builder().build();
+    let pid = std::process::id();
+    let mut events = Vec::new();
+    for (name, calls_per_run, event) in [
+        ("main.(*Server).Handle", 1, format!("go_handle_{pid}")),
+        ("main.outer", 2, format!("go_outer_{pid}")),
+    ] {
+        let found = symbolizer
+            .find_addresses(&Source::Elf { path: &binary }, &NamePattern::parse(name))
+            .unwrap();
+        assert_eq!(found.len(), 1, "{name}: {found:?}");
+        assert_eq!(found[0].found_in, FoundIn::GoTable, "{name}");
+        let offset = found[0].file_offset.expect("a file offset").0;
+        let spec = format!("{}:{offset:#x}", binary.display());
+        let uprobe = UprobeEvent::register(&tracing, &format!("stacksym_go_{pid}"), &event, &spec)
+            .unwrap_or_else(|e| panic!("registering {spec}: {e}"));
+        std::fs::write(uprobe.enable_path(), "1").unwrap();
+        assert_eq!(uprobe.hits(), 0, "{name} before any run");
+        events.push((name, calls_per_run, spec, uprobe));
+    }
+    let runs = 3;
+    for _ in 0..runs {
+        // Just written by copy: another test thread's fork may hold it open (ETXTBSY).
+        let mut tries = 0;
+        let status = loop {
+            match Command::new(&binary).stderr(Stdio::null()).status() {
+                Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 50 => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                other => break other.unwrap(),
+            }
+        };
+        assert!(status.success());
+    }
+    for (name, calls_per_run, spec, uprobe) in &events {
+        let hits = uprobe.hits();
+        eprintln!("{test}: {name} at {spec}: {hits} hits in {runs} runs");
+        assert_eq!(hits, calls_per_run * runs, "{name}");
+    }
+}
+
 /// A copy of the stripped binary without section headers: the table is found by the scan
 /// of the segments, and every answer is the same.
 #[test]
@@ -913,7 +972,12 @@ fn esbuild_agrees_with_its_runtime_traceback() {
     eprintln!("esbuild: {table:?}");
     assert_eq!(table.version(), GoTableVersion::Go1_20);
     let elf = ElfFile::open(&path).unwrap();
-    assert_eq!(elf.header().file_type, 2, "{} is not ET_EXEC", path.display());
+    assert_eq!(
+        elf.header().file_type,
+        2,
+        "{} is not ET_EXEC",
+        path.display()
+    );
     assert!(
         !elf.has_section_bytes(".symtab").unwrap(),
         "{} is not stripped",
