@@ -7,6 +7,9 @@
 #   go-demo.stripped           the same build with -ldflags='-s -w' (no .symtab, no DWARF)
 #   go-demo-noinline.stripped  -gcflags=-l (no inlining: the chain as real frames), -s -w
 #   go-demo-pie.stripped       -buildmode=pie, -s -w
+#   go-demo-386.stripped       GOARCH=386, -s -w: a 32-bit table (4-byte pointers, quantum 1)
+#   go-demo-arm64.stripped     GOARCH=arm64, -s -w: quantum 4
+#   go-demo-s390x.stripped     GOARCH=s390x, -s -w: a big-endian table (quantum 2)
 #
 # The build is reproducible (-trimpath, no VCS stamp, a fixed build id): paths in the tables
 # read "example.com/demo/main.go" and "runtime/proc.go".
@@ -26,6 +29,10 @@ build go-demo -ldflags='-buildid=stacksym-go-demo'
 build go-demo.stripped -ldflags='-s -w -buildid=stacksym-go-demo'
 build go-demo-noinline.stripped -gcflags=-l -ldflags='-s -w -buildid=stacksym-go-demo'
 build go-demo-pie.stripped -buildmode=pie -ldflags='-s -w -buildid=stacksym-go-demo'
+# Other layouts of the same table: Go cross-compiles without a C toolchain (CGO_ENABLED=0).
+for arch in 386 arm64 s390x; do
+    GOARCH=$arch build go-demo-$arch.stripped -ldflags='-s -w -buildid=stacksym-go-demo'
+done
 # The stripped build must keep the twin's code at the same addresses: the tests compare
 # them one by one. (Comparing disassemblies would not do: the stripped one has no function
 # headers.)

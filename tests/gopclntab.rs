@@ -109,11 +109,21 @@ fn text_start_shift(binary: &Path) -> u64 {
     let elf = ElfFile::open(binary).unwrap();
     let text = elf.section_address(".text").unwrap().expect(".text").0;
     let table = elf.section_data(".gopclntab").unwrap().expect(".gopclntab");
-    let magic = u32::from_le_bytes(table[..4].try_into().unwrap());
+    // Read in the file's byte order and pointer size (the 386 and s390x builds too).
+    let header = elf.header();
+    let word = |at: usize, size: usize| -> u64 {
+        let mut bytes = table[at..at + size].to_vec();
+        if !header.big_endian {
+            bytes.reverse();
+        }
+        bytes.iter().fold(0, |v, &b| v << 8 | u64::from(b))
+    };
+    let magic = word(0, 4);
     if magic != 0xfffffff0 && magic != 0xfffffff1 {
         return 0;
     }
-    let text_start = u64::from_le_bytes(table[24..32].try_into().unwrap());
+    let ptr = if header.is_64 { 8 } else { 4 };
+    let text_start = word(8 + 2 * ptr, ptr);
     let shift = text_start - text;
     if shift != 0 {
         eprintln!(
@@ -252,6 +262,57 @@ fn stripped_demo_agrees_with_go_addr2line() {
             )
             .unwrap();
         assert_eq!(symbols.get(0).unwrap().origin, NameOrigin::GoTable);
+    }
+}
+
+/// The table's other layouts: the demo cross-compiled for 386 (4-byte pointers and
+/// function-table words, instruction quantum 1), arm64 (quantum 4) and s390x (big-endian,
+/// quantum 2), stripped; every sampled PC against `go tool addr2line`, which reads any
+/// GOARCH's table. Inlined frames are checked too: each binary has some.
+#[test]
+fn other_architectures_agree_with_go_addr2line() {
+    let Some(go) = go("other_architectures_agree_with_go_addr2line") else {
+        return;
+    };
+    for (name, is_64, big_endian, quantum) in [
+        ("go-demo-386.stripped", false, false, 1),
+        ("go-demo-arm64.stripped", true, false, 4),
+        ("go-demo-s390x.stripped", true, true, 2),
+    ] {
+        let path = bin(name);
+        let table = table(&path);
+        let header = table.elf().header();
+        assert_eq!(
+            (header.is_64, header.big_endian),
+            (is_64, big_endian),
+            "{name}"
+        );
+        assert_eq!(table.version(), GoTableVersion::Go1_18, "{name}");
+        assert_eq!(table.found_by(), GoTableFoundBy::Section, "{name}");
+        // The header's quantum byte: the table's PC runs are in these units.
+        let bytes = table.elf().section_data(".gopclntab").unwrap().unwrap();
+        assert_eq!(bytes[6], quantum, "{name}");
+        let addrs = sample(&table, 3000, 0x65);
+        let ours = ours(&path, &addrs);
+        let theirs = go_addr2line(&go, &path, &addrs);
+        assert_eq!(differences(name, &addrs, &ours, &theirs), 0, "{name}");
+        let symbolizer = Symbolizer::builder().build();
+        let frames = our_frames(&symbolizer, &path, &addrs);
+        let inlined = frames.iter().filter(|f| f.len() > 1).count();
+        eprintln!("{name}: quantum {quantum}, {inlined} of the PCs with inlined frames");
+        assert!(inlined > 0, "{name}: no inlined frames");
+        assert_eq!(
+            symbolizer
+                .symbolize(
+                    &Source::Elf { path: &path },
+                    Input::VirtAddrs(&virt(&addrs[..1]))
+                )
+                .unwrap()
+                .get(0)
+                .unwrap()
+                .origin,
+            NameOrigin::GoTable
+        );
     }
 }
 
@@ -526,6 +587,65 @@ fn find_addresses_in_a_stripped_go_binary() {
     }
 }
 
+/// The file offsets `find_addresses` gives for Go names of a stripped binary are where a
+/// uprobe fires: `main.(*Server).Handle` (called once per run) and `main.outer` (twice: from
+/// main.main and from a goroutine) of a copy of go-demo.stripped, probed through
+/// `uprobe_events` at `PATH:0xOFFSET` (what `perf probe -x PATH -a 0xOFFSET` registers);
+/// the kernel's hit counts are the calls of three runs. Needs root and tracefs (CI has both).
+#[test]
+fn a_uprobe_at_a_go_name_fires() {
+    use support::uprobe::{tracefs, UprobeEvent};
+    let test = "a_uprobe_at_a_go_name_fires";
+    // A copy of its own: a uprobe fires in every process that runs the file (its inode),
+    // and other tests run the committed one.
+    let dir = tempfile::tempdir().unwrap();
+    let binary = dir.path().join("go-demo.stripped");
+    std::fs::copy(bin("go-demo.stripped"), &binary).unwrap();
+    let Some(tracing) = tracefs(test) else {
+        return;
+    };
+    let symbolizer = Symbolizer::builder().build();
+    let pid = std::process::id();
+    let mut events = Vec::new();
+    for (name, calls_per_run, event) in [
+        ("main.(*Server).Handle", 1, format!("go_handle_{pid}")),
+        ("main.outer", 2, format!("go_outer_{pid}")),
+    ] {
+        let found = symbolizer
+            .find_addresses(&Source::Elf { path: &binary }, &NamePattern::parse(name))
+            .unwrap();
+        assert_eq!(found.len(), 1, "{name}: {found:?}");
+        assert_eq!(found[0].found_in, FoundIn::GoTable, "{name}");
+        let offset = found[0].file_offset.expect("a file offset").0;
+        let spec = format!("{}:{offset:#x}", binary.display());
+        let uprobe = UprobeEvent::register(&tracing, &format!("stacksym_go_{pid}"), &event, &spec)
+            .unwrap_or_else(|e| panic!("registering {spec}: {e}"));
+        std::fs::write(uprobe.enable_path(), "1").unwrap();
+        assert_eq!(uprobe.hits(), 0, "{name} before any run");
+        events.push((name, calls_per_run, spec, uprobe));
+    }
+    let runs = 3;
+    for _ in 0..runs {
+        // Just written by copy: another test thread's fork may hold it open (ETXTBSY).
+        let mut tries = 0;
+        let status = loop {
+            match Command::new(&binary).stderr(Stdio::null()).status() {
+                Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 50 => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                other => break other.unwrap(),
+            }
+        };
+        assert!(status.success());
+    }
+    for (name, calls_per_run, spec, uprobe) in &events {
+        let hits = uprobe.hits();
+        eprintln!("{test}: {name} at {spec}: {hits} hits in {runs} runs");
+        assert_eq!(hits, calls_per_run * runs, "{name}");
+    }
+}
+
 /// A copy of the stripped binary without section headers: the table is found by the scan
 /// of the segments, and every answer is the same.
 #[test]
@@ -782,11 +902,17 @@ fn restic_agrees_with_its_runtime_traceback() {
     }
     let output = child.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&output.stderr);
-    let frames = runtime_traceback(&text);
+    agrees_with_traceback(test, &path, &text);
+}
+
+/// Checks every frame of a runtime traceback `text` of `path` (see [`runtime_traceback`])
+/// against stacksym's frames at the address the runtime looked it up at.
+fn agrees_with_traceback(test: &str, path: &Path, text: &str) {
+    let frames = runtime_traceback(text);
     assert!(frames.len() > 20, "{text}");
     let addrs: Vec<u64> = frames.iter().map(|&(addr, _)| addr).collect();
     let symbolizer = Symbolizer::builder().build();
-    let ours = our_frames(&symbolizer, &path, &addrs);
+    let ours = our_frames(&symbolizer, path, &addrs);
     let (mut differ, mut inlined) = (0, 0);
     for ((addr, theirs), ours) in frames.iter().zip(&ours) {
         let ours: Vec<(String, String)> = ours
@@ -809,4 +935,92 @@ fn restic_agrees_with_its_runtime_traceback() {
     );
     assert_eq!(differ, 0);
     assert!(inlined > 0, "no inlined calls in the traceback");
+}
+
+/// The esbuild binary of npm's `@esbuild/linux-x64` (a stripped Go binary of a recent Go:
+/// a 1.20+ table, magic 0xfffffff1), which .ci/run installs with `npm install -g`:
+/// `$STACKSYM_ESBUILD`, else under `npm root -g`.
+fn esbuild() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("STACKSYM_ESBUILD") {
+        return Some(PathBuf::from(path));
+    }
+    let root = Command::new("npm")
+        .args(["root", "-g"])
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    let root = String::from_utf8(root.stdout).ok()?;
+    let path = Path::new(root.trim()).join("@esbuild/linux-x64/bin/esbuild");
+    path.is_file().then_some(path)
+}
+
+/// A Go 1.20+ table (magic 0xfffffff1), which Go 1.19's tools cannot read, against the Go
+/// runtime's own answer: npm's esbuild, blocked reading its standard input, is sent SIGQUIT
+/// with `GOTRACEBACK=system`, and every frame of every goroutine it prints is what stacksym
+/// gives (see [`runtime_traceback`]).
+#[test]
+fn esbuild_agrees_with_its_runtime_traceback() {
+    let test = "esbuild_agrees_with_its_runtime_traceback";
+    let Some(path) = esbuild() else {
+        skip_or_fail(
+            test,
+            "esbuild not found; npm install -g @esbuild/linux-x64 (or set STACKSYM_ESBUILD)",
+        );
+        return;
+    };
+    let table = table(&path);
+    eprintln!("esbuild: {table:?}");
+    assert_eq!(table.version(), GoTableVersion::Go1_20);
+    let elf = ElfFile::open(&path).unwrap();
+    assert_eq!(
+        elf.header().file_type,
+        2,
+        "{} is not ET_EXEC",
+        path.display()
+    );
+    assert!(
+        !elf.has_section_bytes(".symtab").unwrap(),
+        "{} is not stripped",
+        path.display()
+    );
+    let mut child = Command::new(&path)
+        .env("GOTRACEBACK", "system")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Wait until a thread of esbuild blocks in read(0, ...): its signal handlers are set by
+    // then (the runtime sets them before main.main), so SIGQUIT prints the traceback.
+    let started = std::time::Instant::now();
+    let reading = |tid: &str| {
+        std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/syscall"))
+            .is_ok_and(|s| s.starts_with("0 0x0 "))
+    };
+    loop {
+        let tids: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|dir| {
+                dir.filter_map(|e| Some(e.ok()?.file_name().to_str()?.to_string()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if tids.iter().any(|tid| reading(tid)) {
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "esbuild never read its standard input"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: a signal to our own child.
+    unsafe {
+        libc::kill(pid as libc::pid_t, libc::SIGQUIT);
+    }
+    let stdin = child.stdin.take();
+    let output = child.wait_with_output().unwrap();
+    drop(stdin);
+    let text = String::from_utf8_lossy(&output.stderr);
+    agrees_with_traceback(test, &path, &text);
 }

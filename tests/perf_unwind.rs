@@ -302,3 +302,145 @@ fn perf_unwind_names_a_bad_file_and_the_offset() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("xxxx"), "{stderr}");
 }
+
+/// A stripped Go program recorded by perf (`--call-graph dwarf`): Go code has no CFI, so
+/// perf's DWARF unwinder stops at the sampled function; stacksym's walks by the Go table's SP
+/// deltas. go-demo.stripped spins in main.spinInner under spinMiddle, spinOuter, main.main,
+/// runtime.main, runtime.goexit (testdata/build-go.sh). Counted over the program's samples:
+/// how many user chains reach runtime.main or runtime.goexit, ours and perf's (perf's
+/// addresses named through the unstripped twin's `.symtab`: same code at the same addresses);
+/// of the samples in main.spinInner, at least 99.5 % must give exactly that chain.
+#[test]
+fn perf_unwind_walks_a_stripped_go_program() {
+    use stacksym::elf::ElfFile;
+    use stacksym::{FileOffset, VirtAddr};
+    let test = "perf_unwind_walks_a_stripped_go_program";
+    let Some(perf) = find_tool("perf") else {
+        return skip(test, "perf not found (apt-get install linux-perf)");
+    };
+    let Some(timeout) = find_tool("timeout") else {
+        return skip(test, "timeout not found (coreutils)");
+    };
+    let dir = tempfile::tempdir().expect("a temporary dir");
+    let data = dir.path().join("go.data");
+    let program = support::bin("go-demo.stripped");
+    let record = Command::new(&perf)
+        .args([
+            "record",
+            "-q",
+            "-e",
+            "cpu-clock",
+            "-F",
+            "500",
+            "--call-graph",
+            "dwarf,8192",
+            "-o",
+        ])
+        .arg(&data)
+        .arg("--")
+        .arg(&timeout)
+        .arg("1")
+        .arg(&program)
+        .arg("spin")
+        .output()
+        .expect("perf runs");
+    // perf exits with the program's status: timeout's 124 when it stopped the spinning
+    // program as planned. A recording is judged by its file.
+    if std::fs::metadata(&data).map_or(true, |m| m.len() == 0) {
+        return skip(
+            test,
+            &format!(
+                "perf record failed (permissions? kernel.perf_event_paranoid): {}",
+                String::from_utf8_lossy(&record.stderr)
+            ),
+        );
+    }
+    let script = Command::new(&perf)
+        .args(["script", "-F", "comm,tid,ip,sym,dso", "--no-inline", "-i"])
+        .arg(&data)
+        .output()
+        .expect("perf script runs");
+    assert!(script.status.success(), "perf script failed");
+    let ours = Command::new(example_exe("perf_unwind"))
+        .args(["-F", "comm,tid,ip,sym,dso", "--no-inline", "-i"])
+        .arg(&data)
+        .output()
+        .expect("the example runs");
+    assert!(ours.status.success(), "perf_unwind failed");
+    // The program's samples' user frames (perf's comm is cut to 15 bytes).
+    let user = |text: &str| -> Vec<Vec<(String, String)>> {
+        parse(text)
+            .into_iter()
+            .filter(|(head, _)| head.starts_with("go-demo.strippe"))
+            .map(|(_, frames)| {
+                frames
+                    .into_iter()
+                    .filter(|f| !(f.0.len() == 16 && f.0.starts_with("ffff")))
+                    .map(|(addr, sym, _)| (addr, sym))
+                    .collect()
+            })
+            .collect()
+    };
+    let (ours, theirs) = (
+        user(&String::from_utf8_lossy(&ours.stdout)),
+        user(&String::from_utf8_lossy(&script.stdout)),
+    );
+    assert_eq!(ours.len(), theirs.len(), "sample counts");
+    let twin = ElfFile::open(support::bin("go-demo")).unwrap();
+    // A frame's name: ours as printed; perf's (`[unknown]`: no symbols) from the twin.
+    let twin_name = |addr: &str| -> String {
+        u64::from_str_radix(addr, 16)
+            .ok()
+            .and_then(|offset| twin.segments().file_offset_to_virt(FileOffset(offset)))
+            .and_then(|virt: VirtAddr| twin.find_symbol(virt).ok().flatten())
+            .and_then(|s| s.name_str.map(str::to_string))
+            .unwrap_or_default()
+    };
+    let rooted = |names: &[String]| {
+        names
+            .last()
+            .is_some_and(|n| n == "runtime.goexit" || n == "runtime.main")
+    };
+    let our_names: Vec<Vec<String>> = ours
+        .iter()
+        .map(|f| f.iter().map(|(_, sym)| sym.clone()).collect())
+        .collect();
+    let their_names: Vec<Vec<String>> = theirs
+        .iter()
+        .map(|f| f.iter().map(|(addr, _)| twin_name(addr)).collect())
+        .collect();
+    let ours_rooted = our_names.iter().filter(|n| rooted(n)).count();
+    let theirs_rooted = their_names.iter().filter(|n| rooted(n)).count();
+    let expected = [
+        "main.spinInner",
+        "main.spinMiddle",
+        "main.spinOuter",
+        "main.main",
+        "runtime.main",
+        "runtime.goexit",
+    ];
+    let spinning: Vec<&Vec<String>> = our_names
+        .iter()
+        .filter(|n| n.first().is_some_and(|f| f == "main.spinInner"))
+        .collect();
+    let whole = spinning.iter().filter(|n| **n == &expected).count();
+    let mean = |chains: &[Vec<String>]| {
+        chains.iter().map(Vec::len).sum::<usize>() as f64 / chains.len().max(1) as f64
+    };
+    writeln_stderr(format_args!(
+        "{test}: {} samples of go-demo.stripped; user chains reaching runtime.main or \
+         runtime.goexit: stacksym {ours_rooted}, perf {theirs_rooted}; mean user frames: \
+         stacksym {:.2}, perf {:.2}; in main.spinInner: {} samples, {whole} with the whole \
+         chain to runtime.goexit",
+        ours.len(),
+        mean(&our_names),
+        mean(&their_names),
+        spinning.len()
+    ));
+    assert!(spinning.len() > 100, "too few samples in main.spinInner");
+    assert!(
+        whole as f64 >= 0.995 * spinning.len() as f64,
+        "{whole} of {} samples in main.spinInner have the chain",
+        spinning.len()
+    );
+}

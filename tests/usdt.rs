@@ -15,13 +15,13 @@
 mod support;
 
 use std::collections::BTreeSet;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use stacksym::process::{Process, ProcessMaps};
 use stacksym::usdt::{read_probes, Operand, Probe};
 use stacksym::{elf::ElfFile, Error, Source, Symbolizer};
+use support::uprobe::{tracefs, UprobeEvent};
 use support::{bin, find_tool, readelf_file_offset, skip_or_fail};
 
 /// The tool's path, or `None` after [`skip_or_fail`] (which fails under CI).
@@ -338,87 +338,6 @@ fn bpftrace_lists_the_same_probes() {
             path.display()
         );
     }
-}
-
-/// A uprobe event registered through `uprobe_events`, removed on drop (also when the test
-/// fails): disabled, then deleted by name.
-struct UprobeEvent {
-    tracing: PathBuf,
-    group: String,
-    event: String,
-}
-
-impl UprobeEvent {
-    fn register(tracing: &Path, group: &str, event: &str, spec: &str) -> std::io::Result<Self> {
-        // Appended: other tracers' events stay. One write(2) per command: the kernel parses
-        // each write on its own, and `writeln!` would split the line at every argument.
-        let mut events = std::fs::OpenOptions::new()
-            .append(true)
-            .open(tracing.join("uprobe_events"))?;
-        events.write_all(format!("p:{group}/{event} {spec}\n").as_bytes())?;
-        Ok(UprobeEvent {
-            tracing: tracing.to_path_buf(),
-            group: group.to_string(),
-            event: event.to_string(),
-        })
-    }
-
-    fn enable_path(&self) -> PathBuf {
-        self.tracing
-            .join("events")
-            .join(&self.group)
-            .join(&self.event)
-            .join("enable")
-    }
-
-    fn hits(&self) -> u64 {
-        let profile = std::fs::read_to_string(self.tracing.join("uprobe_profile")).unwrap();
-        // "  PATH EVENT HITS" (6.18 writes the event without its group).
-        let name = format!("{}/{}", self.group, self.event);
-        profile
-            .lines()
-            .find_map(|l| {
-                let f: Vec<&str> = l.split_whitespace().collect();
-                let at = f.iter().position(|&x| x == name || x == self.event)?;
-                f.get(at + 1)?.parse().ok()
-            })
-            .unwrap_or_else(|| panic!("{name} not in uprobe_profile:\n{profile}"))
-    }
-}
-
-impl Drop for UprobeEvent {
-    fn drop(&mut self) {
-        let _ = std::fs::write(self.enable_path(), "0");
-        if let Ok(mut events) = std::fs::OpenOptions::new()
-            .append(true)
-            .open(self.tracing.join("uprobe_events"))
-        {
-            let _ = events.write_all(format!("-:{}/{}\n", self.group, self.event).as_bytes());
-        }
-    }
-}
-
-/// The tracefs directory, mounted if it is not; `None` after [`skip_or_fail`].
-fn tracefs(test: &str) -> Option<PathBuf> {
-    let dir = PathBuf::from("/sys/kernel/tracing");
-    if !dir.join("uprobe_events").exists() {
-        let _ = Command::new("mount")
-            .args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"])
-            .stderr(Stdio::null())
-            .status();
-    }
-    if std::fs::OpenOptions::new()
-        .append(true)
-        .open(dir.join("uprobe_events"))
-        .is_err()
-    {
-        skip_or_fail(
-            test,
-            "/sys/kernel/tracing/uprobe_events is not writable (needs root and tracefs)",
-        );
-        return None;
-    }
-    Some(dir)
 }
 
 fn run_demo(binary: &Path, loops: &str) -> (u64, u64) {

@@ -227,8 +227,8 @@ pub(super) fn relocated(table: &GoTable, addr: u64) -> Option<u64> {
 }
 
 /// `moduledata.gofunc` (the base of 1.18+ funcdata offsets): the `go:func.*` (1.20+) or
-/// `go.func.*` symbol, else read from the module data, found as the words that point at
-/// the table and at its funcnametab. `None` when neither is found (no inline frames then).
+/// `go.func.*` symbol, else read from the module data ([`moduledata`]). `None` when neither
+/// is found (no inline frames then).
 pub(super) fn gofunc(table: &GoTable) -> Option<u64> {
     let elf = &table.elf;
     if elf.has_section_bytes(".symtab").unwrap_or(false) {
@@ -238,7 +238,6 @@ pub(super) fn gofunc(table: &GoTable) -> Option<u64> {
             }
         }
     }
-    let ptr = u64::from(table.header.ptr_size);
     // moduledata: pcHeader, 6 slices (3 words each), findfunctab, minpc, maxpc, text,
     // etext, noptrdata, enoptrdata, data, edata, bss, ebss, noptrbss, enoptrbss, (1.20+:
     // covctrs, ecovctrs), end, gcdata, gcbss, types, etypes, rodata, gofunc.
@@ -246,24 +245,58 @@ pub(super) fn gofunc(table: &GoTable) -> Option<u64> {
         GoTableVersion::Go1_20 => 40,
         _ => 38,
     };
-    let names = table.addr.0.wrapping_add(table.header.funcnames as u64);
-    let check = |moduledata: u64| -> Option<u64> {
-        let word = |i: u64| table.pointer_at(moduledata.wrapping_add(i * ptr));
-        (word(1)? == names).then_some(())?;
+    let gofunc = table.moduledata().and_then(|moduledata| {
+        let word = |i: u64| {
+            table.pointer_at(moduledata.wrapping_add(i * u64::from(table.header.ptr_size)))
+        };
         let gofunc = word(gofunc_word)?;
         let rodata = word(gofunc_word - 1)?;
         (rodata <= gofunc && bytes_at(elf, gofunc, 1).is_some()).then_some(gofunc)
+    });
+    if gofunc.is_none() {
+        log::debug!(
+            "{}: Go module data (gofunc) not found: no inlined frames from the Go table",
+            elf.path().display()
+        );
+    }
+    gofunc
+}
+
+/// `moduledata.text` (1.18+: word 22, after the header pointer, six slices, findfunctab,
+/// minpc and maxpc): the base of function entries, where the header's textStart is 0 (Go
+/// 1.26's linker writes 0 there; the runtime reads the module data's word).
+pub(super) fn moduledata_text(table: &GoTable) -> Option<u64> {
+    let moduledata = table.moduledata()?;
+    table.pointer_at(moduledata.wrapping_add(22 * u64::from(table.header.ptr_size)))
+}
+
+/// The virtual address of the table's `runtime.moduledata` (1.16+: its first word points at
+/// the table, its second at the table's funcnametab): the `runtime.firstmoduledata` symbol,
+/// else found as those two words, in a PIE among the relocations' addends, else in the
+/// file's non-executable segments. `None` when not found.
+pub(super) fn moduledata(table: &GoTable) -> Option<u64> {
+    let elf = &table.elf;
+    let ptr = u64::from(table.header.ptr_size);
+    let names = table.addr.0.wrapping_add(table.header.funcnames as u64);
+    let check = |moduledata: u64| -> bool {
+        let word = |i: u64| table.pointer_at(moduledata.wrapping_add(i * ptr));
+        word(0) == Some(table.addr.0) && word(1) == Some(names)
     };
-    // A PIE: the words are relocations' addends.
-    let relocations = table.relocations.get_or_init(|| relocations(elf));
-    for &(at, addend) in relocations {
-        if addend == table.addr.0 {
-            if let Some(gofunc) = check(at) {
-                return Some(gofunc);
+    if elf.has_section_bytes(".symtab").unwrap_or(false) {
+        if let Ok(Some(addr)) = elf.symbol_value_by_name("runtime.firstmoduledata") {
+            if check(addr.0) {
+                return Some(addr.0);
             }
         }
     }
-    // Else the words are in the file: scan the writable data for the table's address.
+    // A PIE: the words are relocations' addends.
+    let relocations = table.relocations.get_or_init(|| relocations(elf));
+    for &(at, addend) in relocations {
+        if addend == table.addr.0 && check(at) {
+            return Some(at);
+        }
+    }
+    // Else the words are in the file: scan the data for the table's address.
     let be = table.header.big_endian;
     for segment in elf.segments().loads().iter().filter(|s| !s.executable) {
         let Some(bytes) = usize::try_from(segment.file_offset.0)
@@ -277,15 +310,17 @@ pub(super) fn gofunc(table: &GoTable) -> Option<u64> {
         };
         for at in (0..bytes.len()).step_by(ptr as usize) {
             if uint_at(bytes, at, ptr as u8, be) == Some(table.addr.0) {
-                if let Some(gofunc) = check(segment.virt_addr.0.wrapping_add(at as u64)) {
-                    return Some(gofunc);
+                let addr = segment.virt_addr.0.wrapping_add(at as u64);
+                if check(addr) {
+                    return Some(addr);
                 }
             }
         }
     }
     log::debug!(
-        "{}: Go module data not found: no inlined frames from the Go table",
-        elf.path().display()
+        "{}: Go module data not found (no word points at the table at {:#x})",
+        elf.path().display(),
+        table.addr.0
     );
     None
 }

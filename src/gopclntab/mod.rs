@@ -81,6 +81,8 @@ pub struct GoTable {
     found_by: GoTableFoundBy,
     /// `moduledata.gofunc`, the base of 1.18+ funcdata offsets, found on first need.
     gofunc: OnceLock<Option<u64>>,
+    /// The virtual address of the table's `runtime.moduledata`, found on first need.
+    moduledata: OnceLock<Option<u64>>,
     /// The file's `R_*_RELATIVE` dynamic relocations (offset, addend), sorted, read on first
     /// need: a PIE's pointers are zero in the file and set by these.
     relocations: OnceLock<Vec<(u64, u64)>>,
@@ -141,9 +143,27 @@ impl GoTable {
             header,
             found_by,
             gofunc: OnceLock::new(),
+            moduledata: OnceLock::new(),
             relocations: OnceLock::new(),
         };
         table.text_start = table.relocated_text_start();
+        if table.text_start == 0 && table.header.version >= GoTableVersion::Go1_18 {
+            // Go 1.26's linker leaves the header's textStart 0: the runtime takes the text
+            // start from the module data, and so do we; else from `.text`, as Go's
+            // debug/gosym does.
+            table.text_start = match locate::moduledata_text(&table) {
+                Some(text) => text,
+                None => {
+                    let text = elf.section_address(".text")?.map_or(0, |a| a.0);
+                    log::debug!(
+                        "{}: Go table: textStart is 0 and no module data found; \
+                         functions counted from .text at {text:#x}",
+                        elf.path().display()
+                    );
+                    text
+                }
+            };
+        }
         Ok(table)
     }
 
@@ -469,6 +489,11 @@ impl GoTable {
     /// `moduledata.gofunc` (found once).
     fn gofunc(&self) -> Result<Option<u64>> {
         Ok(*self.gofunc.get_or_init(|| locate::gofunc(self)))
+    }
+
+    /// The address of the table's `runtime.moduledata` (found once).
+    fn moduledata(&self) -> Option<u64> {
+        *self.moduledata.get_or_init(|| locate::moduledata(self))
     }
 
     /// The pointer-sized value at virtual address `addr` as the loaded program sees it: a

@@ -38,7 +38,12 @@ pub enum Applied {
 }
 
 /// An architecture the unwinder walks: its registers and its compiled rule.
-pub trait UnwindArch: Registers {
+///
+/// Implemented for [`RegsX86_64`] and [`RegsAarch64`] only: its methods take types of this
+/// module that are not exported (a CFI row, `Applied`), so an embedder names it as a bound
+/// (`Unwinder::unwind::<A>`) and never implements it. Steps by other tables than CFI are in
+/// a crate-internal supertrait (`GoStep`, the Go table's step).
+pub trait UnwindArch: Registers + GoStep {
     /// The compiled CFI rule.
     type Rule: Copy + std::fmt::Debug + PartialEq + Send + Sync + 'static;
 
@@ -68,15 +73,25 @@ pub trait UnwindArch: Registers {
     fn strip_return_address(addr: u64) -> u64 {
         addr
     }
+}
 
-    /// One step by a Go function's stack-pointer delta at the PC (its `pcsp` table): `Ok(true)`
-    /// when the registers now are the caller's, `Ok(false)` where the architecture has no
-    /// such rule here (the caller then tries frame pointers).
+/// The Go table's step, crate-internal: `pub` in this private module, so that it can be a
+/// supertrait of [`UnwindArch`] without being part of the public API (a "sealed" trait).
+/// Kept out of the public surface because an embedder gets it through [`super::Unwinder`]
+/// (frames `Recovery::GoTable`), and because its contract is still x86_64's alone (aarch64
+/// answers `Ok(false)`; its Go step, which reads the link register at delta 0, may need
+/// more than the delta).
+pub trait GoStep: Registers {
+    /// One step by a Go function's stack-pointer delta at the PC (its `pcsp` table, from
+    /// `GoTable::sp_delta`): `Ok(true)` when the registers now are the caller's, `Ok(false)`
+    /// where the architecture has no such rule here (the caller then tries frame pointers).
     fn go_step<M: Memory + ?Sized>(&mut self, delta: i32, memory: &M) -> Result<bool, StopReason> {
         let _ = (delta, memory);
         Ok(false)
     }
 }
+
+impl GoStep for RegsAarch64 {}
 
 fn read<M: Memory + ?Sized>(memory: &M, addr: u64) -> Result<u64, StopReason> {
     memory
@@ -204,6 +219,29 @@ fn plt_expression(expr: &[u8]) -> Option<(u8, u8)> {
     }
 }
 
+impl GoStep for RegsX86_64 {
+    /// Go on amd64: the return address is at SP + delta (delta: what the function has
+    /// pushed below it), the caller's SP just above it. Once the prologue has saved the
+    /// caller's frame pointer (at SP + delta - 8) and pointed RBP at it, RBP restores from
+    /// that slot; before, RBP still is the caller's.
+    fn go_step<M: Memory + ?Sized>(&mut self, delta: i32, memory: &M) -> Result<bool, StopReason> {
+        let (Some(sp), Ok(delta)) = (self.sp(), u64::try_from(delta)) else {
+            return Ok(false);
+        };
+        let slot = sp.wrapping_add(delta);
+        let ra = read(memory, slot)?;
+        if delta >= 8 && self.fp() == Some(slot.wrapping_sub(8)) {
+            match memory.read_u64(slot.wrapping_sub(8)) {
+                Some(bp) => self.set(RegsX86_64::RBP, bp),
+                None => self.forget(RegsX86_64::RBP),
+            }
+        }
+        self.set(RegsX86_64::RSP, slot.wrapping_add(8));
+        self.set_ip(ra);
+        Ok(true)
+    }
+}
+
 impl UnwindArch for RegsX86_64 {
     type Rule = RuleX86_64;
 
@@ -303,27 +341,6 @@ impl UnwindArch for RegsX86_64 {
             recovery: Recovery::Cfi,
             signal: false,
         })
-    }
-
-    /// Go on amd64: the return address is at SP + delta (delta: what the function has
-    /// pushed below it), the caller's SP just above it. Once the prologue has saved the
-    /// caller's frame pointer (at SP + delta - 8) and pointed RBP at it, RBP restores from
-    /// that slot; before, RBP still is the caller's.
-    fn go_step<M: Memory + ?Sized>(&mut self, delta: i32, memory: &M) -> Result<bool, StopReason> {
-        let (Some(sp), Ok(delta)) = (self.sp(), u64::try_from(delta)) else {
-            return Ok(false);
-        };
-        let slot = sp.wrapping_add(delta);
-        let ra = read(memory, slot)?;
-        if delta >= 8 && self.fp() == Some(slot.wrapping_sub(8)) {
-            match memory.read_u64(slot.wrapping_sub(8)) {
-                Some(bp) => self.set(RegsX86_64::RBP, bp),
-                None => self.forget(RegsX86_64::RBP),
-            }
-        }
-        self.set(RegsX86_64::RSP, slot.wrapping_add(8));
-        self.set_ip(ra);
-        Ok(true)
     }
 
     fn frame_pointer_step<M: Memory + ?Sized>(&mut self, memory: &M) -> Result<(), StopReason> {

@@ -1,0 +1,261 @@
+//! A stripped Go binary through its own table (`.gopclntab`): stacksym against Go's own
+//! `go tool addr2line` (the toolchain's `addr2line` tool, started directly from `go env
+//! GOTOOLDIR`, whole process: it reads the table and answers addresses from stdin).
+//!
+//! Workload: Debian's restic (Go 1.19, stripped, about 20,000 functions), 20,000 addresses:
+//! a function of the table chosen uniformly with a fixed-seed xorshift, then an offset in it.
+//! Peers, each answering function, file and line for every address:
+//! - stacksym cold: a new `Symbolizer`, the file opened, its Go table found, all addresses
+//!   symbolized (names and innermost frames read);
+//! - stacksym warm: the same again with a symbolizer that has the file;
+//! - go tool addr2line: one process, addresses on stdin, its output read to the end.
+//!
+//! Before timing every answer is compared: both give the same function and `file:line` for
+//! every address (Go 1.19's addr2line counts functions from `.text` instead of the table's
+//! textStart, 0x100 apart in restic: it is asked at `addr - shift`, as tests/gopclntab.rs
+//! explains). Then criterion times each peer, and 7 interleaved rounds (3 in a quick run)
+//! give the medians and the ratio go tool addr2line / stacksym cold, and / warm.
+//!
+//! `cargo bench --bench go`; `-- --test` runs each part once. Without restic or go the bench
+//! prints why and does nothing (`STACKSYM_BENCH_GO_BINARY` picks another stripped Go
+//! binary of Go 1.18 or 1.19, which Go 1.19's tool reads).
+
+use std::hint::black_box;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use stacksym::elf::ElfFile;
+use stacksym::gopclntab::GoTable;
+use stacksym::{Input, Source, Symbolizer, VirtAddr};
+
+mod common;
+use common::{consume, median, mode, quick_note, XorShift};
+
+const ADDRESS_COUNT: usize = 20_000;
+const SEED: u64 = 0x90ba_5eed_0123_4567;
+
+/// `count` addresses of `table`'s functions: one chosen uniformly, then an offset in it.
+fn addresses(table: &GoTable, count: usize) -> Vec<u64> {
+    let functions: Vec<(u64, u64)> = table
+        .functions()
+        .filter_map(Result::ok)
+        .filter(|f| f.end > f.entry)
+        .map(|f| (f.entry.0, f.end.0))
+        .collect();
+    let mut rng = XorShift(SEED);
+    (0..count)
+        .map(|_| {
+            let (entry, end) = functions[(rng.next() % functions.len() as u64) as usize];
+            entry + rng.next() % (end - entry)
+        })
+        .collect()
+}
+
+/// (function, "file:line") per address, from stacksym.
+fn stacksym(symbolizer: &Symbolizer, path: &Path, addrs: &[VirtAddr]) -> Vec<(String, String)> {
+    let symbols = symbolizer
+        .symbolize(&Source::Elf { path }, Input::VirtAddrs(addrs))
+        .expect("symbolize");
+    (0..addrs.len())
+        .map(|i| match symbols.get(i) {
+            Some(sym) => {
+                let frame = sym.frames.first();
+                let file = frame.and_then(|f| f.file.as_deref()).unwrap_or("?");
+                let line = frame.and_then(|f| f.line).unwrap_or(0);
+                (sym.name.to_string(), format!("{file}:{line}"))
+            }
+            None => ("?".to_string(), "?:0".to_string()),
+        })
+        .collect()
+}
+
+/// The timed stacksym pass: the same lookups, the results read (names, files, lines).
+fn stacksym_pass(symbolizer: &Symbolizer, path: &Path, addrs: &[VirtAddr]) -> usize {
+    let symbols = symbolizer
+        .symbolize(&Source::Elf { path }, Input::VirtAddrs(addrs))
+        .expect("symbolize");
+    let mut sum = 0;
+    for i in 0..addrs.len() {
+        if let Some(sym) = symbols.get(i) {
+            sum += consume(sym.name);
+            if let Some(frame) = sym.frames.first() {
+                sum += frame.file.as_deref().map_or(0, consume) + frame.line.unwrap_or(0) as usize;
+            }
+        }
+    }
+    sum
+}
+
+/// go tool addr2line's answers (two lines per address), asked at `addr - shift`.
+fn go_addr2line(tool: &Path, path: &Path, addrs: &[u64], shift: u64) -> String {
+    let mut child = Command::new(tool)
+        .arg(path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("go tool addr2line runs");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let input: String = addrs
+        .iter()
+        .map(|a| format!("{:#x}\n", a.wrapping_sub(shift)))
+        .collect();
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let output = child.wait_with_output().expect("go tool addr2line ends");
+    writer.join().expect("writer").expect("writing addresses");
+    assert!(output.status.success(), "go tool addr2line failed");
+    String::from_utf8(output.stdout).expect("UTF-8")
+}
+
+/// The table's textStart minus `.text`'s address (see the module docs).
+fn text_start_shift(elf: &ElfFile) -> u64 {
+    let Ok(Some(text)) = elf.section_address(".text") else {
+        return 0;
+    };
+    let Ok(Some(table)) = elf.section_data(".gopclntab") else {
+        return 0;
+    };
+    let magic = table
+        .get(..4)
+        .map(|m| u32::from_le_bytes(m.try_into().unwrap()));
+    if !matches!(magic, Some(0xfffffff0 | 0xfffffff1)) || !elf.header().is_64 {
+        return 0;
+    }
+    let text_start = table
+        .get(24..32)
+        .map_or(0, |w| u64::from_le_bytes(w.try_into().unwrap()));
+    text_start.saturating_sub(text.0)
+}
+
+fn binary() -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os("STACKSYM_BENCH_GO_BINARY") {
+        return Ok(PathBuf::from(path));
+    }
+    let path = PathBuf::from("/usr/bin/restic");
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err("/usr/bin/restic not found (apt-get install restic)".into())
+    }
+}
+
+fn tool() -> Result<PathBuf, String> {
+    let out = Command::new("go")
+        .args(["env", "GOTOOLDIR"])
+        .output()
+        .map_err(|e| format!("go: {e} (apt-get install golang-go)"))?;
+    let dir = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let tool = Path::new(&dir).join("addr2line");
+    if tool.is_file() {
+        Ok(tool)
+    } else {
+        Err(format!("{} not found", tool.display()))
+    }
+}
+
+fn main() {
+    let (listing, quick) = mode();
+    if listing {
+        return;
+    }
+    let (path, tool) = match (binary(), tool()) {
+        (Ok(path), Ok(tool)) => (path, tool),
+        (Err(why), _) | (_, Err(why)) => {
+            if std::env::var_os("CI").is_some() {
+                panic!("go bench: {why}; CI is expected to provide it");
+            }
+            eprintln!("go bench: SKIPPED: {why}");
+            return;
+        }
+    };
+    let elf = Arc::new(ElfFile::open(&path).expect("open"));
+    let table = GoTable::find(&elf).expect("a table").expect("a Go binary");
+    let addrs = addresses(&table, ADDRESS_COUNT);
+    let virt: Vec<VirtAddr> = addrs.iter().copied().map(VirtAddr).collect();
+    let shift = text_start_shift(&elf);
+
+    // Both peers give the same answers.
+    let symbolizer = Symbolizer::builder().build();
+    let ours = stacksym(&symbolizer, &path, &virt);
+    let theirs = go_addr2line(&tool, &path, &addrs, shift);
+    let lines: Vec<&str> = theirs.lines().collect();
+    assert_eq!(lines.len(), 2 * addrs.len(), "go tool addr2line's answers");
+    let differ = ours
+        .iter()
+        .zip(lines.chunks(2))
+        .filter(|((name, file_line), pair)| {
+            let theirs = if pair[1].starts_with(':') {
+                "?:0"
+            } else {
+                pair[1]
+            };
+            name != pair[0] || file_line != theirs
+        })
+        .count();
+    assert_eq!(differ, 0, "{differ} of {} answers differ", addrs.len());
+    eprintln!(
+        "go bench: {} ({} functions): {} addresses, every answer the same as go tool \
+         addr2line's",
+        path.display(),
+        table.function_count(),
+        addrs.len()
+    );
+
+    let mut criterion = common::criterion(Duration::from_secs(5));
+    let mut group = criterion.benchmark_group("go");
+    group.bench_function("stacksym cold", |b| {
+        b.iter(|| {
+            let symbolizer = Symbolizer::builder().build();
+            black_box(stacksym_pass(&symbolizer, &path, &virt))
+        })
+    });
+    group.bench_function("stacksym warm", |b| {
+        b.iter(|| black_box(stacksym_pass(&symbolizer, &path, &virt)))
+    });
+    group.bench_function("go tool addr2line", |b| {
+        b.iter(|| black_box(go_addr2line(&tool, &path, &addrs, shift).len()))
+    });
+    group.finish();
+
+    // Interleaved rounds: each peer in turn, so that load from elsewhere falls on all.
+    let rounds = if quick { 3 } else { 7 };
+    let (mut cold, mut warm, mut go) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let start = Instant::now();
+        black_box(stacksym_pass(&Symbolizer::builder().build(), &path, &virt));
+        cold.push(start.elapsed().as_secs_f64());
+        let start = Instant::now();
+        black_box(stacksym_pass(&symbolizer, &path, &virt));
+        warm.push(start.elapsed().as_secs_f64());
+        let start = Instant::now();
+        black_box(go_addr2line(&tool, &path, &addrs, shift).len());
+        go.push(start.elapsed().as_secs_f64());
+    }
+    let (cold, warm, go) = (
+        median(cold).unwrap_or(0.0),
+        median(warm).unwrap_or(0.0),
+        median(go).unwrap_or(0.0),
+    );
+    let per = |t: f64| t * 1e9 / addrs.len() as f64;
+    eprintln!(
+        "go bench summary ({} addresses of {}, medians of {rounds} interleaved rounds{}):\n  \
+         stacksym cold (open + table + all) {:.1} ms ({:.0} ns/address)\n  \
+         stacksym warm {:.1} ms ({:.0} ns/address)\n  \
+         go tool addr2line (whole process) {:.1} ms ({:.0} ns/address)\n  \
+         go tool addr2line / stacksym cold: {:.2}x; / stacksym warm: {:.2}x",
+        addrs.len(),
+        path.display(),
+        quick_note(quick),
+        cold * 1e3,
+        per(cold),
+        warm * 1e3,
+        per(warm),
+        go * 1e3,
+        per(go),
+        go / cold,
+        go / warm
+    );
+}
