@@ -13,8 +13,18 @@
 //!   the same function sequences; every explained difference class is counted and printed,
 //!   any other difference fails. The segv core is also read compressed (zstd) and truncated.
 //!
-//! gdb, gcore, eu-stack and zstd come from `.ci/run`; making crash cores needs root (the
-//! core pattern is global). Skipped with a note otherwise, a failure under CI.
+//! - aarch64 on this x86_64 host: `core-a64` and `core-a64-pac` (static, no libc; the second
+//!   with `-mbranch-protection=pac-ret`) crashed under `qemu-aarch64`, which writes the
+//!   guest's core itself, without NT_FILE, NT_SIGINFO or NT_ARM_PAC_MASK: the executable is
+//!   placed by AT_PHDR, the signal comes from NT_PRSTATUS, return addresses are stripped above
+//!   bit 48. Compared with `gdb-multiarch` (which stops at the first signed return address)
+//!   and `eu-stack` (pcs only: it names nothing without NT_FILE, and leaves the PAC in);
+//!   then with the NT_ARM_PAC_MASK note Linux writes on a PAC CPU added: the mask is applied,
+//!   and gdb-multiarch agrees frame by frame.
+//!
+//! gdb, gcore, gdb-multiarch, eu-stack, zstd and qemu-aarch64 come from `.ci/run`; making
+//! crash cores needs root (the core pattern is global). Skipped with a note otherwise, a
+//! failure under CI.
 
 #![cfg(all(target_arch = "x86_64", target_os = "linux"))]
 
@@ -27,7 +37,7 @@ use std::process::{Command, Stdio};
 
 use stacksym::core::{CoreFile, CoreOptions, Matched, Unreadable};
 use stacksym::debuginfo::DebugFinder;
-use stacksym::unwind::{Modules, RegsX86_64, StopReason, UnwindCache, Unwinder};
+use stacksym::unwind::{Modules, RegsAarch64, RegsX86_64, StopReason, UnwindCache, Unwinder};
 use stacksym::{AbsAddr, Input, NotFound, Source, Symbolizer};
 use support::{example_exe, find_tool, parse_frame, skip_or_fail, writeln_stderr, Frames};
 
@@ -48,13 +58,20 @@ fn tiny_options(exe: &str) -> CoreOptions {
 /// (innermost inlined frame first at each address, as pstack prints them).
 fn stacks_of(core: &CoreFile) -> Vec<(u32, Vec<String>, StopReason)> {
     let unwinder = Unwinder::new(Modules::from_core(core, None));
-    let mut cache = UnwindCache::new();
+    let mut x86 = UnwindCache::new();
+    let mut arm = UnwindCache::new();
     let stacks: Vec<_> = core
         .threads()
         .iter()
         .map(|t| {
-            let regs = RegsX86_64::from_core(&t.registers).expect("x86_64");
-            (t.tid, unwinder.unwind(&regs, core, &mut cache))
+            let stack = match RegsX86_64::from_core(&t.registers) {
+                Some(regs) => unwinder.unwind(&regs, core, &mut x86),
+                None => {
+                    let regs = RegsAarch64::from_core_thread(t).expect("x86_64 or aarch64");
+                    unwinder.unwind(&regs, core, &mut arm)
+                }
+            };
+            (t.tid, stack)
         })
         .collect();
     let addrs: Vec<u64> = stacks
@@ -641,18 +658,26 @@ fn gcore_of_waiting_threads_matches_gdb_and_eu_stack() {
 }
 
 /// Sets the global core pattern for as long as it lives, and restores it on drop (also
-/// when the test fails).
+/// when the test fails). One test at a time holds it (the tests of this file run in
+/// parallel threads; the pattern is one for the machine).
 struct CorePattern {
     old: String,
+    _serial: std::sync::MutexGuard<'static, ()>,
 }
 
 impl CorePattern {
     const PATH: &'static str = "/proc/sys/kernel/core_pattern";
 
     fn set(pattern: &str) -> std::io::Result<CorePattern> {
+        static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        // A test that failed while holding it poisoned it; the pattern was restored.
+        let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let old = std::fs::read_to_string(Self::PATH)?;
         std::fs::write(Self::PATH, pattern)?;
-        Ok(CorePattern { old })
+        Ok(CorePattern {
+            old,
+            _serial: serial,
+        })
     }
 }
 
@@ -838,5 +863,303 @@ fn crash_cores_match_gdb_and_eu_stack() {
         text.contains("past the end of the truncated core"),
         "{text}\n{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+// ---------------------------------------------------------------- aarch64, under qemu-user
+
+/// Runs the static aarch64 program `exe` under `qemu` in `dir` until it crashes; the core
+/// qemu wrote for the guest. qemu-user writes it itself (no NT_FILE, NT_SIGINFO or
+/// NT_ARM_PAC_MASK note: qemu 7.2) into its working directory, named
+/// `qemu_<program>_<date>-<time>_<pid>.core`, when RLIMIT_CORE allows (it stops writing at the
+/// limit); then it kills itself with the signal, and the host's kernel dumps qemu by the
+/// core pattern (the caller's, into `dir` too, cut at the same limit).
+fn qemu_crash(qemu: &Path, exe: &Path, dir: &Path) -> PathBuf {
+    let mut command = Command::new(qemu);
+    // A 64 KiB guest stack (qemu's default is 8 MiB, all of it in the core).
+    command
+        .args(["-s", "65536"])
+        .arg(exe)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    // SAFETY: between fork and exec only setrlimit, which is async-signal-safe.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+            let limit = libc::rlimit {
+                rlim_cur: 16 << 20,
+                rlim_max: 16 << 20,
+            };
+            if libc::setrlimit(libc::RLIMIT_CORE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let status = command.status().unwrap();
+    let stem = exe.file_name().unwrap().to_string_lossy().to_string();
+    let cores: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with(&format!("qemu_{stem}_")) && name.ends_with(".core")
+        })
+        .collect();
+    assert_eq!(
+        cores.len(),
+        1,
+        "{} under qemu ended with {status:?}, left {cores:?} in {}",
+        exe.display(),
+        dir.display()
+    );
+    cores.into_iter().next().unwrap()
+}
+
+/// `core` with an `NT_ARM_PAC_MASK` note (data and instruction masks both `mask`) added at
+/// the end of its notes, as Linux writes it on a CPU with pointer authentication: qemu
+/// leaves room (its first segment starts on the next page).
+fn with_pac_mask_note(core: &[u8], mask: u64) -> Vec<u8> {
+    let mut out = core.to_vec();
+    let word = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let (phoff, phnum) = (
+        word(core, 0x20) as usize,
+        u16::from_le_bytes([core[0x38], core[0x39]]) as usize,
+    );
+    let ph = (0..phnum)
+        .map(|i| phoff + i * 56)
+        .find(|&ph| core[ph..ph + 4] == 4u32.to_le_bytes())
+        .expect("a PT_NOTE");
+    let (offset, filesz) = (word(core, ph + 8) as usize, word(core, ph + 32) as usize);
+    let mut note = Vec::new();
+    for v in [6u32, 16, 0x406] {
+        note.extend_from_slice(&v.to_le_bytes());
+    }
+    note.extend_from_slice(b"LINUX\0\0\0");
+    note.extend_from_slice(&mask.to_le_bytes());
+    note.extend_from_slice(&mask.to_le_bytes());
+    let end = offset + filesz;
+    assert!(
+        out[end..end + note.len()].iter().all(|&b| b == 0),
+        "no room after the notes"
+    );
+    out[end..end + note.len()].copy_from_slice(&note);
+    out[ph + 32..ph + 40].copy_from_slice(&((filesz + note.len()) as u64).to_le_bytes());
+    out
+}
+
+/// Linux's instruction PAC mask on a 48-bit address space: bits 48–54
+/// (`GENMASK(54, vabits)`; the top byte is the address tag).
+const PAC_MASK_48: u64 = 0x007f << 48;
+
+/// `gdb-multiarch -batch -c CORE EXE -ex 'thread apply all bt'`'s threads ("[PAC]", which
+/// gdb prints after a stripped address, dropped).
+fn gdb_multiarch(gdb: &Path, core: &Path, exe: &Path) -> (String, BTreeMap<u32, Frames>) {
+    let out = Command::new(gdb)
+        .args(["-batch", "-nx", "-c"])
+        .arg(core)
+        .arg(exe)
+        .args(["-ex", "thread apply all bt"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("gdb-multiarch runs");
+    let text = String::from_utf8_lossy(&out.stdout).replace(" [PAC] ", " ");
+    let threads = parse_threads(&text);
+    (text, threads)
+}
+
+#[test]
+fn qemu_aarch64_cores_unwind_with_and_without_pac_ret() {
+    let test = "qemu_aarch64_cores_unwind_with_and_without_pac_ret";
+    let Some(qemu) = find_tool("qemu-aarch64").or_else(|| find_tool("qemu-aarch64-static")) else {
+        return skip_or_fail(test, "qemu-aarch64 not found (apt-get install qemu-user)");
+    };
+    let Some(gdb) = find_tool("gdb-multiarch") else {
+        return skip_or_fail(
+            test,
+            "gdb-multiarch not found (apt-get install gdb-multiarch)",
+        );
+    };
+    let Some(eu_stack) = find_tool("eu-stack") else {
+        return skip_or_fail(test, "eu-stack not found (apt-get install elfutils)");
+    };
+    if !is_root() {
+        return skip_or_fail(
+            test,
+            "setting the core pattern (for qemu's own core) needs root",
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (plain, pac) = {
+        let Ok(_pattern) = CorePattern::set(&format!("{}/host-core.%p", dir.path().display()))
+        else {
+            return skip_or_fail(test, "cannot write /proc/sys/kernel/core_pattern");
+        };
+        (
+            qemu_crash(&qemu, &td("core/core-a64"), dir.path()),
+            qemu_crash(&qemu, &td("core/core-a64-pac"), dir.path()),
+        )
+    };
+    let want = ["a64_crash", "a64_middle", "a64_outer", "_start"];
+    for (core_path, exe, signed) in [
+        (&plain, td("core/core-a64"), false),
+        (&pac, td("core/core-a64-pac"), true),
+    ] {
+        let options = CoreOptions {
+            exe: Some(exe.clone()),
+            ..CoreOptions::default()
+        };
+        let core = CoreFile::open_with(core_path, &options).unwrap();
+        assert_eq!(core.machine(), 183);
+        assert_eq!(core.threads().len(), 1);
+        // No NT_SIGINFO: the signal from NT_PRSTATUS, without the fault address.
+        let signal = core.signal().expect("the signal from NT_PRSTATUS");
+        assert_eq!(
+            (signal.name().as_str(), signal.fault_addr),
+            ("SIGSEGV", None)
+        );
+        // No NT_FILE: the executable placed by AT_PHDR, said once.
+        assert!(
+            core.problems().len() == 1 && core.problems()[0].contains("NT_FILE"),
+            "{:?}",
+            core.problems()
+        );
+        let file = core
+            .files()
+            .iter()
+            .find(|f| f.path.ends_with(exe.file_name().unwrap()))
+            .expect("the executable's mapping");
+        // qemu does not dump the page of the ELF header: no recorded build-id to check.
+        assert_eq!(file.file.as_ref().unwrap().1, Matched::Unverified);
+        assert_eq!(
+            core.threads()[0].pac_mask,
+            None,
+            "qemu writes no NT_ARM_PAC_MASK"
+        );
+
+        let stacks = stacks_of(&core);
+        let (_, names, stop) = &stacks[0];
+        assert_eq!(names, &want, "{}", core_path.display());
+        assert_eq!(*stop, StopReason::Root);
+
+        // The return address a64_middle saved in its frame record (x29 + 8): signed under
+        // pac-ret (code bits above bit 48), plain otherwise; the unwinder stripped it.
+        let thread = &core.threads()[0];
+        let x29 = RegsAarch64::from_core_thread(thread)
+            .unwrap()
+            .reg(RegsAarch64::X29)
+            .unwrap();
+        let saved = core.read_u64(AbsAddr(x29 + 8)).expect("the frame record");
+        assert_eq!(saved >> 48 != 0, signed, "saved lr {saved:#x}");
+
+        // gdb-multiarch, and eu-stack (which names nothing without NT_FILE: its pcs).
+        let ours = Command::new(example_exe("pstack"))
+            .arg("--core")
+            .arg(core_path)
+            .arg("--exe")
+            .arg(&exe)
+            .output()
+            .unwrap();
+        assert!(ours.status.success(), "{ours:?}");
+        let ours_text = String::from_utf8_lossy(&ours.stdout).to_string();
+        let ours = parse_threads(&ours_text);
+        let our_frames = &ours[&thread.tid];
+        let (gdb_text, theirs) = gdb_multiarch(&gdb, core_path, &exe);
+        let gdb_frames = theirs.get(&thread.tid).expect(&gdb_text);
+        let mut classes: BTreeMap<&str, usize> = BTreeMap::new();
+        if signed {
+            // Without NT_ARM_PAC_MASK gdb does not strip: it stops at the first signed
+            // return address (a64_middle's), after the frames it agrees on.
+            assert!(
+                gdb_frames.len() < our_frames.len()
+                    && our_frames[..gdb_frames.len()] == gdb_frames[..],
+                "gdb-multiarch:\n{gdb_text}\npstack:\n{ours_text}"
+            );
+            *classes
+                .entry("gdb-multiarch stops at a signed return address (no NT_ARM_PAC_MASK)")
+                .or_default() += our_frames.len() - gdb_frames.len();
+        } else {
+            assert_eq!(our_frames, gdb_frames, "gdb-multiarch:\n{gdb_text}");
+        }
+        let eu = Command::new(&eu_stack)
+            .args(["--core"])
+            .arg(core_path)
+            .arg("-e")
+            .arg(&exe)
+            .output()
+            .unwrap();
+        let eu_text = String::from_utf8_lossy(&eu.stdout);
+        let eu_pcs: Vec<u64> = parse_threads(&eu_text)
+            .into_values()
+            .flatten()
+            .filter_map(|f| f.1)
+            .collect();
+        let our_pcs: Vec<u64> = our_frames.iter().filter_map(|f| f.1).collect();
+        assert!(eu_pcs.len() >= our_pcs.len(), "eu-stack:\n{eu_text}");
+        for (ours, theirs) in our_pcs.iter().zip(&eu_pcs) {
+            if ours != theirs {
+                assert_eq!(*ours, theirs & ((1 << 48) - 1), "eu-stack:\n{eu_text}");
+                *classes
+                    .entry("eu-stack leaves the PAC in a return address")
+                    .or_default() += 1;
+            }
+        }
+        writeln_stderr(format_args!(
+            "{test}: {}: {} frames, vs gdb-multiarch {} frames, eu-stack {} pcs",
+            core_path.display(),
+            our_frames.len(),
+            gdb_frames.len(),
+            eu_pcs.len()
+        ));
+        for (class, count) in &classes {
+            writeln_stderr(format_args!("    {count:3}  {class}"));
+        }
+        assert!(
+            ours_text.contains("terminated by signal SIGSEGV"),
+            "{ours_text}"
+        );
+    }
+
+    // The core as Linux writes it on a CPU with pointer authentication (NT_ARM_PAC_MASK):
+    // the mask is read and applied, and gdb-multiarch strips too and agrees frame by frame.
+    let bytes = std::fs::read(&pac).unwrap();
+    let masked = dir.path().join("pac-mask.core");
+    std::fs::write(&masked, with_pac_mask_note(&bytes, PAC_MASK_48)).unwrap();
+    let exe = td("core/core-a64-pac");
+    let options = CoreOptions {
+        exe: Some(exe.clone()),
+        ..CoreOptions::default()
+    };
+    let core = CoreFile::open_with(&masked, &options).unwrap();
+    assert_eq!(core.threads()[0].pac_mask, Some(PAC_MASK_48));
+    assert_eq!(stacks_of(&core)[0].1, want);
+    let out = Command::new(example_exe("pstack"))
+        .arg("--core")
+        .arg(&masked)
+        .arg("--exe")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    let ours_text = String::from_utf8_lossy(&out.stdout).to_string();
+    let (gdb_text, theirs) = gdb_multiarch(&gdb, &masked, &exe);
+    assert_eq!(
+        parse_threads(&ours_text),
+        theirs,
+        "pstack:\n{ours_text}\ngdb-multiarch:\n{gdb_text}"
+    );
+    writeln_stderr(format_args!(
+        "{test}: with NT_ARM_PAC_MASK {PAC_MASK_48:#x}: gdb-multiarch agrees on all {} frames",
+        want.len()
+    ));
+    // A mask that misses the code bits this CPU used leaves them: the signed return address
+    // is no code, a64_outer is lost (what follows is the frame-pointer fallback's guess).
+    // The mask is what strips.
+    let wrong = with_pac_mask_note(&bytes, 1 << 48);
+    let core = CoreFile::from_bytes("pac-wrong-mask", wrong, &options).unwrap();
+    let stacks = stacks_of(&core);
+    assert!(
+        stacks[0].1[..2] == want[..2] && !stacks[0].1.contains(&"a64_outer".to_string()),
+        "{:?}",
+        stacks[0]
     );
 }
