@@ -7,7 +7,8 @@
 //!   per-frame error, then the right file found by build-id in a debug dir); truncations.
 //! - Cores made here: `gcore` of `core-demo wait` (threads in a condition wait, 40 calls deep
 //!   in recursion, in a signal handler), and real crashes (`core-demo segv`: SIGSEGV 33
-//!   calls deep; `core-throw`: abort() from an uncaught C++ exception) with a core pattern
+//!   calls deep; `core-throw`: abort() from an uncaught C++ exception; `core-demo overflow`:
+//!   a thread's stack overflow into its guard page) with a core pattern
 //!   this test sets and restores. Each is compared thread by thread with
 //!   `gdb -batch -c CORE BIN -ex 'thread apply all bt'` and `eu-stack -i --core CORE -e BIN`:
 //!   the same function sequences; every explained difference class is counted and printed,
@@ -742,7 +743,7 @@ fn crash_cores_match_gdb_and_eu_stack() {
     }
     let dir = tempfile::tempdir().unwrap();
     // Every core made serially while the pattern is set; restored when `pattern` drops.
-    let (segv, abort) = {
+    let (segv, abort, overflow) = {
         let pattern = CorePattern::set(&format!("{}/core.%p", dir.path().display()));
         let Ok(_pattern) = pattern else {
             return skip_or_fail(test, "cannot write /proc/sys/kernel/core_pattern");
@@ -750,8 +751,41 @@ fn crash_cores_match_gdb_and_eu_stack() {
         (
             crash(&td("core/core-demo"), &["segv"], dir.path()),
             crash(&td("core/core-throw"), &[], dir.path()),
+            crash(&td("core/core-demo"), &["overflow"], dir.path()),
         )
     };
+
+    // A stack overflow: the thread ran into its guard page (the kernel could not deliver
+    // SIGSEGV on that stack). Its whole recursion unwinds from the faulting prologue.
+    let text = compare_with_tools(test, &overflow, &td("core/core-demo"), &tools);
+    let core = CoreFile::open(&overflow).unwrap();
+    let signal = core.signal().expect("NT_SIGINFO");
+    let crashed = &core.threads()[0];
+    let sp = crashed.registers.sp();
+    let fault = signal.fault_addr.expect("a fault address").0;
+    assert!(
+        signal.signal == 11 && (sp - 8..=sp).contains(&fault),
+        "fault {fault:#x}, sp {sp:#x}"
+    );
+    assert!(
+        core.why_unreadable(AbsAddr(fault)).is_some(),
+        "the guard page"
+    );
+    let threads = parse_threads(&text);
+    let frames: Vec<&str> = threads[&crashed.tid].iter().map(|f| f.0.as_str()).collect();
+    let depth = frames
+        .iter()
+        .take_while(|name| **name == "overflow")
+        .count();
+    // 64 KiB of about 500-byte frames.
+    assert!(
+        (100..140).contains(&depth)
+            && frames[depth..] == ["overflow_thread", "start_thread", "clone3"],
+        "{text}"
+    );
+    writeln_stderr(format_args!(
+        "{test}: stack overflow: {depth} overflow() frames, fault {fault:#x} at sp {sp:#x}"
+    ));
 
     let text = compare_with_tools(test, &segv, &td("core/core-demo"), &tools);
     assert!(
