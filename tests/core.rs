@@ -23,6 +23,11 @@
 //!   then with the NT_ARM_PAC_MASK note Linux writes on a PAC CPU added: the mask is applied,
 //!   and gdb-multiarch agrees frame by frame.
 //!
+//! - A core of a process in a container-like root (`chroot`: the kernel writes NT_FILE's
+//!   paths as the process saw them, `/app/core-demo`): without a sysroot each frame of the
+//!   executable says its file is missing; with `--sysroot` every file is matched by path
+//!   and build-id inside the root, compared with gdb (`set sysroot`) and eu-stack.
+//!
 //! gdb, gcore, gdb-multiarch, eu-stack, zstd and qemu-aarch64 come from `.ci/run`; making
 //! crash cores needs root (the core pattern is global). Skipped with a note otherwise, a
 //! failure under CI.
@@ -439,13 +444,25 @@ fn same_symbol(a: &str, b: &str) -> bool {
 /// Runs `pstack --core` on `core_path` and compares it with gdb and eu-stack, thread by
 /// thread; returns pstack's text. Panics on any unexplained difference.
 fn compare_with_tools(test: &str, core_path: &Path, exe: &Path, tools: &Tools) -> String {
-    let ours = Command::new(example_exe("pstack"))
-        .arg("--core")
-        .arg(core_path)
-        .arg("--exe")
-        .arg(exe)
-        .output()
-        .expect("pstack runs");
+    compare_with_tools_in(test, core_path, exe, None, tools)
+}
+
+/// [`compare_with_tools`] for a core whose paths are under `sysroot` (pstack's `--sysroot`,
+/// gdb's `set sysroot`; eu-stack 0.188 has no such option: it gets the executable by `-e`
+/// and finds the libraries at the same paths on the host).
+fn compare_with_tools_in(
+    test: &str,
+    core_path: &Path,
+    exe: &Path,
+    sysroot: Option<&Path>,
+    tools: &Tools,
+) -> String {
+    let mut pstack = Command::new(example_exe("pstack"));
+    pstack.arg("--core").arg(core_path).arg("--exe").arg(exe);
+    if let Some(root) = sysroot {
+        pstack.arg("--sysroot").arg(root);
+    }
+    let ours = pstack.output().expect("pstack runs");
     let ours_text = String::from_utf8_lossy(&ours.stdout).to_string();
     assert!(
         ours.status.success(),
@@ -456,13 +473,21 @@ fn compare_with_tools(test: &str, core_path: &Path, exe: &Path, tools: &Tools) -
         core_path,
         &CoreOptions {
             exe: Some(exe.to_path_buf()),
+            sysroot: sysroot.map(Path::to_path_buf),
             ..CoreOptions::default()
         },
     )
     .unwrap();
     let ours = parse_threads(&ours_text);
-    let gdb = Command::new(&tools.gdb)
-        .args(["-batch", "-nx", "-c"])
+    let mut gdb = Command::new(&tools.gdb);
+    gdb.args(["-batch", "-nx"]);
+    if let Some(root) = sysroot {
+        // -iex: before the core and its libraries are loaded.
+        gdb.arg("-iex")
+            .arg(format!("set sysroot {}", root.display()));
+    }
+    let gdb = gdb
+        .arg("-c")
         .arg(core_path)
         .arg(exe)
         .args(["-ex", "thread apply all bt"])
@@ -1196,4 +1221,140 @@ fn qemu_aarch64_cores_unwind_with_and_without_pac_ret() {
         "{:?}",
         stacks[0]
     );
+}
+
+// ---------------------------------------------------------------- a container's core
+
+/// Runs `inside` (a path in `root`) chrooted into `root`, with core dumps on, until it
+/// crashes; the core the kernel wrote by the relative pattern `core.%p` into its working
+/// directory, the root's `/`.
+fn crash_in_root(root: &Path, inside: &str, args: &[&str]) -> PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    let root_c = std::ffi::CString::new(root.as_os_str().as_bytes()).unwrap();
+    let mut command = Command::new(inside);
+    command
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    // SAFETY: between fork and exec only chroot, chdir and setrlimit, async-signal-safe;
+    // the path was made before the fork.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut command, move || {
+            let unlimited = libc::rlimit {
+                rlim_cur: libc::RLIM_INFINITY,
+                rlim_max: libc::RLIM_INFINITY,
+            };
+            if libc::chroot(root_c.as_ptr()) != 0
+                || libc::chdir(c"/".as_ptr()) != 0
+                || libc::setrlimit(libc::RLIMIT_CORE, &unlimited) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = command.spawn().unwrap();
+    let pid = child.id();
+    let status = command_wait(child);
+    let core = root.join(format!("core.{pid}"));
+    assert!(
+        core.is_file(),
+        "{inside} {args:?} in {} ended with {status:?}, no core",
+        root.display()
+    );
+    core
+}
+
+#[test]
+fn container_core_reads_its_files_under_the_sysroot() {
+    let test = "container_core_reads_its_files_under_the_sysroot";
+    let Some(tools) = tools_or_skip(test) else {
+        return;
+    };
+    if !is_root() {
+        return skip_or_fail(test, "chroot and the core pattern need root");
+    }
+    let Some(ldd) = find_tool("ldd") else {
+        return skip_or_fail(test, "ldd not found (libc-bin)");
+    };
+    // The root: core-demo at /app/core-demo (no such file on the host), its libraries at the
+    // paths ldd shows.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let exe = root.join("app/core-demo");
+    std::fs::create_dir_all(exe.parent().unwrap()).unwrap();
+    std::fs::copy(td("core/core-demo"), &exe).unwrap();
+    let out = Command::new(&ldd)
+        .arg(td("core/core-demo"))
+        .output()
+        .unwrap();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let line = line.trim();
+        let path = line.split_once(" => ").map_or(line, |(_, rest)| rest);
+        let path = path.split(" (").next().unwrap_or("").trim();
+        if path.starts_with('/') {
+            let to = root.join(&path[1..]);
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(path, &to).unwrap();
+        }
+    }
+    let core_path = {
+        let Ok(_pattern) = CorePattern::set("core.%p") else {
+            return skip_or_fail(test, "cannot write /proc/sys/kernel/core_pattern");
+        };
+        crash_in_root(root, "/app/core-demo", &["segv"])
+    };
+
+    // The paths as the process saw them; without the sysroot the executable is missing,
+    // and its frames say so (never another file's names).
+    let core = CoreFile::open(&core_path).unwrap();
+    let app = core
+        .files()
+        .iter()
+        .find(|f| f.path == Path::new("/app/core-demo"))
+        .expect("NT_FILE names /app/core-demo");
+    let error = app
+        .file
+        .as_ref()
+        .expect_err("no /app on the host")
+        .to_string();
+    assert!(error.contains("/app/core-demo"), "{error}");
+    let pc = core.threads()[0].registers.ip();
+    let symbols = Symbolizer::builder()
+        .build()
+        .symbolize(&Source::Core(&core), Input::AbsAddrs(&[AbsAddr(pc)]))
+        .unwrap();
+    assert!(
+        matches!(symbols.not_found(0), Some(NotFound::FileError(_))),
+        "{:?}",
+        symbols.not_found(0)
+    );
+
+    // With the sysroot: every ELF file of the process matched inside the root, by build-id.
+    let core = CoreFile::open_with(
+        &core_path,
+        &CoreOptions {
+            sysroot: Some(root.to_path_buf()),
+            ..CoreOptions::default()
+        },
+    )
+    .unwrap();
+    let elf_files: Vec<_> = core
+        .files()
+        .iter()
+        .filter(|f| !matches!(f.file, Err(stacksym::Error::NotElf { .. })))
+        .collect();
+    assert!(elf_files.len() >= 3, "{:?}", core.files());
+    for file in &elf_files {
+        match &file.file {
+            Ok((elf, matched)) => {
+                assert_eq!(*matched, Matched::ByPath, "{}", file.path.display());
+                assert!(elf.path().starts_with(root), "{}", elf.path().display());
+            }
+            Err(e) => panic!("{}: {e}", file.path.display()),
+        }
+    }
+    assert_eq!(stacks_of(&core)[0].1[0], "crash_write");
+    let text = compare_with_tools_in(test, &core_path, &exe, Some(root), &tools);
+    assert!(text.contains("in crash_write"), "{text}");
 }
