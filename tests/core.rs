@@ -300,6 +300,45 @@ fn truncated_tiny_core_says_why_and_never_panics() {
     }
 }
 
+#[test]
+fn compressed_core_is_read_capped_and_a_cut_one_is_refused() {
+    // tiny.core.zst is 4.6 KB of zstd for a 184 KB core: under a 100 KB cap it is refused
+    // (a bomb is never decompressed whole), at the default cap it opens.
+    let capped = CoreFile::open_with(
+        td("core/tiny.core.zst"),
+        &CoreOptions {
+            max_decompressed: 100_000,
+            ..tiny_options("core/core-tiny")
+        },
+    )
+    .expect_err("over the cap")
+    .to_string();
+    assert!(
+        capped.contains("tiny.core.zst") && capped.contains("more than 100000 bytes"),
+        "{capped}"
+    );
+    let whole = tiny_core_bytes().len();
+    let opened = CoreFile::open_with(
+        td("core/tiny.core.zst"),
+        &CoreOptions {
+            max_decompressed: whole as u64,
+            ..tiny_options("core/core-tiny")
+        },
+    );
+    assert!(opened.is_ok(), "exactly at the cap: {opened:?}");
+    // A compressed core cut short (a crash reporter's partial upload): an error naming the
+    // file, never a panic or a core invented from what decompressed.
+    let zst = std::fs::read(td("core/tiny.core.zst")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cut = dir.path().join("cut.core.zst");
+    std::fs::write(&cut, &zst[..zst.len() / 2]).unwrap();
+    let error = CoreFile::open_with(&cut, &tiny_options("core/core-tiny"))
+        .expect_err("half a zstd frame")
+        .to_string();
+    assert!(error.contains("cut.core.zst"), "{error}");
+    writeln_stderr(format_args!("capped: {capped}\ncut: {error}"));
+}
+
 /// The core-file offset of the byte at address `addr` (in a `PT_LOAD` with contents).
 fn whole_stack_offset(bytes: &[u8], addr: u64) -> usize {
     let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
