@@ -23,6 +23,9 @@
 //!   then with the NT_ARM_PAC_MASK note Linux writes on a PAC CPU added: the mask is applied,
 //!   and gdb-multiarch agrees frame by frame.
 //!
+//! - A binary rebuilt after its crash (`core-demo` crashed from a copy, the copy replaced by
+//!   another build): each of its frames is a build-id mismatch naming both build-ids, then
+//!   the crashed build is found by build-id in a debug dir and the stacks are as before.
 //! - A core of a process in a container-like root (`chroot`: the kernel writes NT_FILE's
 //!   paths as the process saw them, `/app/core-demo`): without a sysroot each frame of the
 //!   executable says its file is missing; with `--sysroot` every file is matched by path
@@ -1396,4 +1399,94 @@ fn container_core_reads_its_files_under_the_sysroot() {
     assert_eq!(stacks_of(&core)[0].1[0], "crash_write");
     let text = compare_with_tools_in(test, &core_path, &exe, Some(root), &tools);
     assert!(text.contains("in crash_write"), "{text}");
+}
+
+// ---------------------------------------------------------------- rebuilt since the crash
+
+#[test]
+fn rebuilt_binary_is_a_per_frame_mismatch_then_found_by_build_id() {
+    let test = "rebuilt_binary_is_a_per_frame_mismatch_then_found_by_build_id";
+    if !is_root() {
+        return skip_or_fail(test, "setting the core pattern needs root");
+    }
+    // core-demo crashes from a copy; the copy is then replaced by another build (the
+    // package upgraded since the crash: core-throw stands for it) and the crashed build is
+    // kept only in a debug dir, by build-id, as a build-id archive keeps it.
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("core-demo");
+    std::fs::copy(td("core/core-demo"), &exe).unwrap();
+    let core_path = {
+        let Ok(_pattern) = CorePattern::set(&format!("{}/core.%p", dir.path().display())) else {
+            return skip_or_fail(test, "cannot write /proc/sys/kernel/core_pattern");
+        };
+        crash(&exe, &["segv"], dir.path())
+    };
+    let whole = stacks_of(&CoreFile::open(&core_path).unwrap());
+    assert_eq!(whole[0].1[0], "crash_write");
+    std::fs::remove_file(&exe).unwrap();
+    std::fs::copy(td("core/core-throw"), &exe).unwrap();
+
+    // Without the old build: its frames are a mismatch, each saying both build-ids; nothing
+    // is named from the new build.
+    let no_dirs = CoreOptions {
+        finder: None,
+        ..CoreOptions::default()
+    };
+    let core = CoreFile::open_with(&core_path, &no_dirs).unwrap();
+    let file = core.files().iter().find(|f| f.path == exe).unwrap();
+    let error = file.file.as_ref().expect_err("another build").to_string();
+    let recorded: String = file
+        .build_id
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert!(
+        error.contains("build-id mismatch") && error.contains(&recorded),
+        "{error}"
+    );
+    let out = Command::new(example_exe("pstack"))
+        .arg("--core")
+        .arg(&core_path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let crashing = text.split("\nTID ").nth(1).expect("a thread");
+    let first = crashing.lines().nth(1).expect("frame #0");
+    assert!(
+        first.contains("build-id mismatch") && !text.contains("throw_chain"),
+        "{text}"
+    );
+    // libc's frames are named; unwinding stops, saying why, at the first frame of the
+    // mismatched file (its CFI is not used: it is another build's).
+    assert!(
+        text.contains("in ___pthread_cond_wait") && text.contains("no unwind information"),
+        "{text}"
+    );
+    writeln_stderr(format_args!(
+        "{test}: frame #0 of the crashing thread: {first}"
+    ));
+
+    // The crashed build in a debug dir, by build-id: matched, and the stacks are the ones
+    // the core had before the rebuild.
+    let debug = dir.path().join("debug");
+    let link = debug.join(".build-id").join(&recorded[..2]);
+    std::fs::create_dir_all(&link).unwrap();
+    std::fs::copy(td("core/core-demo"), link.join(&recorded[2..])).unwrap();
+    let core = CoreFile::open_with(
+        &core_path,
+        &CoreOptions {
+            finder: Some(DebugFinder::new(vec![debug])),
+            ..CoreOptions::default()
+        },
+    )
+    .unwrap();
+    let file = core.files().iter().find(|f| f.path == exe).unwrap();
+    assert_eq!(file.file.as_ref().unwrap().1, Matched::ByBuildId);
+    let stacks = stacks_of(&core);
+    assert_eq!(
+        stacks.iter().map(|s| &s.1).collect::<Vec<_>>(),
+        whole.iter().map(|s| &s.1).collect::<Vec<_>>()
+    );
 }
