@@ -545,6 +545,26 @@ mod tests {
     }
 
     #[test]
+    fn without_siginfo_the_signal_is_the_first_threads() {
+        // qemu-user's cores: NT_PRSTATUS with pr_info.si_signo and pr_cursig, no NT_SIGINFO.
+        let mut status = vec![0u8; 336];
+        status[0..4].copy_from_slice(&11u32.to_le_bytes());
+        status[12..14].copy_from_slice(&11u16.to_le_bytes());
+        let notes = Notes::read(&[&note(b"CORE", NT_PRSTATUS, &status)], EM_X86_64);
+        assert_eq!(
+            notes.signal,
+            Some(CoreSignal {
+                signal: 11,
+                code: 0,
+                fault_addr: None
+            })
+        );
+        // A thread taking no signal (gcore of a live process): no signal invented.
+        let notes = Notes::read(&[&note(b"CORE", NT_PRSTATUS, &[0u8; 336])], EM_X86_64);
+        assert_eq!(notes.signal, None);
+    }
+
+    #[test]
     fn signal_names() {
         assert_eq!(signal_name(11), "SIGSEGV");
         assert_eq!(signal_name(6), "SIGABRT");
