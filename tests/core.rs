@@ -7,14 +7,33 @@
 //!   per-frame error, then the right file found by build-id in a debug dir); truncations.
 //! - Cores made here: `gcore` of `core-demo wait` (threads in a condition wait, 40 calls deep
 //!   in recursion, in a signal handler), and real crashes (`core-demo segv`: SIGSEGV 33
-//!   calls deep; `core-throw`: abort() from an uncaught C++ exception) with a core pattern
+//!   calls deep; `core-throw`: abort() from an uncaught C++ exception; `core-demo overflow`:
+//!   a thread's stack overflow into its guard page) with a core pattern
 //!   this test sets and restores. Each is compared thread by thread with
 //!   `gdb -batch -c CORE BIN -ex 'thread apply all bt'` and `eu-stack -i --core CORE -e BIN`:
 //!   the same function sequences; every explained difference class is counted and printed,
 //!   any other difference fails. The segv core is also read compressed (zstd) and truncated.
 //!
-//! gdb, gcore, eu-stack and zstd come from `.ci/run`; making crash cores needs root (the
-//! core pattern is global). Skipped with a note otherwise, a failure under CI.
+//! - aarch64 on this x86_64 host: `core-a64` and `core-a64-pac` (static, no libc; the second
+//!   with `-mbranch-protection=pac-ret`) crashed under `qemu-aarch64`, which writes the
+//!   guest's core itself, without NT_FILE, NT_SIGINFO or NT_ARM_PAC_MASK: the executable is
+//!   placed by AT_PHDR, the signal comes from NT_PRSTATUS, return addresses are stripped above
+//!   bit 48. Compared with `gdb-multiarch` (which stops at the first signed return address)
+//!   and `eu-stack` (pcs only: it names nothing without NT_FILE, and leaves the PAC in);
+//!   then with the NT_ARM_PAC_MASK note Linux writes on a PAC CPU added: the mask is applied,
+//!   and gdb-multiarch agrees frame by frame.
+//!
+//! - A binary rebuilt after its crash (`core-demo` crashed from a copy, the copy replaced by
+//!   another build): each of its frames is a build-id mismatch naming both build-ids, then
+//!   the crashed build is found by build-id in a debug dir and the stacks are as before.
+//! - A core of a process in a container-like root (`chroot`: the kernel writes NT_FILE's
+//!   paths as the process saw them, `/app/core-demo`): without a sysroot each frame of the
+//!   executable says its file is missing; with `--sysroot` every file is matched by path
+//!   and build-id inside the root, compared with gdb (`set sysroot`) and eu-stack.
+//!
+//! gdb, gcore, gdb-multiarch, eu-stack, zstd and qemu-aarch64 come from `.ci/run`; making
+//! crash cores needs root (the core pattern is global). Skipped with a note otherwise, a
+//! failure under CI.
 
 #![cfg(all(target_arch = "x86_64", target_os = "linux"))]
 
@@ -27,7 +46,7 @@ use std::process::{Command, Stdio};
 
 use stacksym::core::{CoreFile, CoreOptions, Matched, Unreadable};
 use stacksym::debuginfo::DebugFinder;
-use stacksym::unwind::{Modules, RegsX86_64, StopReason, UnwindCache, Unwinder};
+use stacksym::unwind::{Modules, RegsAarch64, RegsX86_64, StopReason, UnwindCache, Unwinder};
 use stacksym::{AbsAddr, Input, NotFound, Source, Symbolizer};
 use support::{example_exe, find_tool, parse_frame, skip_or_fail, writeln_stderr, Frames};
 
@@ -48,13 +67,20 @@ fn tiny_options(exe: &str) -> CoreOptions {
 /// (innermost inlined frame first at each address, as pstack prints them).
 fn stacks_of(core: &CoreFile) -> Vec<(u32, Vec<String>, StopReason)> {
     let unwinder = Unwinder::new(Modules::from_core(core, None));
-    let mut cache = UnwindCache::new();
+    let mut x86 = UnwindCache::new();
+    let mut arm = UnwindCache::new();
     let stacks: Vec<_> = core
         .threads()
         .iter()
         .map(|t| {
-            let regs = RegsX86_64::from_core(&t.registers).expect("x86_64");
-            (t.tid, unwinder.unwind(&regs, core, &mut cache))
+            let stack = match RegsX86_64::from_core(&t.registers) {
+                Some(regs) => unwinder.unwind(&regs, core, &mut x86),
+                None => {
+                    let regs = RegsAarch64::from_core_thread(t).expect("x86_64 or aarch64");
+                    unwinder.unwind(&regs, core, &mut arm)
+                }
+            };
+            (t.tid, stack)
         })
         .collect();
     let addrs: Vec<u64> = stacks
@@ -277,6 +303,45 @@ fn truncated_tiny_core_says_why_and_never_panics() {
     }
 }
 
+#[test]
+fn compressed_core_is_read_capped_and_a_cut_one_is_refused() {
+    // tiny.core.zst is 4.6 KB of zstd for a 184 KB core: under a 100 KB cap it is refused
+    // (a bomb is never decompressed whole), at the default cap it opens.
+    let capped = CoreFile::open_with(
+        td("core/tiny.core.zst"),
+        &CoreOptions {
+            max_decompressed: 100_000,
+            ..tiny_options("core/core-tiny")
+        },
+    )
+    .expect_err("over the cap")
+    .to_string();
+    assert!(
+        capped.contains("tiny.core.zst") && capped.contains("more than 100000 bytes"),
+        "{capped}"
+    );
+    let whole = tiny_core_bytes().len();
+    let opened = CoreFile::open_with(
+        td("core/tiny.core.zst"),
+        &CoreOptions {
+            max_decompressed: whole as u64,
+            ..tiny_options("core/core-tiny")
+        },
+    );
+    assert!(opened.is_ok(), "exactly at the cap: {opened:?}");
+    // A compressed core cut short (a crash reporter's partial upload): an error naming the
+    // file, never a panic or a core invented from what decompressed.
+    let zst = std::fs::read(td("core/tiny.core.zst")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cut = dir.path().join("cut.core.zst");
+    std::fs::write(&cut, &zst[..zst.len() / 2]).unwrap();
+    let error = CoreFile::open_with(&cut, &tiny_options("core/core-tiny"))
+        .expect_err("half a zstd frame")
+        .to_string();
+    assert!(error.contains("cut.core.zst"), "{error}");
+    writeln_stderr(format_args!("capped: {capped}\ncut: {error}"));
+}
+
 /// The core-file offset of the byte at address `addr` (in a `PT_LOAD` with contents).
 fn whole_stack_offset(bytes: &[u8], addr: u64) -> usize {
     let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
@@ -421,13 +486,25 @@ fn same_symbol(a: &str, b: &str) -> bool {
 /// Runs `pstack --core` on `core_path` and compares it with gdb and eu-stack, thread by
 /// thread; returns pstack's text. Panics on any unexplained difference.
 fn compare_with_tools(test: &str, core_path: &Path, exe: &Path, tools: &Tools) -> String {
-    let ours = Command::new(example_exe("pstack"))
-        .arg("--core")
-        .arg(core_path)
-        .arg("--exe")
-        .arg(exe)
-        .output()
-        .expect("pstack runs");
+    compare_with_tools_in(test, core_path, exe, None, tools)
+}
+
+/// [`compare_with_tools`] for a core whose paths are under `sysroot` (pstack's `--sysroot`,
+/// gdb's `set sysroot`; eu-stack 0.188 has no such option: it gets the executable by `-e`
+/// and finds the libraries at the same paths on the host).
+fn compare_with_tools_in(
+    test: &str,
+    core_path: &Path,
+    exe: &Path,
+    sysroot: Option<&Path>,
+    tools: &Tools,
+) -> String {
+    let mut pstack = Command::new(example_exe("pstack"));
+    pstack.arg("--core").arg(core_path).arg("--exe").arg(exe);
+    if let Some(root) = sysroot {
+        pstack.arg("--sysroot").arg(root);
+    }
+    let ours = pstack.output().expect("pstack runs");
     let ours_text = String::from_utf8_lossy(&ours.stdout).to_string();
     assert!(
         ours.status.success(),
@@ -438,13 +515,21 @@ fn compare_with_tools(test: &str, core_path: &Path, exe: &Path, tools: &Tools) -
         core_path,
         &CoreOptions {
             exe: Some(exe.to_path_buf()),
+            sysroot: sysroot.map(Path::to_path_buf),
             ..CoreOptions::default()
         },
     )
     .unwrap();
     let ours = parse_threads(&ours_text);
-    let gdb = Command::new(&tools.gdb)
-        .args(["-batch", "-nx", "-c"])
+    let mut gdb = Command::new(&tools.gdb);
+    gdb.args(["-batch", "-nx"]);
+    if let Some(root) = sysroot {
+        // -iex: before the core and its libraries are loaded.
+        gdb.arg("-iex")
+            .arg(format!("set sysroot {}", root.display()));
+    }
+    let gdb = gdb
+        .arg("-c")
         .arg(core_path)
         .arg(exe)
         .args(["-ex", "thread apply all bt"])
@@ -641,18 +726,26 @@ fn gcore_of_waiting_threads_matches_gdb_and_eu_stack() {
 }
 
 /// Sets the global core pattern for as long as it lives, and restores it on drop (also
-/// when the test fails).
+/// when the test fails). One test at a time holds it (the tests of this file run in
+/// parallel threads; the pattern is one for the machine).
 struct CorePattern {
     old: String,
+    _serial: std::sync::MutexGuard<'static, ()>,
 }
 
 impl CorePattern {
     const PATH: &'static str = "/proc/sys/kernel/core_pattern";
 
     fn set(pattern: &str) -> std::io::Result<CorePattern> {
+        static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        // A test that failed while holding it poisoned it; the pattern was restored.
+        let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let old = std::fs::read_to_string(Self::PATH)?;
         std::fs::write(Self::PATH, pattern)?;
-        Ok(CorePattern { old })
+        Ok(CorePattern {
+            old,
+            _serial: serial,
+        })
     }
 }
 
@@ -717,7 +810,7 @@ fn crash_cores_match_gdb_and_eu_stack() {
     }
     let dir = tempfile::tempdir().unwrap();
     // Every core made serially while the pattern is set; restored when `pattern` drops.
-    let (segv, abort) = {
+    let (segv, abort, overflow) = {
         let pattern = CorePattern::set(&format!("{}/core.%p", dir.path().display()));
         let Ok(_pattern) = pattern else {
             return skip_or_fail(test, "cannot write /proc/sys/kernel/core_pattern");
@@ -725,8 +818,41 @@ fn crash_cores_match_gdb_and_eu_stack() {
         (
             crash(&td("core/core-demo"), &["segv"], dir.path()),
             crash(&td("core/core-throw"), &[], dir.path()),
+            crash(&td("core/core-demo"), &["overflow"], dir.path()),
         )
     };
+
+    // A stack overflow: the thread ran into its guard page (the kernel could not deliver
+    // SIGSEGV on that stack). Its whole recursion unwinds from the faulting prologue.
+    let text = compare_with_tools(test, &overflow, &td("core/core-demo"), &tools);
+    let core = CoreFile::open(&overflow).unwrap();
+    let signal = core.signal().expect("NT_SIGINFO");
+    let crashed = &core.threads()[0];
+    let sp = crashed.registers.sp();
+    let fault = signal.fault_addr.expect("a fault address").0;
+    assert!(
+        signal.signal == 11 && (sp - 8..=sp).contains(&fault),
+        "fault {fault:#x}, sp {sp:#x}"
+    );
+    assert!(
+        core.why_unreadable(AbsAddr(fault)).is_some(),
+        "the guard page"
+    );
+    let threads = parse_threads(&text);
+    let frames: Vec<&str> = threads[&crashed.tid].iter().map(|f| f.0.as_str()).collect();
+    let depth = frames
+        .iter()
+        .take_while(|name| **name == "overflow")
+        .count();
+    // 64 KiB of about 500-byte frames.
+    assert!(
+        (100..140).contains(&depth)
+            && frames[depth..] == ["overflow_thread", "start_thread", "clone3"],
+        "{text}"
+    );
+    writeln_stderr(format_args!(
+        "{test}: stack overflow: {depth} overflow() frames, fault {fault:#x} at sp {sp:#x}"
+    ));
 
     let text = compare_with_tools(test, &segv, &td("core/core-demo"), &tools);
     assert!(
@@ -838,5 +964,529 @@ fn crash_cores_match_gdb_and_eu_stack() {
         text.contains("past the end of the truncated core"),
         "{text}\n{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+// ---------------------------------------------------------------- aarch64, under qemu-user
+
+/// Runs the static aarch64 program `exe` under `qemu` in `dir` until it crashes; the core
+/// qemu wrote for the guest. qemu-user writes it itself (no NT_FILE, NT_SIGINFO or
+/// NT_ARM_PAC_MASK note: qemu 7.2) into its working directory, named
+/// `qemu_<program>_<date>-<time>_<pid>.core`, when RLIMIT_CORE allows (it stops writing at the
+/// limit); then it kills itself with the signal, and the host's kernel dumps qemu by the
+/// core pattern (the caller's, into `dir` too, cut at the same limit).
+fn qemu_crash(qemu: &Path, exe: &Path, dir: &Path) -> PathBuf {
+    let mut command = Command::new(qemu);
+    // A 64 KiB guest stack (qemu's default is 8 MiB, all of it in the core).
+    command
+        .args(["-s", "65536"])
+        .arg(exe)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    // SAFETY: between fork and exec only setrlimit, which is async-signal-safe.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+            let limit = libc::rlimit {
+                rlim_cur: 16 << 20,
+                rlim_max: 16 << 20,
+            };
+            if libc::setrlimit(libc::RLIMIT_CORE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let status = command.status().unwrap();
+    let stem = exe.file_name().unwrap().to_string_lossy().to_string();
+    let cores: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with(&format!("qemu_{stem}_")) && name.ends_with(".core")
+        })
+        .collect();
+    assert_eq!(
+        cores.len(),
+        1,
+        "{} under qemu ended with {status:?}, left {cores:?} in {}",
+        exe.display(),
+        dir.display()
+    );
+    cores.into_iter().next().unwrap()
+}
+
+/// `core` with an `NT_ARM_PAC_MASK` note (data and instruction masks both `mask`) added at
+/// the end of its notes, as Linux writes it on a CPU with pointer authentication: qemu
+/// leaves room (its first segment starts on the next page).
+fn with_pac_mask_note(core: &[u8], mask: u64) -> Vec<u8> {
+    let mut out = core.to_vec();
+    let word = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let (phoff, phnum) = (
+        word(core, 0x20) as usize,
+        u16::from_le_bytes([core[0x38], core[0x39]]) as usize,
+    );
+    let ph = (0..phnum)
+        .map(|i| phoff + i * 56)
+        .find(|&ph| core[ph..ph + 4] == 4u32.to_le_bytes())
+        .expect("a PT_NOTE");
+    let (offset, filesz) = (word(core, ph + 8) as usize, word(core, ph + 32) as usize);
+    let mut note = Vec::new();
+    for v in [6u32, 16, 0x406] {
+        note.extend_from_slice(&v.to_le_bytes());
+    }
+    note.extend_from_slice(b"LINUX\0\0\0");
+    note.extend_from_slice(&mask.to_le_bytes());
+    note.extend_from_slice(&mask.to_le_bytes());
+    let end = offset + filesz;
+    assert!(
+        out[end..end + note.len()].iter().all(|&b| b == 0),
+        "no room after the notes"
+    );
+    out[end..end + note.len()].copy_from_slice(&note);
+    out[ph + 32..ph + 40].copy_from_slice(&((filesz + note.len()) as u64).to_le_bytes());
+    out
+}
+
+/// Linux's instruction PAC mask on a 48-bit address space: bits 48–54
+/// (`GENMASK(54, vabits)`; the top byte is the address tag).
+const PAC_MASK_48: u64 = 0x007f << 48;
+
+/// `gdb-multiarch -batch -c CORE EXE -ex 'thread apply all bt'`'s threads ("[PAC]", which
+/// gdb prints after a stripped address, dropped).
+fn gdb_multiarch(gdb: &Path, core: &Path, exe: &Path) -> (String, BTreeMap<u32, Frames>) {
+    let out = Command::new(gdb)
+        .args(["-batch", "-nx", "-c"])
+        .arg(core)
+        .arg(exe)
+        .args(["-ex", "thread apply all bt"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("gdb-multiarch runs");
+    let text = String::from_utf8_lossy(&out.stdout).replace(" [PAC] ", " ");
+    let threads = parse_threads(&text);
+    (text, threads)
+}
+
+#[test]
+fn qemu_aarch64_cores_unwind_with_and_without_pac_ret() {
+    let test = "qemu_aarch64_cores_unwind_with_and_without_pac_ret";
+    let Some(qemu) = find_tool("qemu-aarch64").or_else(|| find_tool("qemu-aarch64-static")) else {
+        return skip_or_fail(test, "qemu-aarch64 not found (apt-get install qemu-user)");
+    };
+    let Some(gdb) = find_tool("gdb-multiarch") else {
+        return skip_or_fail(
+            test,
+            "gdb-multiarch not found (apt-get install gdb-multiarch)",
+        );
+    };
+    let Some(eu_stack) = find_tool("eu-stack") else {
+        return skip_or_fail(test, "eu-stack not found (apt-get install elfutils)");
+    };
+    if !is_root() {
+        return skip_or_fail(
+            test,
+            "setting the core pattern (for qemu's own core) needs root",
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (plain, pac) = {
+        let Ok(_pattern) = CorePattern::set(&format!("{}/host-core.%p", dir.path().display()))
+        else {
+            return skip_or_fail(test, "cannot write /proc/sys/kernel/core_pattern");
+        };
+        (
+            qemu_crash(&qemu, &td("core/core-a64"), dir.path()),
+            qemu_crash(&qemu, &td("core/core-a64-pac"), dir.path()),
+        )
+    };
+    let want = ["a64_crash", "a64_middle", "a64_outer", "_start"];
+    for (core_path, exe, signed) in [
+        (&plain, td("core/core-a64"), false),
+        (&pac, td("core/core-a64-pac"), true),
+    ] {
+        let options = CoreOptions {
+            exe: Some(exe.clone()),
+            ..CoreOptions::default()
+        };
+        let core = CoreFile::open_with(core_path, &options).unwrap();
+        assert_eq!(core.machine(), 183);
+        assert_eq!(core.threads().len(), 1);
+        // No NT_SIGINFO: the signal from NT_PRSTATUS, without the fault address.
+        let signal = core.signal().expect("the signal from NT_PRSTATUS");
+        assert_eq!(
+            (signal.name().as_str(), signal.fault_addr),
+            ("SIGSEGV", None)
+        );
+        // No NT_FILE: the executable placed by AT_PHDR, said once.
+        assert!(
+            core.problems().len() == 1 && core.problems()[0].contains("NT_FILE"),
+            "{:?}",
+            core.problems()
+        );
+        let file = core
+            .files()
+            .iter()
+            .find(|f| f.path.ends_with(exe.file_name().unwrap()))
+            .expect("the executable's mapping");
+        // qemu does not dump the page of the ELF header: no recorded build-id to check.
+        assert_eq!(file.file.as_ref().unwrap().1, Matched::Unverified);
+        assert_eq!(
+            core.threads()[0].pac_mask,
+            None,
+            "qemu writes no NT_ARM_PAC_MASK"
+        );
+
+        let stacks = stacks_of(&core);
+        let (_, names, stop) = &stacks[0];
+        assert_eq!(names, &want, "{}", core_path.display());
+        assert_eq!(*stop, StopReason::Root);
+
+        // The return address a64_middle saved in its frame record (x29 + 8): signed under
+        // pac-ret (code bits above bit 48), plain otherwise; the unwinder stripped it.
+        let thread = &core.threads()[0];
+        let x29 = RegsAarch64::from_core_thread(thread)
+            .unwrap()
+            .reg(RegsAarch64::X29)
+            .unwrap();
+        let saved = core.read_u64(AbsAddr(x29 + 8)).expect("the frame record");
+        assert_eq!(saved >> 48 != 0, signed, "saved lr {saved:#x}");
+
+        // gdb-multiarch, and eu-stack (which names nothing without NT_FILE: its pcs).
+        let ours = Command::new(example_exe("pstack"))
+            .arg("--core")
+            .arg(core_path)
+            .arg("--exe")
+            .arg(&exe)
+            .output()
+            .unwrap();
+        assert!(ours.status.success(), "{ours:?}");
+        let ours_text = String::from_utf8_lossy(&ours.stdout).to_string();
+        let ours = parse_threads(&ours_text);
+        let our_frames = &ours[&thread.tid];
+        let (gdb_text, theirs) = gdb_multiarch(&gdb, core_path, &exe);
+        let gdb_frames = theirs.get(&thread.tid).expect(&gdb_text);
+        let mut classes: BTreeMap<&str, usize> = BTreeMap::new();
+        if signed {
+            // Without NT_ARM_PAC_MASK gdb does not strip: it stops at the first signed
+            // return address (a64_middle's), after the frames it agrees on.
+            assert!(
+                gdb_frames.len() < our_frames.len()
+                    && our_frames[..gdb_frames.len()] == gdb_frames[..],
+                "gdb-multiarch:\n{gdb_text}\npstack:\n{ours_text}"
+            );
+            *classes
+                .entry("gdb-multiarch stops at a signed return address (no NT_ARM_PAC_MASK)")
+                .or_default() += our_frames.len() - gdb_frames.len();
+        } else {
+            assert_eq!(our_frames, gdb_frames, "gdb-multiarch:\n{gdb_text}");
+        }
+        let eu = Command::new(&eu_stack)
+            .args(["--core"])
+            .arg(core_path)
+            .arg("-e")
+            .arg(&exe)
+            .output()
+            .unwrap();
+        let eu_text = String::from_utf8_lossy(&eu.stdout);
+        let eu_pcs: Vec<u64> = parse_threads(&eu_text)
+            .into_values()
+            .flatten()
+            .filter_map(|f| f.1)
+            .collect();
+        let our_pcs: Vec<u64> = our_frames.iter().filter_map(|f| f.1).collect();
+        assert!(eu_pcs.len() >= our_pcs.len(), "eu-stack:\n{eu_text}");
+        for (ours, theirs) in our_pcs.iter().zip(&eu_pcs) {
+            if ours != theirs {
+                assert_eq!(*ours, theirs & ((1 << 48) - 1), "eu-stack:\n{eu_text}");
+                *classes
+                    .entry("eu-stack leaves the PAC in a return address")
+                    .or_default() += 1;
+            }
+        }
+        writeln_stderr(format_args!(
+            "{test}: {}: {} frames, vs gdb-multiarch {} frames, eu-stack {} pcs",
+            core_path.display(),
+            our_frames.len(),
+            gdb_frames.len(),
+            eu_pcs.len()
+        ));
+        for (class, count) in &classes {
+            writeln_stderr(format_args!("    {count:3}  {class}"));
+        }
+        assert!(
+            ours_text.contains("terminated by signal SIGSEGV"),
+            "{ours_text}"
+        );
+    }
+
+    // The core as Linux writes it on a CPU with pointer authentication (NT_ARM_PAC_MASK):
+    // the mask is read and applied, and gdb-multiarch strips too and agrees frame by frame.
+    let bytes = std::fs::read(&pac).unwrap();
+    let masked = dir.path().join("pac-mask.core");
+    std::fs::write(&masked, with_pac_mask_note(&bytes, PAC_MASK_48)).unwrap();
+    let exe = td("core/core-a64-pac");
+    let options = CoreOptions {
+        exe: Some(exe.clone()),
+        ..CoreOptions::default()
+    };
+    let core = CoreFile::open_with(&masked, &options).unwrap();
+    assert_eq!(core.threads()[0].pac_mask, Some(PAC_MASK_48));
+    assert_eq!(stacks_of(&core)[0].1, want);
+    let out = Command::new(example_exe("pstack"))
+        .arg("--core")
+        .arg(&masked)
+        .arg("--exe")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    let ours_text = String::from_utf8_lossy(&out.stdout).to_string();
+    let (gdb_text, theirs) = gdb_multiarch(&gdb, &masked, &exe);
+    assert_eq!(
+        parse_threads(&ours_text),
+        theirs,
+        "pstack:\n{ours_text}\ngdb-multiarch:\n{gdb_text}"
+    );
+    writeln_stderr(format_args!(
+        "{test}: with NT_ARM_PAC_MASK {PAC_MASK_48:#x}: gdb-multiarch agrees on all {} frames",
+        want.len()
+    ));
+    // A mask that misses the code bits this CPU used leaves them: the signed return address
+    // is no code, a64_outer is lost (what follows is the frame-pointer fallback's guess).
+    // The mask is what strips.
+    let wrong = with_pac_mask_note(&bytes, 1 << 48);
+    let core = CoreFile::from_bytes("pac-wrong-mask", wrong, &options).unwrap();
+    let stacks = stacks_of(&core);
+    assert!(
+        stacks[0].1[..2] == want[..2] && !stacks[0].1.contains(&"a64_outer".to_string()),
+        "{:?}",
+        stacks[0]
+    );
+}
+
+// ---------------------------------------------------------------- a container's core
+
+/// Runs `inside` (a path in `root`) chrooted into `root`, with core dumps on, until it
+/// crashes; the core the kernel wrote by the relative pattern `core.%p` into its working
+/// directory, the root's `/`.
+fn crash_in_root(root: &Path, inside: &str, args: &[&str]) -> PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    let root_c = std::ffi::CString::new(root.as_os_str().as_bytes()).unwrap();
+    let mut command = Command::new(inside);
+    command
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    // SAFETY: between fork and exec only chroot, chdir and setrlimit, async-signal-safe;
+    // the path was made before the fork.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut command, move || {
+            let unlimited = libc::rlimit {
+                rlim_cur: libc::RLIM_INFINITY,
+                rlim_max: libc::RLIM_INFINITY,
+            };
+            if libc::chroot(root_c.as_ptr()) != 0
+                || libc::chdir(c"/".as_ptr()) != 0
+                || libc::setrlimit(libc::RLIMIT_CORE, &unlimited) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = command.spawn().unwrap();
+    let pid = child.id();
+    let status = command_wait(child);
+    let core = root.join(format!("core.{pid}"));
+    assert!(
+        core.is_file(),
+        "{inside} {args:?} in {} ended with {status:?}, no core",
+        root.display()
+    );
+    core
+}
+
+#[test]
+fn container_core_reads_its_files_under_the_sysroot() {
+    let test = "container_core_reads_its_files_under_the_sysroot";
+    let Some(tools) = tools_or_skip(test) else {
+        return;
+    };
+    if !is_root() {
+        return skip_or_fail(test, "chroot and the core pattern need root");
+    }
+    let Some(ldd) = find_tool("ldd") else {
+        return skip_or_fail(test, "ldd not found (libc-bin)");
+    };
+    // The root: core-demo at /app/core-demo (no such file on the host), its libraries at the
+    // paths ldd shows.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let exe = root.join("app/core-demo");
+    std::fs::create_dir_all(exe.parent().unwrap()).unwrap();
+    std::fs::copy(td("core/core-demo"), &exe).unwrap();
+    let out = Command::new(&ldd)
+        .arg(td("core/core-demo"))
+        .output()
+        .unwrap();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let line = line.trim();
+        let path = line.split_once(" => ").map_or(line, |(_, rest)| rest);
+        let path = path.split(" (").next().unwrap_or("").trim();
+        if let Some(inside) = path.strip_prefix('/') {
+            let to = root.join(inside);
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(path, &to).unwrap();
+        }
+    }
+    let core_path = {
+        let Ok(_pattern) = CorePattern::set("core.%p") else {
+            return skip_or_fail(test, "cannot write /proc/sys/kernel/core_pattern");
+        };
+        crash_in_root(root, "/app/core-demo", &["segv"])
+    };
+
+    // The paths as the process saw them; without the sysroot the executable is missing,
+    // and its frames say so (never another file's names).
+    let core = CoreFile::open(&core_path).unwrap();
+    let app = core
+        .files()
+        .iter()
+        .find(|f| f.path == Path::new("/app/core-demo"))
+        .expect("NT_FILE names /app/core-demo");
+    let error = app
+        .file
+        .as_ref()
+        .expect_err("no /app on the host")
+        .to_string();
+    assert!(error.contains("/app/core-demo"), "{error}");
+    let pc = core.threads()[0].registers.ip();
+    let symbols = Symbolizer::builder()
+        .build()
+        .symbolize(&Source::Core(&core), Input::AbsAddrs(&[AbsAddr(pc)]))
+        .unwrap();
+    assert!(
+        matches!(symbols.not_found(0), Some(NotFound::FileError(_))),
+        "{:?}",
+        symbols.not_found(0)
+    );
+
+    // With the sysroot: every ELF file of the process matched inside the root, by build-id.
+    let core = CoreFile::open_with(
+        &core_path,
+        &CoreOptions {
+            sysroot: Some(root.to_path_buf()),
+            ..CoreOptions::default()
+        },
+    )
+    .unwrap();
+    let elf_files: Vec<_> = core
+        .files()
+        .iter()
+        .filter(|f| !matches!(f.file, Err(stacksym::Error::NotElf { .. })))
+        .collect();
+    assert!(elf_files.len() >= 3, "{:?}", core.files());
+    for file in &elf_files {
+        match &file.file {
+            Ok((elf, matched)) => {
+                assert_eq!(*matched, Matched::ByPath, "{}", file.path.display());
+                assert!(elf.path().starts_with(root), "{}", elf.path().display());
+            }
+            Err(e) => panic!("{}: {e}", file.path.display()),
+        }
+    }
+    assert_eq!(stacks_of(&core)[0].1[0], "crash_write");
+    let text = compare_with_tools_in(test, &core_path, &exe, Some(root), &tools);
+    assert!(text.contains("in crash_write"), "{text}");
+}
+
+// ---------------------------------------------------------------- rebuilt since the crash
+
+#[test]
+fn rebuilt_binary_is_a_per_frame_mismatch_then_found_by_build_id() {
+    let test = "rebuilt_binary_is_a_per_frame_mismatch_then_found_by_build_id";
+    if !is_root() {
+        return skip_or_fail(test, "setting the core pattern needs root");
+    }
+    // core-demo crashes from a copy; the copy is then replaced by another build (the
+    // package upgraded since the crash: core-throw stands for it) and the crashed build is
+    // kept only in a debug dir, by build-id, as a build-id archive keeps it.
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("core-demo");
+    std::fs::copy(td("core/core-demo"), &exe).unwrap();
+    let core_path = {
+        let Ok(_pattern) = CorePattern::set(&format!("{}/core.%p", dir.path().display())) else {
+            return skip_or_fail(test, "cannot write /proc/sys/kernel/core_pattern");
+        };
+        crash(&exe, &["segv"], dir.path())
+    };
+    let whole = stacks_of(&CoreFile::open(&core_path).unwrap());
+    assert_eq!(whole[0].1[0], "crash_write");
+    std::fs::remove_file(&exe).unwrap();
+    std::fs::copy(td("core/core-throw"), &exe).unwrap();
+
+    // Without the old build: its frames are a mismatch, each saying both build-ids; nothing
+    // is named from the new build.
+    let no_dirs = CoreOptions {
+        finder: None,
+        ..CoreOptions::default()
+    };
+    let core = CoreFile::open_with(&core_path, &no_dirs).unwrap();
+    let file = core.files().iter().find(|f| f.path == exe).unwrap();
+    let error = file.file.as_ref().expect_err("another build").to_string();
+    let recorded: String = file
+        .build_id
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert!(
+        error.contains("build-id mismatch") && error.contains(&recorded),
+        "{error}"
+    );
+    let out = Command::new(example_exe("pstack"))
+        .arg("--core")
+        .arg(&core_path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let crashing = text.split("\nTID ").nth(1).expect("a thread");
+    let first = crashing.lines().nth(1).expect("frame #0");
+    assert!(
+        first.contains("build-id mismatch") && !text.contains("throw_chain"),
+        "{text}"
+    );
+    // libc's frames are named; unwinding stops, saying why, at the first frame of the
+    // mismatched file (its CFI is not used: it is another build's).
+    assert!(
+        text.contains("in ___pthread_cond_wait") && text.contains("no unwind information"),
+        "{text}"
+    );
+    writeln_stderr(format_args!(
+        "{test}: frame #0 of the crashing thread: {first}"
+    ));
+
+    // The crashed build in a debug dir, by build-id: matched, and the stacks are the ones
+    // the core had before the rebuild.
+    let debug = dir.path().join("debug");
+    let link = debug.join(".build-id").join(&recorded[..2]);
+    std::fs::create_dir_all(&link).unwrap();
+    std::fs::copy(td("core/core-demo"), link.join(&recorded[2..])).unwrap();
+    let core = CoreFile::open_with(
+        &core_path,
+        &CoreOptions {
+            finder: Some(DebugFinder::new(vec![debug])),
+            ..CoreOptions::default()
+        },
+    )
+    .unwrap();
+    let file = core.files().iter().find(|f| f.path == exe).unwrap();
+    assert_eq!(file.file.as_ref().unwrap().1, Matched::ByBuildId);
+    let stacks = stacks_of(&core);
+    assert_eq!(
+        stacks.iter().map(|s| &s.1).collect::<Vec<_>>(),
+        whole.iter().map(|s| &s.1).collect::<Vec<_>>()
     );
 }

@@ -56,7 +56,7 @@ pub(crate) fn run(args: &Args, path: &Path) -> Result<(), String> {
                 unwinder.unwind(&regs, &core, &mut x86)
             };
             Ok(stack)
-        } else if let Some(regs) = RegsAarch64::from_core(&thread.registers) {
+        } else if let Some(regs) = RegsAarch64::from_core_thread(thread) {
             Ok(if args.frame_pointers {
                 unwinder.unwind_frame_pointers(&regs, &core, &mut arm)
             } else {

@@ -2,8 +2,9 @@
 //! notes (threads, NT_FILE, auxv, siginfo), then read memory at the threads' stack pointers,
 //! the mappings' edges and the vDSO, and unwind every thread. No mapped file is opened.
 //!
-//! Run from the repository root, seeded with the committed core (decompressed by the seeds
-//! step of `.ci/run`):
+//! Seeds (testdata/fuzz/core_file, replayed by `.ci/run`): `tiny.core` (x86_64, the kernel's)
+//! and `qemu-a64-pac-mask.core` (aarch64, qemu-user's: no NT_FILE or NT_SIGINFO, an
+//! NT_ARM_PAC_MASK note added as tests/core.rs adds it). Run from the repository root:
 //!   mkdir -p fuzz/corpus/core_file
 //!   cargo +nightly fuzz run core_file fuzz/corpus/core_file testdata/fuzz/core_file -- -max_total_time=30
 
@@ -39,7 +40,7 @@ fuzz_target!(|data: &[u8]| {
     for thread in core.threads().iter().take(16) {
         if let Some(regs) = RegsX86_64::from_core(&thread.registers) {
             let _ = unwinder.unwind(&regs, &core, &mut x86);
-        } else if let Some(regs) = RegsAarch64::from_core(&thread.registers) {
+        } else if let Some(regs) = RegsAarch64::from_core_thread(thread) {
             let _ = unwinder.unwind(&regs, &core, &mut arm);
         }
     }

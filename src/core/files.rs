@@ -120,7 +120,8 @@ impl Lookup {
         })
     }
 
-    fn open(&self, path: &Path, is_exe: bool) -> Result<ElfFile> {
+    /// Opens the file for `path` (the exe given, for the executable), unverified.
+    pub(crate) fn open(&self, path: &Path, is_exe: bool) -> Result<ElfFile> {
         if is_exe {
             if let Some(exe) = &self.exe {
                 return ElfFile::open(exe);

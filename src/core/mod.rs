@@ -27,6 +27,7 @@ mod notes;
 use std::fs::File;
 use std::io::Read;
 use std::ops::Range;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -45,8 +46,12 @@ use crate::process::file_offset_in;
 use files::{build_id_in_first_page, Lookup};
 use notes::{Notes, EM_AARCH64, EM_X86_64};
 
+/// `AT_PHDR`: where the program's program headers are in memory.
+const AT_PHDR: u64 = 3;
 /// `AT_ENTRY`: the program's entry point.
 const AT_ENTRY: u64 = 9;
+/// `AT_EXECFN`: where the path the program was started by is in memory (a C string).
+const AT_EXECFN: u64 = 31;
 /// `AT_SYSINFO_EHDR`: the vDSO's ELF header.
 const AT_SYSINFO_EHDR: u64 = 33;
 
@@ -143,6 +148,65 @@ pub enum Unreadable {
     NotDumped,
     /// Dumped, but the core ends before it: the core is truncated.
     Truncated,
+}
+
+/// The mappings of an executable (`data`) loaded so that its program headers are at
+/// `at_phdr`: (addresses, file offset) of each `PT_LOAD`'s file contents, page-aligned as
+/// the loader maps them. Fails, saying why, when its entry point would not be `entry`.
+fn exe_mappings(
+    data: &[u8],
+    at_phdr: u64,
+    entry: u64,
+) -> std::result::Result<Vec<(Range<u64>, u64)>, String> {
+    const PAGE: u64 = 4096;
+    let endian = Endianness::Little;
+    let header =
+        elf::FileHeader64::<Endianness>::parse(data).map_err(|e| format!("ELF header: {e}"))?;
+    let headers = header
+        .program_headers(endian, data)
+        .map_err(|e| format!("program headers: {e}"))?;
+    let phoff = header.e_phoff.get(endian);
+    // The program headers' address: PT_PHDR's, else where the segment holding them maps
+    // them (static executables have no PT_PHDR).
+    let phdr_vaddr = headers
+        .iter()
+        .find(|ph| ph.p_type(endian) == elf::PT_PHDR)
+        .map(|ph| ph.p_vaddr(endian))
+        .or_else(|| {
+            headers.iter().find_map(|ph| {
+                let (offset, filesz) = (ph.p_offset(endian), ph.p_filesz(endian));
+                (ph.p_type(endian) == elf::PT_LOAD && offset <= phoff && phoff - offset < filesz)
+                    .then(|| ph.p_vaddr(endian).wrapping_add(phoff - offset))
+            })
+        })
+        .ok_or("no segment maps its program headers")?;
+    let bias = at_phdr.wrapping_sub(phdr_vaddr);
+    let its_entry = header.e_entry.get(endian).wrapping_add(bias);
+    if its_entry != entry {
+        return Err(format!(
+            "loaded with its program headers at {at_phdr:#x}, its entry point would be \
+             {its_entry:#x}, not AT_ENTRY {entry:#x}"
+        ));
+    }
+    let mut out = Vec::new();
+    for ph in headers {
+        let (offset, filesz) = (ph.p_offset(endian), ph.p_filesz(endian));
+        if ph.p_type(endian) != elf::PT_LOAD || filesz == 0 {
+            continue;
+        }
+        let addr = ph.p_vaddr(endian).wrapping_add(bias);
+        let start = addr & !(PAGE - 1);
+        let into_page = addr - start;
+        let (Some(file_offset), Some(end)) = (
+            offset.checked_sub(into_page),
+            addr.checked_add(filesz)
+                .and_then(|end| end.checked_next_multiple_of(PAGE)),
+        ) else {
+            return Err(format!("a segment at {addr:#x} that cannot be mapped"));
+        };
+        out.push((start..end, file_offset));
+    }
+    Ok(out)
 }
 
 /// An ELF core file, parsed: see the [module docs](self).
@@ -347,10 +411,99 @@ impl CoreFile {
             })
             .collect();
         if options.open_files {
+            core.add_exe_mappings(options);
             core.open_files(options);
         }
         core.vdso = core.read_vdso();
         Ok(core)
+    }
+
+    /// A core without `NT_FILE` (qemu-user writes none) says what memory there was, not
+    /// which file is behind it: the executable's mappings are then made from its program
+    /// headers, placed where `AT_PHDR` says the process had them (as gdb and eu-stack place
+    /// the `-e` file), named by `AT_EXECFN` (the path the process was started by) or the
+    /// exe given. Its entry point must land on `AT_ENTRY`, else it is not the program's
+    /// layout and nothing is added. Shared libraries stay unknown (their list is in the
+    /// dynamic linker's memory, not read here).
+    fn add_exe_mappings(&mut self, options: &CoreOptions) {
+        let Some(entry) = self.auxv_value(AT_ENTRY) else {
+            return;
+        };
+        if self.mapping_at(AbsAddr(entry)).is_some() {
+            return;
+        }
+        let problem = |what: String| {
+            format!(
+                "no file mapping holds the entry point {entry:#x} (no NT_FILE note: qemu-user \
+                 writes none): {what}"
+            )
+        };
+        let execfn = self
+            .auxv_value(AT_EXECFN)
+            .and_then(|addr| self.c_string_at(addr))
+            .map(|name| PathBuf::from(std::ffi::OsStr::from_bytes(&name)));
+        let Some(path) = execfn.or_else(|| options.exe.clone()) else {
+            self.problems.push(problem(
+                "the executable is unknown (no AT_EXECFN, no exe given)".to_string(),
+            ));
+            return;
+        };
+        let lookup = Lookup {
+            sysroot: options.sysroot.clone(),
+            exe: options.exe.clone(),
+            finder: None,
+        };
+        let elf = match lookup.open(&path, true) {
+            Ok(elf) => elf,
+            Err(e) => {
+                self.problems
+                    .push(problem(format!("the executable {}: {e}", path.display())));
+                return;
+            }
+        };
+        let Some(at_phdr) = self.auxv_value(AT_PHDR) else {
+            self.problems.push(problem("no AT_PHDR".to_string()));
+            return;
+        };
+        match exe_mappings(elf.data(), at_phdr, entry) {
+            Ok(mapped) => {
+                log::debug!(
+                    "{}: {} placed by AT_PHDR {at_phdr:#x}: {mapped:x?}",
+                    self.path.display(),
+                    elf.path().display()
+                );
+                self.problems.push(problem(format!(
+                    "{} is placed by its program headers at AT_PHDR {at_phdr:#x}; shared \
+                     libraries are unknown",
+                    path.display()
+                )));
+                for (range, file_offset) in mapped {
+                    self.mappings.push(CoreMapping {
+                        range: AbsAddr(range.start)..AbsAddr(range.end),
+                        file_offset: FileOffset(file_offset),
+                        path: path.clone(),
+                        file: None,
+                    });
+                }
+                self.mappings.sort_by_key(|m| m.range.start);
+            }
+            Err(what) => self.problems.push(problem(format!(
+                "{} does not fit the core: {what}",
+                elf.path().display()
+            ))),
+        }
+    }
+
+    /// The C string at `addr` in the core's own bytes (at most 4 KiB, `PATH_MAX`).
+    fn c_string_at(&self, addr: u64) -> Option<Vec<u8>> {
+        let mut out = Vec::new();
+        for i in 0..4096 {
+            match self.core_bytes(addr.checked_add(i)?, 1)?[0] {
+                0 => return Some(out),
+                byte => out.push(byte),
+            }
+        }
+        None
     }
 
     /// Matches each distinct mapped path to a file (see [`MappedFile`]).
@@ -443,7 +596,8 @@ impl CoreFile {
     }
 
     /// The signal that ended the process (`NT_SIGINFO`); `gcore` records none, or the
-    /// last one a thread took.
+    /// last one a thread took. A core without `NT_SIGINFO` (qemu-user's) gives the signal
+    /// its first thread was taking (`NT_PRSTATUS`), without a fault address.
     pub fn signal(&self) -> Option<&CoreSignal> {
         self.notes.signal.as_ref()
     }

@@ -124,12 +124,15 @@ pub struct CoreProcess {
     pub args: String,
 }
 
-/// The signal that ended the process (`NT_SIGINFO`).
+/// The signal that ended the process (`NT_SIGINFO`; without one, the signal the first
+/// thread was taking, from its `NT_PRSTATUS`, with no fault address).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CoreSignal {
     /// The signal number (`si_signo`: 11 is SIGSEGV).
     pub signal: i32,
-    /// `si_code` (why: e.g. 1 `SEGV_MAPERR`; 0 or less: sent by a process).
+    /// `si_code` (why: e.g. 1 `SEGV_MAPERR`; 0 or less: sent by a process). From a core
+    /// without `NT_SIGINFO` (qemu-user's), `NT_PRSTATUS`'s `pr_info.si_code`, which
+    /// Linux and qemu leave 0.
     pub code: i32,
     /// The faulting address (`si_addr`), for SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGTRAP
     /// raised by the kernel (`si_code` > 0).
@@ -204,6 +207,9 @@ pub(crate) struct Notes {
     pub(crate) signal: Option<CoreSignal>,
     pub(crate) auxv: Vec<(u64, u64)>,
     pub(crate) files: Vec<FileEntry>,
+    /// The first thread's `pr_info` (`si_signo`, `si_code`) from `NT_PRSTATUS`: the signal
+    /// when the core has no `NT_SIGINFO`.
+    first_pr_info: Option<(i32, i32)>,
     /// The page size `NT_FILE` states.
     pub(crate) page_size: Option<u64>,
     /// What was wrong, in words (a note cut short, a count larger than its bytes).
@@ -287,6 +293,20 @@ impl Notes {
             }
             out.problems.extend(problems);
         }
+        // Without NT_SIGINFO (qemu-user writes none; Linux before 3.7): the signal the
+        // first thread was taking, from its NT_PRSTATUS, which has no fault address.
+        if out.signal.is_none() {
+            let cursig = out.threads.first().map_or(0, |t| i32::from(t.signal));
+            let (signo, code) = out.first_pr_info.unwrap_or((0, 0));
+            let signal = if signo > 0 { signo } else { cursig };
+            if signal > 0 {
+                out.signal = Some(CoreSignal {
+                    signal,
+                    code,
+                    fault_addr: None,
+                });
+            }
+        }
         out
     }
 
@@ -295,6 +315,12 @@ impl Notes {
             (b"CORE", NT_PRSTATUS) => {
                 if self.threads.len() >= MAX_THREADS {
                     return;
+                }
+                if self.threads.is_empty() {
+                    if let (Some(signo), Some(code)) = (i32_at(note.desc, 0), i32_at(note.desc, 4))
+                    {
+                        self.first_pr_info = Some((signo, code));
+                    }
                 }
                 match prstatus(note.desc, machine) {
                     Some(thread) => self.threads.push(thread),
@@ -516,6 +542,26 @@ mod tests {
             "{:?}",
             notes.problems
         );
+    }
+
+    #[test]
+    fn without_siginfo_the_signal_is_the_first_threads() {
+        // qemu-user's cores: NT_PRSTATUS with pr_info.si_signo and pr_cursig, no NT_SIGINFO.
+        let mut status = vec![0u8; 336];
+        status[0..4].copy_from_slice(&11u32.to_le_bytes());
+        status[12..14].copy_from_slice(&11u16.to_le_bytes());
+        let notes = Notes::read(&[&note(b"CORE", NT_PRSTATUS, &status)], EM_X86_64);
+        assert_eq!(
+            notes.signal,
+            Some(CoreSignal {
+                signal: 11,
+                code: 0,
+                fault_addr: None
+            })
+        );
+        // A thread taking no signal (gcore of a live process): no signal invented.
+        let notes = Notes::read(&[&note(b"CORE", NT_PRSTATUS, &[0u8; 336])], EM_X86_64);
+        assert_eq!(notes.signal, None);
     }
 
     #[test]

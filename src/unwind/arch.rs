@@ -69,8 +69,9 @@ pub trait UnwindArch: Registers + GoStep {
     /// ucontext on the stack at the trampoline's stack pointer.
     fn restore_signal_context<M: Memory + ?Sized>(&mut self, memory: &M) -> Result<(), StopReason>;
 
-    /// A return address as code uses it: aarch64 strips a pointer-authentication code.
-    fn strip_return_address(addr: u64) -> u64 {
+    /// A return address as code uses it: aarch64 strips a pointer-authentication code
+    /// (by the mask these registers carry).
+    fn strip_return_address(&self, addr: u64) -> u64 {
         addr
     }
 }
@@ -411,6 +412,8 @@ pub enum RuleAarch64 {
 /// User-space addresses on aarch64 have at most 48 bits (the kernel's default VA size);
 /// the pointer authentication code sits above them.
 const AARCH64_ADDR_MASK: u64 = (1 << 48) - 1;
+/// The top byte of an aarch64 address (bits 56–63).
+const AARCH64_TOP_BYTE: u64 = 0xff << 56;
 
 impl UnwindArch for RegsAarch64 {
     type Rule = RuleAarch64;
@@ -497,7 +500,7 @@ impl UnwindArch for RegsAarch64 {
         }
         // The pointer authentication code is stripped from every return address (signed
         // or not, the bits above the address are never part of it).
-        let ra = Self::strip_return_address(lr);
+        let ra = self.strip_return_address(lr);
         self.set(RegsAarch64::X30, ra);
         self.set(RegsAarch64::SP_REG, cfa);
         self.set_ip(ra);
@@ -517,7 +520,7 @@ impl UnwindArch for RegsAarch64 {
         if fp < sp || fp % 8 != 0 {
             return Err(StopReason::NoFramePointer);
         }
-        let ra = Self::strip_return_address(read(memory, fp.wrapping_add(8))?);
+        let ra = self.strip_return_address(read(memory, fp.wrapping_add(8))?);
         let caller_fp = read(memory, fp)?;
         self.set(RegsAarch64::X29, caller_fp);
         self.set(RegsAarch64::X30, ra);
@@ -551,8 +554,13 @@ impl UnwindArch for RegsAarch64 {
         Ok(())
     }
 
-    fn strip_return_address(addr: u64) -> u64 {
-        addr & AARCH64_ADDR_MASK
+    fn strip_return_address(&self, addr: u64) -> u64 {
+        match self.pac_mask() {
+            // The code bits, and the top byte: a tag under Linux's top-byte-ignore, never
+            // part of a user address (bit 55 selects the kernel's half).
+            Some(mask) => addr & !mask & !AARCH64_TOP_BYTE,
+            None => addr & AARCH64_ADDR_MASK,
+        }
     }
 }
 
@@ -627,7 +635,7 @@ pub fn apply_row<A: UnwindArch, M: Memory + ?Sized>(
         caller.set(reg.0, value);
     }
     let ra = match caller.get(A::RA) {
-        Some(ra) if A::RA != A::SP => A::strip_return_address(ra),
+        Some(ra) if A::RA != A::SP => caller.strip_return_address(ra),
         _ => return Err(problem(UnwindProblem::UnknownRegister(A::RA))),
     };
     caller.set_ip(ra);

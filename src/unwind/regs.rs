@@ -285,6 +285,9 @@ pub struct RegsAarch64 {
     values: [u64; 32],
     known: u32,
     pc: u64,
+    /// The bits of a return address that hold its pointer-authentication code, as the
+    /// kernel states them (`NT_ARM_PAC_MASK`); `None`: every bit above a 48-bit address.
+    pac_mask: Option<u64>,
 }
 
 impl RegsAarch64 {
@@ -396,6 +399,31 @@ impl RegsAarch64 {
             out.set(reg, value);
         }
         Some(out)
+    }
+
+    /// The registers of a core's thread with its pointer-authentication mask
+    /// (`NT_ARM_PAC_MASK`, when the core has one: the kernel writes it on CPUs with
+    /// pointer authentication; qemu-user writes none); `None` for another architecture's.
+    pub fn from_core_thread(thread: &crate::core::CoreThread) -> Option<RegsAarch64> {
+        let regs = RegsAarch64::from_core(&thread.registers)?;
+        Some(match thread.pac_mask {
+            Some(mask) => regs.with_pac_mask(mask),
+            None => regs,
+        })
+    }
+
+    /// The same registers, with return addresses stripped of the pointer-authentication
+    /// code bits `mask` (the instruction mask of `NT_ARM_PAC_MASK` or
+    /// `PTRACE_GETREGSET NT_ARM_PAC_MASK`) and of the top byte (Linux's address tag),
+    /// instead of every bit above 48: right also for a 52-bit (or 39-bit) address space.
+    pub fn with_pac_mask(mut self, mask: u64) -> RegsAarch64 {
+        self.pac_mask = Some(mask);
+        self
+    }
+
+    /// The pointer-authentication mask given ([`RegsAarch64::with_pac_mask`]).
+    pub fn pac_mask(&self) -> Option<u64> {
+        self.pac_mask
     }
 
     /// The link register, if known.

@@ -1,4 +1,4 @@
-/* The core-file tests' program (tests/core.rs), one binary with three modes:
+/* The core-file tests' program (tests/core.rs), one binary with four modes:
  *
  *   core-demo wait    threads that wait, for gcore: main reads stdin; "cond" in
  *                     pthread_cond_wait; "recurse" 40 calls deep in recurse() then pause();
@@ -7,6 +7,10 @@
  *   core-demo segv    two waiting threads, then a SIGSEGV 30 calls deep in the main thread:
  *                     crash_outer -> crash_chain (x30, recursive) -> crash_write.
  *   core-demo many N  N threads waiting in pthread_cond_wait 3 calls deep (the bench).
+ *   core-demo overflow  a thread with a 64 KiB stack recursing in overflow() (about 500
+ *                     bytes a frame) until it runs into the guard page: SIGSEGV that the
+ *                     kernel cannot deliver on that stack, a core; main waits in
+ *                     pthread_join.
  *
  * -O2 -g without frame pointers, built by testdata/build-core.sh. */
 #define _GNU_SOURCE
@@ -167,6 +171,32 @@ static int segv_mode(void) {
     return 0;
 }
 
+NOINLINE static int overflow(int depth) {
+    volatile char pad[480];
+    pad[0] = (char)depth;
+    int r = overflow(depth + 1); /* not a tail call: pad is read after it */
+    return r + pad[0];
+}
+
+static void *overflow_thread(void *arg) {
+    (void)arg;
+    /* Main is in pthread_join by then (not still returning from clone3). */
+    usleep(20000);
+    sink += (unsigned long)overflow(0);
+    return NULL;
+}
+
+static int overflow_mode(void) {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 64 << 10);
+    pthread_t t;
+    pthread_create(&t, &attr, overflow_thread, NULL);
+    pthread_setname_np(t, "overflow");
+    pthread_join(t, NULL);
+    return 0;
+}
+
 static int many_mode(int n) {
     for (int i = 0; i < n; i++) {
         pthread_t t;
@@ -191,8 +221,10 @@ int main(int argc, char **argv) {
         return wait_mode();
     if (argc >= 2 && strcmp(argv[1], "segv") == 0)
         return segv_mode();
+    if (argc >= 2 && strcmp(argv[1], "overflow") == 0)
+        return overflow_mode();
     if (argc >= 3 && strcmp(argv[1], "many") == 0)
         return many_mode(atoi(argv[2]));
-    fprintf(stderr, "usage: core-demo wait | segv | many N\n");
+    fprintf(stderr, "usage: core-demo wait | segv | overflow | many N\n");
     return 2;
 }
