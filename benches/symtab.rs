@@ -20,7 +20,9 @@
 //! processes falls on all peers alike), and a summary prints per-address and cold times (the
 //! median and minimum of the iterations criterion ran, and the interleaved medians), the
 //! ratios against the targets (median of the per-round ratios), and the heap the index
-//! takes, measured with a counting global allocator.
+//! takes, measured with a counting global allocator. Last comes the limit a warm pass is
+//! measured against: a pass that only reads each address's name, in input order, with the
+//! names in hand beforehand (see [`limit_pass`]), and how far stacksym is from it.
 //!
 //! The library is found through `rustc --print sysroot` with `RUSTUP_TOOLCHAIN=stable` (a
 //! rustup proxy honours it; a plain rustc ignores it), falling back to the toolchain cargo
@@ -868,15 +870,54 @@ fn main() {
         return;
     }
     let Some(index) = index else { return };
-    let paired = interleaved(&setup, if quick { 1 } else { 11 });
+    let (paired, limit) = interleaved(&setup, if quick { 1 } else { 11 });
     print_summary(&setup, &recorded, &paired, &index, quick);
+    print_limit(&setup, &paired, &limit);
+}
+
+/// The limit ([`limit_pass`]) per address and how far stacksym's warm mangled pass is from
+/// it (the median of the per-round ratios).
+fn print_limit(setup: &Setup<'_>, paired: &Recorded, limit: &[Duration]) {
+    let ours = paired
+        .0
+        .borrow()
+        .get(&(Kind::Warm, Peer::Stacksym, MANGLED))
+        .cloned()
+        .unwrap_or_default();
+    let mut distance: Vec<f64> = ours
+        .iter()
+        .zip(limit)
+        .filter(|(_, l)| !l.is_zero())
+        .map(|(o, l)| o.as_secs_f64() / l.as_secs_f64())
+        .collect();
+    distance.sort_unstable_by(f64::total_cmp);
+    let mut sorted = limit.to_vec();
+    sorted.sort_unstable();
+    let (Some(median), Some(d)) = (
+        sorted.get(sorted.len() / 2),
+        distance.get(distance.len() / 2),
+    ) else {
+        return;
+    };
+    println!(
+        "  limit: each address's name read (length and last byte) in input order, the names in hand beforehand: {:.1} ns/address (median of {} rounds); stacksym warm mangled takes {d:.2}x the limit (median of per-round ratios)",
+        median.as_nanos() as f64 / setup.addrs.len() as f64,
+        sorted.len()
+    );
 }
 
 /// After criterion: `rounds` rounds in which every peer runs once per kind and mode, the
 /// peers taking turns (the first one rotating), so load from other processes on the machine
 /// falls on all peers alike; ratios are then taken round by round.
-fn interleaved(setup: &Setup<'_>, rounds: usize) -> Recorded {
+///
+/// Also returns the time of [`limit_pass`] in each warm mangled round.
+fn interleaved(setup: &Setup<'_>, rounds: usize) -> (Recorded, Vec<Duration>) {
     let recorded = Recorded::default();
+    // The names every peer must at least read, borrowed from a stacksym batch held for it.
+    let held_for_limit = stacksym_new(false);
+    let held = stacksym_symbolize(&held_for_limit, setup.path, setup.addrs);
+    let names: Vec<&str> = held.iter().map(|sym| sym.map_or("", |s| s.name)).collect();
+    let mut limit = Vec::new();
     for kind in [Kind::Cold, Kind::Warm] {
         for &mode in modes(kind) {
             let warm: Vec<Option<Warm>> = Peer::ALL
@@ -900,10 +941,24 @@ fn interleaved(setup: &Setup<'_>, rounds: usize) -> Recorded {
                     };
                     recorded.add((kind, peer, mode), d);
                 }
+                if (kind, mode) == (Kind::Warm, MANGLED) {
+                    black_box(limit_pass(&names));
+                    let start = Instant::now();
+                    black_box(limit_pass(&names));
+                    limit.push(start.elapsed());
+                }
             }
         }
     }
-    recorded
+    (recorded, limit)
+}
+
+/// The limit a warm mangled pass is measured against: every address's name already in
+/// hand (a pointer and a length, in input order), a pass that only reads each (its length
+/// and last byte, as [`consume`]). Every peer must at least do this; the rest of a peer's
+/// time is its lookup.
+fn limit_pass(names: &[&str]) -> usize {
+    names.iter().map(|name| consume(name, true)).sum()
 }
 
 fn print_summary(
@@ -1063,6 +1118,13 @@ fn print_summary(
             true,
         );
         if modes(Kind::Cold).contains(&mode) {
+            ratio_line(
+                &format!("cold vs addr2line ({m})"),
+                ours(Kind::Cold),
+                (Kind::Cold, Peer::Addr2line, mode),
+                1.5,
+                true,
+            );
             ratio_line(
                 &format!("cold vs blazesym ({m})"),
                 ours(Kind::Cold),

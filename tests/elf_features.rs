@@ -1368,3 +1368,108 @@ fn symbols_of_sections_not_loaded_name_nothing() {
         addrs.len()
     ));
 }
+
+/// A batch answers in input order while it looks up in address order, and reads each distinct
+/// symbol back from one place: every address of a scattered batch (starts, middles and ends
+/// of every function and object readelf lists, repeats, addresses between and beyond the
+/// symbols, shuffled with a fixed seed) gets exactly the answer it gets alone. On every
+/// testdata binary (`ALL_BINARIES`: PIE and not, i386 and aarch64, with and without
+/// `.symtab`), through `iter`, `get` and `results`, for virtual addresses and file offsets.
+#[test]
+fn a_scattered_batch_answers_each_address_as_it_would_alone() {
+    for name in ALL_BINARIES {
+        let path = bin(name);
+        let syms = readelf_syms(&path);
+        let mut addrs: Vec<u64> = vec![0, 1, u64::MAX, u64::MAX - 1];
+        for s in syms.iter().filter(|s| s.typ == "FUNC" || s.typ == "OBJECT") {
+            let end = s.value.saturating_add(s.size);
+            addrs.extend([
+                s.value,
+                s.value + s.size / 2,
+                end.saturating_sub(1),
+                end,
+                end + 1,
+            ]);
+        }
+        // Repeats, far apart in input order.
+        let repeats: Vec<u64> = addrs.iter().step_by(3).copied().collect();
+        addrs.extend(repeats);
+        // Fisher-Yates with a fixed xorshift: the same order every run.
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        for i in (1..addrs.len()).rev() {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            addrs.swap(i, (state % (i as u64 + 1)) as usize);
+        }
+        let symbolizer = Symbolizer::default();
+        let batch = symbolize_with(
+            &symbolizer,
+            &path,
+            Input::VirtAddrs(VirtAddr::from_raw_slice(&addrs)),
+        );
+        let symbols = symbolizer
+            .symbolize(
+                &Source::Elf { path: &path },
+                Input::VirtAddrs(VirtAddr::from_raw_slice(&addrs)),
+            )
+            .unwrap();
+        let results: Vec<_> = symbols.results().map(Result::ok).collect();
+        let mut found = 0;
+        for (i, &addr) in addrs.iter().enumerate() {
+            let alone = symbolize_with(
+                &symbolizer,
+                &path,
+                Input::VirtAddrs(VirtAddr::from_raw_slice(&[addr])),
+            )
+            .pop()
+            .unwrap();
+            assert_eq!(batch[i], alone, "{name}: address {addr:#x} (index {i})");
+            let got = symbols.get(i).map(|s| (s.name, s.addr, s.offset));
+            let result = results[i].map(|s| (s.name, s.addr, s.offset));
+            assert_eq!(got, result, "{name}: {i}");
+            assert_eq!(got.map(|g| g.0.to_string()), alone.map(|a| a.name));
+            found += usize::from(got.is_some());
+        }
+        assert!(
+            found > addrs.len() / 3,
+            "{name}: only {found} of {} found",
+            addrs.len()
+        );
+        // File offsets, also one in no segment (answered `None`, its offset kept).
+        let elf = ElfFile::open(&path).unwrap();
+        let offsets: Vec<u64> = addrs
+            .iter()
+            .filter_map(|&a| elf.segments().virt_to_file_offset(VirtAddr(a)))
+            .map(|o| o.0)
+            .chain([u64::MAX - 7])
+            .collect();
+        let by_offset = symbolizer
+            .symbolize(
+                &Source::Elf { path: &path },
+                Input::FileOffsets(stacksym::FileOffset::from_raw_slice(&offsets)),
+            )
+            .unwrap();
+        for (i, &offset) in offsets.iter().enumerate() {
+            let alone = symbolizer
+                .symbolize(
+                    &Source::Elf { path: &path },
+                    Input::FileOffsets(stacksym::FileOffset::from_raw_slice(&[offset])),
+                )
+                .unwrap();
+            let a = by_offset.get(i).map(|s| (s.name, s.addr, s.offset));
+            let b = alone.get(0).map(|s| (s.name, s.addr, s.offset));
+            assert_eq!(a, b, "{name}: file offset {offset:#x}");
+            assert_eq!(
+                by_offset.file_offset(i),
+                alone.file_offset(0),
+                "{name}: {offset:#x}"
+            );
+        }
+        assert_eq!(
+            by_offset.file_offset(offsets.len() - 1).map(|o| o.0),
+            Some(u64::MAX - 7),
+            "an offset in no segment keeps the offset it was given"
+        );
+    }
+}

@@ -91,6 +91,7 @@ impl FileBytes {
         Ok(FileBytes::Owned(bytes.into_boxed_slice()))
     }
 
+    #[inline]
     pub(crate) fn as_slice(&self) -> &[u8] {
         match self {
             FileBytes::Mapped(map) => map,

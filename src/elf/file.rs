@@ -18,8 +18,8 @@ use crate::elf::index_builder::{build_symbol_tables, SymbolTables};
 use crate::elf::relocatable::{self, RelocatableSection};
 use crate::elf::segments::{LoadSegment, Segments};
 use crate::elf::symbols::{
-    split_version, ElfSymbol, FoundSpan, NameTable, SymbolId, SymbolKind, SymbolOrigin,
-    VersionSuffix,
+    split_version, ElfSymbol, FoundSpan, NameSpan, NameTable, SymbolId, SymbolKind, SymbolOrigin,
+    SymbolSpans, VersionSuffix,
 };
 use crate::error::{Error, Result};
 
@@ -42,6 +42,9 @@ pub struct ElfHeaderInfo {
 pub(crate) struct SymbolSpan {
     pub(crate) symbol: Option<(SymbolId, VirtAddr)>,
     pub(crate) span: Range<u64>,
+    /// Where the search for a higher address starts, in the code and in the data index
+    /// ([`FoundSpan::below`]; `None`: from the top).
+    from: (Option<u32>, Option<u32>),
 }
 
 /// Symbol lookups of a batch walked in address order: each reuses the last answer while
@@ -62,7 +65,12 @@ impl<'a> SymbolRuns<'a> {
         match &self.last {
             Some(last) if last.span.contains(&addr.0) => Ok(last.symbol),
             _ => {
-                let found = self.elf.find_symbol_span(addr)?;
+                // In address order, the next symbol is searched forward from the last one.
+                let from = match &self.last {
+                    Some(last) if last.span.end <= addr.0 => last.from,
+                    _ => (None, None),
+                };
+                let found = self.elf.find_symbol_span_from(addr, from)?;
                 let symbol = found.symbol;
                 self.last = Some(found);
                 Ok(symbol)
@@ -280,6 +288,7 @@ impl ElfFile {
         self.bytes.mapped_len()
     }
 
+    #[inline]
     pub(crate) fn data(&self) -> &[u8] {
         self.bytes.as_slice()
     }
@@ -472,19 +481,33 @@ impl ElfFile {
     /// [`ElfFile::find_symbol_id`]'s answer for `addr` and the addresses around it that get
     /// the same answer: a batch walked in address order looks up once per such run.
     pub(crate) fn find_symbol_span(&self, addr: VirtAddr) -> Result<SymbolSpan> {
+        self.find_symbol_span_from(addr, (None, None))
+    }
+
+    /// [`ElfFile::find_symbol_span`], searching the code and data indexes forward from
+    /// `from` ([`SymbolSpan::from`] of a lower address).
+    fn find_symbol_span_from(
+        &self,
+        addr: VirtAddr,
+        from: (Option<u32>, Option<u32>),
+    ) -> Result<SymbolSpan> {
         let tables = self.symbol_tables()?;
-        let code = tables.code.find_span(addr.0);
+        let code = tables.code.find_span_from(addr.0, from.0);
+        let code_below = code.below;
+        let mut data_below = from.1;
         let (kind, table, found) = match code.index {
             Some(_) => (SymbolKind::Function, &tables.code, code),
             None => {
                 // No function covers `addr`: a data object may, within the functions' gap.
-                let data = tables.data.find_span(addr.0);
+                let data = tables.data.find_span_from(addr.0, from.1);
+                data_below = data.below;
                 let span = code.span.start.max(data.span.start)..code.span.end.min(data.span.end);
                 let found = FoundSpan { span, ..data };
                 (SymbolKind::Data, &tables.data, found)
             }
         };
         Ok(SymbolSpan {
+            from: (code_below, data_below),
             symbol: found
                 .index
                 .map(|index| (SymbolId { kind, index }, VirtAddr(table.addr(index)))),
@@ -530,38 +553,82 @@ impl ElfFile {
         }
     }
 
-    fn symbol_at<'a>(
-        &'a self,
-        tables: &'a SymbolTables,
-        kind: SymbolKind,
-        index: u32,
-    ) -> ElfSymbol<'a> {
+    /// Where the symbol with this id keeps its name and version, without reading either
+    /// (except to measure a name too long for the index, or a `.symtab` version): what a
+    /// batch keeps per distinct symbol, to hand out names later with
+    /// [`ElfFile::name_bytes`] and [`ElfFile::name_str`]. `Ok(None)` for an id that is not
+    /// this file's.
+    pub(crate) fn symbol_spans(&self, id: SymbolId) -> Result<Option<SymbolSpans>> {
+        let tables = self.symbol_tables()?;
+        let len = match id.kind {
+            SymbolKind::Function => tables.code.len(),
+            SymbolKind::Data => tables.data.len(),
+        };
+        if (id.index as usize) < len {
+            Ok(Some(self.spans_at(tables, id.kind, id.index)))
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// The bytes a [`NameSpan`] of this file's symbols covers (empty for a span of another
+    /// file that does not fit this one).
+    #[inline]
+    pub(crate) fn name_bytes(&self, span: NameSpan) -> &[u8] {
+        let bytes = if span.synthetic {
+            match self.symbols.get() {
+                Some(Ok(tables)) => tables.synthetic_names.as_slice(),
+                _ => &[],
+            }
+        } else {
+            self.data()
+        };
+        bytes
+            .get(span.start..span.start.saturating_add(span.len as usize))
+            .unwrap_or_default()
+    }
+
+    /// [`ElfFile::name_bytes`] as text, if the index builder found the name to be UTF-8.
+    #[inline]
+    pub(crate) fn name_str(&self, span: NameSpan) -> Option<&str> {
+        span.utf8
+            .then(|| utf8_checked_at_index_time(self.name_bytes(span)))
+    }
+
+    fn spans_at(&self, tables: &SymbolTables, kind: SymbolKind, index: u32) -> SymbolSpans {
         let addr_index = match kind {
             SymbolKind::Function => &tables.code,
             SymbolKind::Data => &tables.data,
         };
         let entry = addr_index.entry(index);
         let data = self.data();
-        let table = match entry.table() {
-            NameTable::Symtab => data.get(tables.symtab_strings.clone()),
-            NameTable::Dynsym => data.get(tables.dynsym_strings.clone()),
-            NameTable::Synthetic => Some(tables.synthetic_names.as_slice()),
+        let (table, synthetic) = match entry.table() {
+            NameTable::Symtab => (tables.symtab_strings.clone(), false),
+            NameTable::Dynsym => (tables.dynsym_strings.clone(), false),
+            NameTable::Synthetic => (0..tables.synthetic_names.len(), true),
+        };
+        let table_bytes = if synthetic {
+            Some(tables.synthetic_names.as_slice())
+        } else {
+            data.get(table.clone())
         };
         // The builder checked that the name starts inside its table and is NUL-terminated
         // there, and measured it; the empty fallbacks are never taken for an indexed file.
-        let table = table.unwrap_or_default();
+        let table_bytes = table_bytes.unwrap_or_default();
         let start = entry.name_offset();
-        let name = match entry.name_len() {
-            Some(len) => table.get(start..start + len),
-            None => c_str_in(table, start).map(|full| split_version(full).0),
-        }
-        .unwrap_or_default();
-        let name_str = if entry.name_is_utf8() {
-            // The whole name was validated; the part before '@' (ASCII) is valid too.
-            Some(utf8_checked_at_index_time(name))
-        } else {
-            None
+        let len = match entry.name_len() {
+            Some(len) => len,
+            None => c_str_in(table_bytes, start).map_or(0, |full| split_version(full).0.len()),
         };
+        // Names and versions lie in a string table of at most 4 GiB (checked by the builder).
+        let span_of = |start_in_table: usize, len: usize, utf8: bool| NameSpan {
+            start: table.start + start_in_table,
+            len: u32::try_from(len).unwrap_or(0),
+            synthetic,
+            utf8,
+        };
+        // The whole name was validated; the part before '@' (ASCII) is valid too.
+        let name = span_of(start, len, entry.name_is_utf8());
         let (version, version_hidden) = match entry.table() {
             NameTable::Symtab => {
                 // The version follows the name after '@' or '@@'.
@@ -571,19 +638,31 @@ impl ElfFile {
                     VersionSuffix::Default => Some(2),
                 };
                 match skip {
-                    Some(skip) => (c_str_in(table, start + name.len() + skip), skip == 1),
+                    Some(skip) => {
+                        let at = start + len + skip;
+                        let version = c_str_in(table_bytes, at)
+                            .map(|v| span_of(at, v.len(), std::str::from_utf8(v).is_ok()));
+                        (version, skip == 1)
+                    }
                     None => (None, false),
                 }
             }
             NameTable::Dynsym => match tables.dynsym_version(kind, index, entry) {
-                Some((range, hidden)) => (data.get(range), hidden),
+                Some((range, hidden)) => {
+                    let version = data.get(range.clone()).map(|v| NameSpan {
+                        start: range.start,
+                        len: u32::try_from(v.len()).unwrap_or(0),
+                        synthetic: false,
+                        utf8: std::str::from_utf8(v).is_ok(),
+                    });
+                    (version, hidden)
+                }
                 None => (None, false),
             },
             NameTable::Synthetic => (None, false),
         };
-        ElfSymbol {
+        SymbolSpans {
             name,
-            name_str,
             version,
             version_hidden,
             addr: VirtAddr(addr_index.addr(index)),
@@ -595,6 +674,30 @@ impl ElfFile {
                 NameTable::Synthetic => SymbolOrigin::Plt,
             },
             id: SymbolId { kind, index },
+        }
+    }
+
+    fn symbol_at<'a>(
+        &'a self,
+        tables: &'a SymbolTables,
+        kind: SymbolKind,
+        index: u32,
+    ) -> ElfSymbol<'a> {
+        self.symbol_of_spans(&self.spans_at(tables, kind, index))
+    }
+
+    /// The symbol whose name and version `spans` locate in this file.
+    pub(crate) fn symbol_of_spans(&self, spans: &SymbolSpans) -> ElfSymbol<'_> {
+        ElfSymbol {
+            name: self.name_bytes(spans.name),
+            name_str: self.name_str(spans.name),
+            version: spans.version.map(|v| self.name_bytes(v)),
+            version_hidden: spans.version_hidden,
+            addr: spans.addr,
+            size: spans.size,
+            kind: spans.kind,
+            origin: spans.origin,
+            id: spans.id,
         }
     }
 }

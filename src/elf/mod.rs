@@ -22,4 +22,5 @@ pub use file::{ElfFile, ElfHeaderInfo, SectionContents, MAX_READ_FILE_BYTES};
 pub use names::{Binding, NamedSymbol};
 pub use relocatable::RelocatableSection;
 pub use segments::{LoadSegment, Segments};
+pub(crate) use symbols::SymbolSpans;
 pub use symbols::{ElfSymbol, SymbolId, SymbolKind, SymbolOrigin};

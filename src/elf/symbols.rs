@@ -240,6 +240,9 @@ impl Default for Starts {
 pub(crate) struct FoundSpan {
     pub(crate) index: Option<u32>,
     pub(crate) span: Range<u64>,
+    /// The last entry starting at or below the address (also when it does not cover it):
+    /// where [`AddrIndex::find_span_from`] starts for the next, higher address.
+    pub(crate) below: Option<u32>,
 }
 
 /// One kind of symbols (code or data), sorted by address, one per address.
@@ -294,8 +297,28 @@ impl AddrIndex {
     /// inside its possibly inferred size) together with the addresses around it that get the
     /// same answer, so that a caller walking addresses in order (a sorted batch)
     /// searches once per run of addresses instead of once per address.
+    #[cfg(test)]
     pub(crate) fn find_span(&self, addr: u64) -> FoundSpan {
-        let Some(index) = self.last_start_at_or_below(addr) else {
+        self.span_at(addr, self.last_start_at_or_below(addr))
+    }
+
+    /// [`AddrIndex::find_span`], searching forward from `from` (the [`FoundSpan::below`] of
+    /// a lower address): a sorted batch's next symbol is usually a few entries on, so a
+    /// gallop over the neighbouring starts (which share cache lines) replaces a search of
+    /// the whole index. Right for any `from`; a `from` past `addr` searches the whole index.
+    pub(crate) fn find_span_from(&self, addr: u64, from: Option<u32>) -> FoundSpan {
+        let below = match from {
+            Some(from) if (from as usize) < self.entries.len() => {
+                self.last_start_at_or_below_from(addr, from as usize)
+            }
+            _ => self.last_start_at_or_below(addr),
+        };
+        self.span_at(addr, below)
+    }
+
+    /// The span of `addr`, given `below`: the last entry starting at or below it.
+    fn span_at(&self, addr: u64, below: Option<usize>) -> FoundSpan {
+        let Some(index) = below else {
             // Below every start (or an empty index): nothing up to the first start.
             let end = if self.entries.is_empty() {
                 u64::MAX
@@ -305,6 +328,7 @@ impl AddrIndex {
             return FoundSpan {
                 index: None,
                 span: 0..end,
+                below: None,
             };
         };
         let start = self.addr_at(index);
@@ -318,17 +342,59 @@ impl AddrIndex {
         let covered_end = start
             .saturating_add(self.covered_len(index))
             .min(next_start);
+        // Indexes fit in u32: a symbol takes 16 or 24 bytes of a file mapped in memory.
+        let below = u32::try_from(index).ok();
         if addr < covered_end {
             FoundSpan {
-                index: u32::try_from(index).ok(),
+                index: below,
                 span: start..covered_end,
+                below,
             }
         } else {
             FoundSpan {
                 index: None,
                 span: covered_end..next_start,
+                below,
             }
         }
+    }
+
+    /// [`AddrIndex::last_start_at_or_below`] for an `addr` whose answer is probably at or a
+    /// little after `from` (`from` < the entry count): doubling steps forward while the
+    /// starts stay at or below `addr`, then a binary search of the last step.
+    fn last_start_at_or_below_from(&self, addr: u64, from: usize) -> Option<usize> {
+        if self.addr_at(from) > addr {
+            return self.last_start_at_or_below(addr);
+        }
+        let len = self.entries.len();
+        // Invariant: the start at `low` is at or below `addr`; every start at or past `high`
+        // is above it (or `high` is `len`).
+        let mut low = from;
+        let mut step = 1;
+        let high = loop {
+            let probe = low + step;
+            if probe >= len {
+                break len;
+            }
+            if self.addr_at(probe) > addr {
+                break probe;
+            }
+            low = probe;
+            step *= 2;
+        };
+        let found = match &self.starts {
+            Starts::Narrow { base, deltas, .. } => {
+                // `addr` is at or above the start at `low`, so at or above `base`.
+                let delta = u32::try_from(addr - base).unwrap_or(u32::MAX);
+                deltas
+                    .get(low + 1..high)
+                    .map_or(0, |d| d.partition_point(|&d| d <= delta))
+            }
+            Starts::Wide { addrs, .. } => addrs
+                .get(low + 1..high)
+                .map_or(0, |a| a.partition_point(|&a| a <= addr)),
+        };
+        Some(low + found)
     }
 
     /// The index of the last entry starting at or below `addr`: first its block in the
@@ -463,6 +529,33 @@ pub struct ElfSymbol<'a> {
     pub id: SymbolId,
 }
 
+/// Where one name (or version) of a file's symbols is, without borrowing the file: a batch
+/// keeps these per distinct symbol and reads the bytes back with
+/// [`crate::elf::ElfFile::name_bytes`] only when a caller asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NameSpan {
+    /// Offset in the file, or in the names this crate made up (`synthetic`).
+    pub(crate) start: usize,
+    pub(crate) len: u32,
+    pub(crate) synthetic: bool,
+    /// Checked to be UTF-8 (when the index was built, or when the span was made).
+    pub(crate) utf8: bool,
+}
+
+/// An [`ElfSymbol`] with its name and version as [`NameSpan`]s, so that it can be kept
+/// beside the file it describes (in a batch that holds the file) instead of borrowing it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SymbolSpans {
+    pub(crate) name: NameSpan,
+    pub(crate) version: Option<NameSpan>,
+    pub(crate) version_hidden: bool,
+    pub(crate) addr: VirtAddr,
+    pub(crate) size: u64,
+    pub(crate) kind: SymbolKind,
+    pub(crate) origin: SymbolOrigin,
+    pub(crate) id: SymbolId,
+}
+
 /// Splits `name@VER` / `name@@VER` into the name, the version and whether it is hidden.
 /// Names made up by this crate (`target@plt`) are not passed here.
 pub(crate) fn split_version(name: &[u8]) -> (&[u8], Option<&[u8]>, bool) {
@@ -594,42 +687,19 @@ mod tests {
         assert_eq!(index.entry(1).stated_size(), 0);
         // Spans: a sized symbol's extent, the gap after it, an inferred size up to the next
         // start, and everything past the last symbol.
-        let span = |addr| index.find_span(addr);
-        assert_eq!(
-            span(0x104),
-            FoundSpan {
-                index: Some(0),
-                span: 0x100..0x110
-            }
-        );
-        assert_eq!(
-            span(0x150),
-            FoundSpan {
-                index: None,
-                span: 0x110..0x200
-            }
-        );
-        assert_eq!(
-            span(0x2ff),
-            FoundSpan {
-                index: Some(1),
-                span: 0x200..0x300
-            }
-        );
-        assert_eq!(
-            span(0x400),
-            FoundSpan {
-                index: None,
-                span: 0x308..u64::MAX
-            }
-        );
+        let span = |addr| {
+            let found = index.find_span(addr);
+            (found.index, found.span)
+        };
+        assert_eq!(span(0x104), (Some(0), 0x100..0x110));
+        assert_eq!(span(0x150), (None, 0x110..0x200));
+        assert_eq!(span(0x2ff), (Some(1), 0x200..0x300));
+        assert_eq!(span(0x400), (None, 0x308..u64::MAX));
         let empty = AddrIndex::from_sorted(Vec::new(), Vec::new());
+        let found = empty.find_span(7);
         assert_eq!(
-            empty.find_span(7),
-            FoundSpan {
-                index: None,
-                span: 0..u64::MAX
-            }
+            (found.index, found.span, found.below),
+            (None, 0..u64::MAX, None)
         );
     }
 
@@ -661,7 +731,19 @@ mod tests {
                 );
                 // The span holds the probe, `find` answers alike across it and differently
                 // just outside it: a sorted walk may reuse the answer for exactly that span.
-                let FoundSpan { index: found, span } = index.find_span(probe);
+                let FoundSpan {
+                    index: found,
+                    span,
+                    below,
+                } = index.find_span(probe);
+                // Searching forward from any lower place finds the same.
+                for from in [None, Some(0), below, below.map(|b| b.saturating_sub(7))] {
+                    let again = index.find_span_from(probe, from);
+                    assert_eq!((again.index, &again.span), (found, &span), "from {from:?}");
+                }
+                // From a place past the answer, too (the whole index is searched then).
+                let past = index.find_span_from(probe, Some(999));
+                assert_eq!((past.index, &past.span), (found, &span), "from 999");
                 assert_eq!(found.map(|i| i as usize), expected, "span at {probe:#x}");
                 assert!(span.contains(&probe), "{span:x?} lacks {probe:#x}");
                 assert_eq!(index.find(span.start), found, "{span:x?} start");

@@ -147,9 +147,16 @@ impl LoadedElf {
         Ok(())
     }
 
-    /// The name computed earlier by [`LoadedElf::compute_shown_name`], if any.
+    /// The name computed earlier by [`LoadedElf::compute_shown_name`], if any. Inlined into
+    /// the read-back of every answer of a batch: a few loads, no error path.
+    #[inline]
     pub(crate) fn computed_name(&self, id: SymbolId) -> Option<&str> {
-        self.slot(id).ok()?.get()?.as_deref()
+        let (code, data) = self.shown_names.get()?;
+        let slots = match id.kind() {
+            SymbolKind::Function => code,
+            SymbolKind::Data => data,
+        };
+        slots.get(id.index() as usize)?.get()?.as_deref()
     }
 
     fn slot(&self, id: SymbolId) -> Result<&OnceLock<Option<Box<str>>>> {

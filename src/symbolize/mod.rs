@@ -42,7 +42,7 @@ use crate::process::{Process, ProcessMaps};
 use crate::radix::sorted_by_key;
 use cache::SharedLru;
 use loaded::{DebugOptions, LoadedElf};
-use output::{Answer, ElfPart, Entry, ModuleName, Part};
+use output::{Answer, ElfPart, Entry, FoundSym, ModuleName, Part};
 
 /// Where addresses come from. Every source is symbolized by the one call,
 /// [`Symbolizer::symbolize`], and answers with one type, [`Symbols`].
@@ -503,20 +503,13 @@ impl Symbolizer {
             debug_error: None,
             segments: segments.clone(),
         }));
-        // Every address's entry in input order, and (address, index) of those with a virtual
-        // address, to answer in address order.
+        // (address, index) of the addresses with a virtual address, to answer in address
+        // order.
         let mut order: Vec<(u64, usize)> = Vec::with_capacity(input_addrs.len());
         for (i, &raw) in input_addrs.iter().enumerate() {
-            let (addr, file_offset) = to_virt_and_offset(raw);
-            if let Some(addr) = addr {
+            if let (Some(addr), _) = to_virt_and_offset(raw) {
                 order.push((addr.0, i));
             }
-            symbols.entries.push(Entry {
-                answer: Answer::NoSymbol,
-                module,
-                file_offset,
-                frames: 0..0,
-            });
         }
         // Symbols and frames in address order, each distinct address's frames once: a run of
         // addresses inside one function costs one symbol search, neighbouring addresses share
@@ -532,12 +525,16 @@ impl Symbolizer {
         }
         let mut own_symbols = SymbolRuns::new(&symbol_file.elf);
         let mut mini_symbols = mini.map(|mini| SymbolRuns::new(&mini.elf));
-        let mut last_named: Option<(bool, SymbolId)> = None;
+        // The last distinct symbol hit and its index in `symbols.found`: in address order,
+        // the addresses inside one symbol come one after another and share it.
+        let mut last_found: Option<(bool, SymbolId, u32)> = None;
         // With threads, the symbols whose names to compute (each first hit: `(in_mini, id)`),
         // computed after the walk on several threads.
         let mut to_name: Vec<(bool, SymbolId)> = Vec::new();
         let mut previous_frames: Option<(VirtAddr, Range<u32>)> = None;
-        for (addr, i) in order {
+        // The answers in address order, written one after another; put in input order below.
+        let mut in_address_order: Vec<Entry> = Vec::with_capacity(order.len());
+        for &(addr, i) in &order {
             let addr = VirtAddr(addr);
             let own = own_symbols.find(addr)?;
             // MiniDebugInfo names what `.dynsym` does not: the nearer symbol wins.
@@ -569,24 +566,42 @@ impl Symbolizer {
                 answer = Answer::Go { part, addr };
             }
             if let (Some(file), Some((id, _))) = (file, hit) {
-                if self.demangle && last_named != Some((in_mini, id)) {
-                    // Computes the shown name on the symbol's first hit; later hits find it.
-                    if self.threads > 1 {
-                        to_name.push((in_mini, id));
-                    } else {
-                        file.compute_shown_name(id)?;
-                    }
-                    last_named = Some((in_mini, id));
-                }
-                answer = Answer::Elf {
-                    part,
-                    id,
-                    in_mini,
-                    addr,
+                let found = match last_found {
+                    Some((was_mini, was, found)) if (was_mini, was) == (in_mini, id) => Some(found),
+                    _ => match file.elf.symbol_spans(id)? {
+                        Some(spans) => {
+                            if self.demangle {
+                                // Computes the shown name on the symbol's first hit.
+                                if self.threads > 1 {
+                                    to_name.push((in_mini, id));
+                                } else {
+                                    file.compute_shown_name(id)?;
+                                }
+                            }
+                            let found = symbols.add_found(FoundSym {
+                                part,
+                                in_mini,
+                                spans,
+                                demangled: self.demangle,
+                            });
+                            last_found = Some((in_mini, id, found));
+                            Some(found)
+                        }
+                        // The id came from this file's own index (built once).
+                        None => None,
+                    },
                 };
+                if let Some(found) = found {
+                    answer = Answer::Elf { found, addr };
+                }
             }
-            let Some(entry) = symbols.entries.get_mut(i) else {
-                continue;
+            let mut entry = Entry {
+                answer: Answer::NoSymbol,
+                module,
+                file_offset: input_addrs
+                    .get(i)
+                    .and_then(|&raw| to_virt_and_offset(raw).1),
+                frames: 0..0,
             };
             if matches!(answer, Answer::NoSymbol) && entry.file_offset.is_none() {
                 entry.file_offset = segments.virt_to_file_offset(addr);
@@ -633,8 +648,35 @@ impl Symbolizer {
                 entry.frames = range;
             }
             entry.answer = answer;
+            in_address_order.push(entry);
         }
         drop(dwarf);
+        // Into input order: each address takes its answer from its place in address order.
+        // Walking the answers in address order and writing each to its input place would
+        // miss the cache on every write of a large random batch, inside the long loop above
+        // where few misses overlap; this short loop reads them back with many misses in
+        // flight (the symtab bench: ...).
+        let mut place = vec![u32::MAX; input_addrs.len()];
+        for (k, &(_, i)) in order.iter().enumerate() {
+            if let Some(place) = place.get_mut(i) {
+                // A batch has fewer than u32::MAX addresses (see `Symbols::add_module`).
+                *place = u32::try_from(k).unwrap_or(u32::MAX);
+            }
+        }
+        symbols.entries.reserve(input_addrs.len());
+        for (&raw, &k) in input_addrs.iter().zip(&place) {
+            let entry = match in_address_order.get_mut(k as usize) {
+                Some(entry) => std::mem::replace(entry, Entry::not_found(NotFound::NoSymbol)),
+                // No virtual address: a file offset in no segment.
+                None => Entry {
+                    answer: Answer::NoSymbol,
+                    module,
+                    file_offset: to_virt_and_offset(raw).1,
+                    frames: 0..0,
+                },
+            };
+            symbols.entries.push(entry);
+        }
         compute_names_on_threads(symbol_file, mini, &to_name, self.threads)?;
         if let Some(Part::Elf(elf)) = symbols.parts.get_mut(part as usize) {
             elf.debug_error = debug_error;
