@@ -280,6 +280,11 @@ impl ElfFile {
         self.bytes.mapped_len()
     }
 
+    /// Whether this file's mapping lost pages because the file shrank (see `elf/sigbus.rs`).
+    pub(crate) fn shrunk(&self) -> bool {
+        self.bytes.shrunk()
+    }
+
     pub(crate) fn data(&self) -> &[u8] {
         self.bytes.as_slice()
     }
@@ -556,11 +561,14 @@ impl ElfFile {
             None => c_str_in(table, start).map(|full| split_version(full).0),
         }
         .unwrap_or_default();
-        let name_str = if entry.name_is_utf8() {
+        let name_str = if !entry.name_is_utf8() {
+            None
+        } else if self.bytes.shrunk() {
+            // The file shrank under its mapping: zeros may have cut a character (sigbus.rs).
+            std::str::from_utf8(name).ok()
+        } else {
             // The whole name was validated; the part before '@' (ASCII) is valid too.
             Some(utf8_checked_at_index_time(name))
-        } else {
-            None
         };
         let (version, version_hidden) = match entry.table() {
             NameTable::Symtab => {
@@ -600,9 +608,11 @@ impl ElfFile {
 }
 
 /// `bytes` as `&str`, without checking again: the index builder ran `str::from_utf8` on
-/// exactly these bytes (and set the entry's UTF-8 flag only if it passed). The bytes cannot
-/// have changed since: owned bytes are immutable, and a mapping is read-only and private, the
-/// same contract under which every `&[u8]` this crate hands out borrows from it.
+/// exactly these bytes (and set the entry's UTF-8 flag only if it passed). Owned bytes are
+/// immutable, and a mapping is read-only and private; what can still change a mapping's
+/// bytes is its file shrinking (the `SIGBUS` handler then maps zeros, and marks the
+/// mapping, whose names the caller checks again) or being rewritten in place (the residual
+/// ARCHITECTURE.md states under "SIGBUS").
 fn utf8_checked_at_index_time(bytes: &[u8]) -> &str {
     // SAFETY: see above; validated by `std::str::from_utf8` when the index was built.
     unsafe { std::str::from_utf8_unchecked(bytes) }
