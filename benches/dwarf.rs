@@ -29,6 +29,9 @@
 //! addresses ≥ 2× faster than the addr2line crate and ≥ 3× faster than blazesym; peak
 //! memory not above the addr2line crate's).
 //!
+//! `STACKSYM_BENCH_READ_FILES=1` makes stacksym read files into memory instead of mapping
+//! them (`stacksym::elf::read_files_instead_of_mapping`; ARCHITECTURE.md, "SIGBUS").
+//!
 //! Needs libc6-dbg (the bench says so and stops without it).
 //! `cargo bench --bench dwarf` takes about a minute; `-- --test` runs each once.
 
@@ -385,6 +388,11 @@ fn median(v: Vec<f64>) -> f64 {
 }
 
 fn main() {
+    // `STACKSYM_BENCH_READ_FILES=1`: stacksym reads files into memory instead of mapping
+    // them (`read_files_instead_of_mapping`), to measure that choice (ARCHITECTURE.md, "SIGBUS").
+    if std::env::var_os("STACKSYM_BENCH_READ_FILES").is_some() {
+        stacksym::elf::read_files_instead_of_mapping();
+    }
     let args: Vec<String> = std::env::args().collect();
     if let Some(i) = args.iter().position(|a| a == PEAK_CHILD) {
         peak_child(args.get(i + 1).map_or("", String::as_str));

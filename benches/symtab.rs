@@ -29,6 +29,8 @@
 //! ran with; `STACKSYM_BENCH_LIB=/path/to/lib.so` overrides the search. Without the library
 //! the bench prints why and does nothing. `STACKSYM_BENCH_NO_CHECK=1` leaves out the checks
 //! and the summary (for profiling one benchmark with `--profile-time`).
+//! `STACKSYM_BENCH_READ_FILES=1` makes stacksym read files into memory instead of mapping
+//! them (`stacksym::elf::read_files_instead_of_mapping`; ARCHITECTURE.md, "SIGBUS").
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::borrow::Cow;
@@ -755,6 +757,11 @@ fn verdict(ratio: f64, other: Option<f64>, target: f64, higher_is_better: bool) 
 }
 
 fn main() {
+    // `STACKSYM_BENCH_READ_FILES=1`: stacksym reads files into memory instead of mapping
+    // them (`read_files_instead_of_mapping`), to measure that choice (ARCHITECTURE.md, "SIGBUS").
+    if std::env::var_os("STACKSYM_BENCH_READ_FILES").is_some() {
+        stacksym::elf::read_files_instead_of_mapping();
+    }
     let args: Vec<String> = std::env::args().collect();
     let listing = args.iter().any(|a| a == "--list");
     let quick = args.iter().any(|a| a == "--test") || !args.iter().any(|a| a == "--bench");

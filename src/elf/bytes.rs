@@ -6,23 +6,31 @@ use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
+use crate::elf::sigbus::{self, Registered};
+use crate::elf::MAX_READ_FILE_BYTES;
 use crate::error::{Error, Result};
 
 /// The immutable bytes of a file, mapped or owned.
 ///
 /// Mapping a file that another process truncates while we read it raises `SIGBUS`. Files the
-/// caller names (trusted) are mapped, as perf, gdb and llvm-symbolizer map them; files reached
-/// through another process's root (untrusted: that process may truncate them whenever it
-/// likes) are read into memory ([`FileBytes::read`], capped), which no change to the file can
-/// disturb afterwards. See ARCHITECTURE.md, "Trust".
+/// caller names (trusted) are mapped, as perf, gdb and llvm-symbolizer map them, and
+/// registered with the `SIGBUS` handler of `sigbus.rs`, which makes a shrink harmless (reads
+/// past the new end see zeros); files reached through another process's root (untrusted:
+/// that process may change them whenever it likes) are read into memory
+/// ([`FileBytes::read`], capped), which no change to the file can disturb afterwards. See
+/// ARCHITECTURE.md, "Trust" and "SIGBUS".
 pub(crate) enum FileBytes {
-    Mapped(memmap2::Mmap),
+    /// Registered with the `SIGBUS` handler first, so that it is unregistered before the
+    /// mapping goes (fields drop in order).
+    Mapped(Registered, memmap2::Mmap),
     Owned(Box<[u8]>),
 }
 
 impl FileBytes {
     /// Opens and maps `path`; a directory or a device is refused before mapping. Also returns
-    /// the (device, inode) of the file mapped.
+    /// the (device, inode) of the file mapped. Read into memory instead (at most
+    /// [`MAX_READ_FILE_BYTES`]) when the mapping could not be protected against `SIGBUS` or
+    /// the embedder turned mapping off ([`sigbus::read_files_instead_of_mapping`]).
     pub(crate) fn map(path: &Path) -> Result<(Self, (u64, u64))> {
         let io_err = |source| Error::Io {
             path: path.to_path_buf(),
@@ -40,11 +48,31 @@ impl FileBytes {
             // mmap of an empty file fails with EINVAL, which would be a confusing message.
             return Ok((FileBytes::Owned(Box::new([])), id));
         }
+        if !sigbus::mapping_allowed() {
+            return Ok((Self::read(&file, path, MAX_READ_FILE_BYTES)?, id));
+        }
         // SAFETY: the mapping is read-only and private. If another process truncates the file
-        // while it is mapped, reads past the new end raise SIGBUS; that is the documented risk
-        // of mapping (see the type's docs), shared with every mmap-based symbolizer.
+        // while it is mapped, reads past the new end raise SIGBUS, which the handler of
+        // `sigbus.rs` turns into reads of zeros for a registered mapping (registered below,
+        // before any read of it).
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io_err)?;
-        Ok((FileBytes::Mapped(map), id))
+        match sigbus::register(map.as_ptr(), map.len()) {
+            Some(registered) => Ok((FileBytes::Mapped(registered, map), id)),
+            None => {
+                // An unprotected mapping is not kept: read the file instead.
+                drop(map);
+                Ok((Self::read(&file, path, MAX_READ_FILE_BYTES)?, id))
+            }
+        }
+    }
+
+    /// Whether this is a mapping whose file shrank under it, so that some of its pages now
+    /// read as zeros (see `sigbus.rs`). Always false for owned bytes.
+    pub(crate) fn shrunk(&self) -> bool {
+        match self {
+            FileBytes::Mapped(registered, _) => registered.shrunk(),
+            FileBytes::Owned(_) => false,
+        }
     }
 
     /// Reads the whole of `file` (opened from `path`, shown in errors) into memory: at most
@@ -62,8 +90,9 @@ impl FileBytes {
             return Err(Error::Unsupported {
                 path: path.to_path_buf(),
                 what: format!(
-                    "a file of {} bytes reached through another process's root, more than \
-                     the {cap} bytes read into memory",
+                    "a file of {} bytes, more than the {cap} bytes read into memory (the \
+                     files of another process are read, not mapped, as are all files when \
+                     mapping is turned off)",
                     metadata.size()
                 ),
             });
@@ -94,7 +123,7 @@ impl FileBytes {
     #[inline]
     pub(crate) fn as_slice(&self) -> &[u8] {
         match self {
-            FileBytes::Mapped(map) => map,
+            FileBytes::Mapped(_, map) => map,
             FileBytes::Owned(bytes) => bytes,
         }
     }
@@ -102,7 +131,7 @@ impl FileBytes {
     /// Bytes mapped from disk (0 for owned bytes), for statistics.
     pub(crate) fn mapped_len(&self) -> usize {
         match self {
-            FileBytes::Mapped(map) => map.len(),
+            FileBytes::Mapped(_, map) => map.len(),
             FileBytes::Owned(_) => 0,
         }
     }

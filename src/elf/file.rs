@@ -288,6 +288,11 @@ impl ElfFile {
         self.bytes.mapped_len()
     }
 
+    /// Whether this file's mapping lost pages because the file shrank (see `elf/sigbus.rs`).
+    pub(crate) fn shrunk(&self) -> bool {
+        self.bytes.shrunk()
+    }
+
     #[inline]
     pub(crate) fn data(&self) -> &[u8] {
         self.bytes.as_slice()
@@ -591,8 +596,16 @@ impl ElfFile {
     /// [`ElfFile::name_bytes`] as text, if the index builder found the name to be UTF-8.
     #[inline]
     pub(crate) fn name_str(&self, span: NameSpan) -> Option<&str> {
-        span.utf8
-            .then(|| utf8_checked_at_index_time(self.name_bytes(span)))
+        if !span.utf8 {
+            return None;
+        }
+        let bytes = self.name_bytes(span);
+        if self.bytes.shrunk() {
+            // The file shrank under its mapping: zeros may have cut a character (sigbus.rs).
+            std::str::from_utf8(bytes).ok()
+        } else {
+            Some(utf8_checked_at_index_time(bytes))
+        }
     }
 
     fn spans_at(&self, tables: &SymbolTables, kind: SymbolKind, index: u32) -> SymbolSpans {
@@ -703,9 +716,11 @@ impl ElfFile {
 }
 
 /// `bytes` as `&str`, without checking again: the index builder ran `str::from_utf8` on
-/// exactly these bytes (and set the entry's UTF-8 flag only if it passed). The bytes cannot
-/// have changed since: owned bytes are immutable, and a mapping is read-only and private, the
-/// same contract under which every `&[u8]` this crate hands out borrows from it.
+/// exactly these bytes (and set the entry's UTF-8 flag only if it passed). Owned bytes are
+/// immutable, and a mapping is read-only and private; what can still change a mapping's
+/// bytes is its file shrinking (the `SIGBUS` handler then maps zeros, and marks the
+/// mapping, whose names the caller checks again) or being rewritten in place (the residual
+/// ARCHITECTURE.md states under "SIGBUS").
 fn utf8_checked_at_index_time(bytes: &[u8]) -> &str {
     // SAFETY: see above; validated by `std::str::from_utf8` when the index was built.
     unsafe { std::str::from_utf8_unchecked(bytes) }

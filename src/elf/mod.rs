@@ -12,6 +12,7 @@ mod index_builder;
 mod names;
 mod relocatable;
 mod segments;
+mod sigbus;
 mod symbols;
 #[cfg(feature = "minidebuginfo")]
 mod xz;
@@ -22,5 +23,7 @@ pub use file::{ElfFile, ElfHeaderInfo, SectionContents, MAX_READ_FILE_BYTES};
 pub use names::{Binding, NamedSymbol};
 pub use relocatable::RelocatableSection;
 pub use segments::{LoadSegment, Segments};
+pub use sigbus::read_files_instead_of_mapping;
+pub(crate) use sigbus::shrinks;
 pub(crate) use symbols::SymbolSpans;
 pub use symbols::{ElfSymbol, SymbolId, SymbolKind, SymbolOrigin};

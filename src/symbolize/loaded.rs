@@ -54,6 +54,9 @@ pub(crate) struct LoadedElf {
     shown_names: OnceLock<(NameSlots, NameSlots)>,
     /// Found on the first batch that needs it.
     debug: OnceLock<DebugState>,
+    /// How many pages of shrunk mapped files the `SIGBUS` handler had replaced when this was
+    /// made ([`crate::elf::shrinks`]); see [`LoadedElf::opened_before_a_shrink`].
+    shrinks_seen: u64,
 }
 
 /// A file's debug information, as found once.
@@ -86,6 +89,7 @@ impl LoadedElf {
             elf: Arc::new(elf),
             shown_names: OnceLock::new(),
             debug: OnceLock::new(),
+            shrinks_seen: crate::elf::shrinks(),
         }
     }
 
@@ -95,7 +99,17 @@ impl LoadedElf {
             elf,
             shown_names: OnceLock::new(),
             debug: OnceLock::new(),
+            shrinks_seen: crate::elf::shrinks(),
         }
+    }
+
+    /// Whether a mapped file shrank since this was made, so that this file, its companion,
+    /// its dwz supplementary file or its `.dwp` may now read zeros where the old file had
+    /// bytes (`elf/sigbus.rs`). Which one shrank is not tracked (the DWARF's files are held
+    /// inside gimli's readers): any shrink in the process makes every cached file be opened
+    /// again once, a cost paid only when a file really shrank under its mapping.
+    pub(crate) fn opened_before_a_shrink(&self) -> bool {
+        crate::elf::shrinks() != self.shrinks_seen || self.elf.shrunk()
     }
 
     /// Bytes of the file and of its debug companion and MiniDebugInfo, if any is open.
@@ -191,11 +205,7 @@ impl DebugState {
                 Ok(Some(found)) => {
                     state.symbols_from_companion = !has_symtab && has_bytes(&found.elf, ".symtab");
                     state.found_by = Some(found.found_by);
-                    state.companion = Some(Arc::new(LoadedElf {
-                        elf: found.elf,
-                        shown_names: OnceLock::new(),
-                        debug: OnceLock::new(),
-                    }));
+                    state.companion = Some(Arc::new(LoadedElf::from_arc(found.elf)));
                 }
                 Ok(None) => {}
                 Err(e) => state.dwarf = Err(e),

@@ -696,8 +696,31 @@ impl Symbolizer {
         // and a replaced file (new inode, size or mtime) is opened anew. Results name the
         // path the caller gave (`Symbols::module`), not the one that opened the file.
         let id = FileId::of_path(path)?;
-        self.files
-            .get_or_load(&id, || ElfFile::open(path).map(LoadedElf::new))
+        let load = || ElfFile::open(path).map(LoadedElf::new);
+        let loaded = self.files.get_or_load(&id, load)?;
+        self.reopened_if_shrunk(id, loaded, load)
+    }
+
+    /// `loaded`, or, when a mapped file shrank since it was opened (its own, or a companion's:
+    /// see [`LoadedElf::opened_before_a_shrink`]), the file opened again with `load` and put
+    /// in the cache in its place. Batches that hold the old one keep it (pages past a shrunk
+    /// file's end read as zeros there).
+    fn reopened_if_shrunk(
+        &self,
+        id: FileId,
+        loaded: Arc<LoadedElf>,
+        load: impl FnOnce() -> Result<LoadedElf>,
+    ) -> Result<Arc<LoadedElf>> {
+        if !loaded.opened_before_a_shrink() {
+            return Ok(loaded);
+        }
+        log::debug!(
+            "{}: opened again, since a mapped file shrank after it was opened",
+            loaded.elf.path().display()
+        );
+        let fresh = Arc::new(load()?);
+        self.files.insert(id, Arc::clone(&fresh));
+        Ok(fresh)
     }
 
     /// Like `open_elf`, for a file of a process, already opened (by [`Process::open_mapped`]:
@@ -712,9 +735,11 @@ impl Symbolizer {
         root: &ConfinedRoot,
     ) -> Result<Arc<LoadedElf>> {
         let id = FileId::of_file(file, path)?;
-        self.files.get_or_load(&id, || {
-            ElfFile::from_file(file, path).map(|elf| LoadedElf::new(elf.in_root(root.clone())))
-        })
+        // Read into memory, but its host debug files may be mapped: checked as `open_elf` does.
+        let load =
+            || ElfFile::from_file(file, path).map(|elf| LoadedElf::new(elf.in_root(root.clone())));
+        let loaded = self.files.get_or_load(&id, load)?;
+        self.reopened_if_shrunk(id, loaded, load)
     }
 
     /// Counters for hits, misses, evictions and mapped bytes.
