@@ -78,6 +78,34 @@ pub(crate) struct DebugState {
     /// The Go table (`.gopclntab`) of a Go binary that lacks a `.symtab` (for names) or
     /// DWARF (for lines); `None` for other files.
     pub(crate) go: Option<Arc<GoTable>>,
+    /// What to subtract from the file's addresses to look them up in `dwarf`: not 0 only
+    /// for the DWARF of a companion split off before the file was prelinked.
+    pub(crate) dwarf_bias: u64,
+}
+
+/// `companion` (the debug file found for `elf`), answering at `elf`'s addresses when they
+/// differ from its own (a prelinked binary: see [`ElfFile::prelink_bias`]). Moving an
+/// `ElfFile` needs it unshared; a shared one (held by a cache too) is opened again.
+fn rebased_companion(elf: &ElfFile, companion: Arc<ElfFile>) -> Arc<ElfFile> {
+    let Some(bias) = companion.prelink_bias(elf).filter(|&bias| bias != 0) else {
+        return companion;
+    };
+    log::debug!(
+        "{}: its debug file {} has addresses {bias:#x} lower (prelinked): rebased",
+        elf.path().display(),
+        companion.path().display()
+    );
+    let owned = match Arc::try_unwrap(companion) {
+        Ok(owned) => owned,
+        Err(shared) => match ElfFile::open_under(shared.root(), shared.path()) {
+            Ok(reopened) => reopened,
+            Err(e) => {
+                log::debug!("{e}: its debug file is used at its own addresses");
+                return shared;
+            }
+        },
+    };
+    Arc::new(owned.with_address_bias(bias))
 }
 
 impl LoadedElf {
@@ -176,6 +204,7 @@ impl DebugState {
             error: None,
             dwarf: Ok(None),
             go: None,
+            dwarf_bias: 0,
         };
         // As gdb: a file with its own DWARF and symbols needs no companion.
         let wants_companion = !has_symtab || (options.source_lines && !has_dwarf);
@@ -184,8 +213,10 @@ impl DebugState {
                 Ok(Some(found)) => {
                     state.symbols_from_companion = !has_symtab && has_bytes(&found.elf, ".symtab");
                     state.found_by = Some(found.found_by);
+                    let companion = rebased_companion(elf, found.elf);
+                    state.dwarf_bias = companion.address_bias();
                     state.companion = Some(Arc::new(LoadedElf {
-                        elf: found.elf,
+                        elf: companion,
                         shown_names: OnceLock::new(),
                         debug: OnceLock::new(),
                     }));
@@ -222,7 +253,10 @@ impl DebugState {
         }
         let dwarf_file = match &state.companion {
             Some(companion) if !has_dwarf => &companion.elf,
-            _ => elf,
+            _ => {
+                state.dwarf_bias = 0;
+                elf
+            }
         };
         state.dwarf = load_dwarf(dwarf_file, options).map(|d| d.map(Mutex::new));
         if let Err(e) = &state.dwarf {
