@@ -257,6 +257,35 @@ struct Module {
     failed: bool,
     /// The current batch's queries of this module, as indexes into `Engine::pending`.
     queued: Vec<usize>,
+    /// For a relocatable file (`.o`, `.ko`): its code sections' layout addresses and sizes,
+    /// in section order; `None` until the module is first looked up, empty for other files.
+    code_sections: Option<Vec<(u64, u64)>>,
+}
+
+/// The code sections of a relocatable file at `path` (see [`Module::code_sections`]); empty
+/// for other files, and for a file that does not open (the library call then says why).
+fn code_sections(path: &Path) -> Vec<(u64, u64)> {
+    match stacksym::elf::ElfFile::open(path) {
+        Ok(elf) => elf
+            .relocatable_sections()
+            .iter()
+            .filter(|section| section.executable)
+            .map(|section| (section.addr.0, section.size))
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// An address given for a relocatable file, as llvm-symbolizer and binutils `addr2line` read
+/// it: an offset into the first code section long enough to hold it (with one `.text`, an
+/// offset into it), turned into the layout address the library takes. `u64::MAX` (which no
+/// symbol holds) past every code section.
+fn relocatable_addr(sections: &[(u64, u64)], offset: u64) -> u64 {
+    sections
+        .iter()
+        .find(|&&(_, size)| offset < size)
+        .and_then(|&(addr, _)| addr.checked_add(offset))
+        .unwrap_or(u64::MAX)
 }
 
 /// What one batch's library call gave for a module.
@@ -382,6 +411,7 @@ impl<W: Write> Engine<W> {
                     name: path.to_string_lossy().into_owned(),
                     failed: false,
                     queued: Vec::new(),
+                    code_sections: None,
                 });
                 self.module_index.insert(given.to_vec(), index);
                 index
@@ -567,9 +597,17 @@ impl<W: Write> Engine<W> {
             return ModuleAnswers::Unused;
         }
         self.addrs.clear();
+        let code = module
+            .code_sections
+            .get_or_insert_with(|| code_sections(&module.open));
         for &i in &module.queued {
             if let Item::Query { addr, .. } = &self.pending[i] {
-                self.addrs.push(addr.wrapping_sub(self.adjust_vma));
+                let addr = addr.wrapping_sub(self.adjust_vma);
+                if code.is_empty() {
+                    self.addrs.push(addr);
+                } else {
+                    self.addrs.push(relocatable_addr(code, addr));
+                }
             }
         }
         module.queued.clear();

@@ -98,6 +98,8 @@ pub struct ElfFile {
     build_id: Option<Range<usize>>,
     links: DebugLinks,
     symbols: OnceLock<Result<SymbolTables, Error>>,
+    /// Added to the addresses of the symbol index (see [`ElfFile::with_address_bias`]).
+    address_bias: u64,
 }
 
 impl std::fmt::Debug for ElfFile {
@@ -226,6 +228,7 @@ impl ElfFile {
             build_id,
             links,
             symbols: OnceLock::new(),
+            address_bias: 0,
         })
     }
 
@@ -281,6 +284,51 @@ impl ElfFile {
     /// file are all at these addresses.
     pub fn relocatable_sections(&self) -> &[RelocatableSection] {
         &self.relocatable
+    }
+
+    /// The same file, its symbols answering `bias` higher (wrapping) than the file states
+    /// them: a debug file made before its binary was prelinked to another base (see
+    /// [`ElfFile::prelink_bias`]) then answers at the binary's addresses. Only the address
+    /// lookups ([`ElfFile::find_symbol`] and the others by address, [`ElfSymbol::addr`]) are
+    /// moved; sections, segments and lookups by name keep the file's own addresses.
+    pub(crate) fn with_address_bias(mut self, bias: u64) -> Self {
+        self.address_bias = bias;
+        self
+    }
+
+    /// The bias set by [`ElfFile::with_address_bias`] (0 without one).
+    pub(crate) fn address_bias(&self) -> u64 {
+        self.address_bias
+    }
+
+    /// How far `binary`'s addresses are from this file's, its debug file's: the difference
+    /// of the addresses of the allocated sections both have (matched by name), which is not
+    /// 0 for a binary prelinked (or otherwise moved) after its debug file was split off; the
+    /// debug file is then rebased by it, as elfutils does. `None` when no section matches,
+    /// or when matching sections disagree on the difference (not one file moved whole:
+    /// nothing is rebased).
+    pub(crate) fn prelink_bias(&self, binary: &ElfFile) -> Option<u64> {
+        use object::{Object, ObjectSection, SectionFlags};
+        let ours = self.object_file().ok()?;
+        let theirs = binary.object_file().ok()?;
+        let allocated = |section: &object::Section<'_, '_>| match section.flags() {
+            SectionFlags::Elf { sh_flags, .. } => sh_flags.0 & elf::SHF_ALLOC.0 != 0,
+            _ => false,
+        };
+        let mut bias = None;
+        for section in theirs.sections().filter(allocated) {
+            let Ok(name) = section.name() else { continue };
+            let Some(own) = ours.section_by_name(name).filter(allocated) else {
+                continue;
+            };
+            let difference = section.address().wrapping_sub(own.address());
+            match bias {
+                None => bias = Some(difference),
+                Some(agreed) if agreed == difference => {}
+                Some(_) => return None,
+            }
+        }
+        bias
     }
 
     /// Bytes of this file mapped into memory (0 when it was given as bytes).
@@ -496,6 +544,46 @@ impl ElfFile {
         addr: VirtAddr,
         from: (Option<u32>, Option<u32>),
     ) -> Result<SymbolSpan> {
+        if self.address_bias != 0 {
+            return self.find_symbol_span_biased(addr, from);
+        }
+        self.find_symbol_span_unbiased(addr, from)
+    }
+
+    /// [`ElfFile::find_symbol_span_from`] of a file with an address bias: looked up at the
+    /// file's own address, answered at the biased one (`from` is a place in the index, the
+    /// same either way).
+    fn find_symbol_span_biased(
+        &self,
+        addr: VirtAddr,
+        from: (Option<u32>, Option<u32>),
+    ) -> Result<SymbolSpan> {
+        let bias = self.address_bias;
+        let found = self.find_symbol_span_unbiased(VirtAddr(addr.0.wrapping_sub(bias)), from)?;
+        let (start, end) = (
+            found.span.start.wrapping_add(bias),
+            found.span.end.wrapping_add(bias),
+        );
+        // A span moved across the top of the address space holds just the address asked.
+        let span = if start <= addr.0 && addr.0 < end {
+            start..end
+        } else {
+            addr.0..addr.0.saturating_add(1)
+        };
+        Ok(SymbolSpan {
+            symbol: found
+                .symbol
+                .map(|(id, start)| (id, VirtAddr(start.0.wrapping_add(bias)))),
+            span,
+            from: found.from,
+        })
+    }
+
+    fn find_symbol_span_unbiased(
+        &self,
+        addr: VirtAddr,
+        from: (Option<u32>, Option<u32>),
+    ) -> Result<SymbolSpan> {
         let tables = self.symbol_tables()?;
         let code = tables.code.find_span_from(addr.0, from.0);
         let code_below = code.below;
@@ -524,7 +612,7 @@ impl ElfFile {
     /// when no loadable segment holds that byte.
     pub fn find_symbol_at_file_offset(&self, offset: FileOffset) -> Result<Option<ElfSymbol<'_>>> {
         match self.segments.file_offset_to_virt(offset) {
-            Some(addr) => self.find_symbol(addr),
+            Some(addr) => self.find_symbol(VirtAddr(addr.0.wrapping_add(self.address_bias))),
             None => Ok(None),
         }
     }
@@ -678,7 +766,7 @@ impl ElfFile {
             name,
             version,
             version_hidden,
-            addr: VirtAddr(addr_index.addr(index)),
+            addr: VirtAddr(addr_index.addr(index).wrapping_add(self.address_bias)),
             size: entry.stated_size(),
             kind,
             origin: match entry.table() {

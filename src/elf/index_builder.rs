@@ -5,10 +5,12 @@ use std::ops::Range;
 use std::path::Path;
 
 use object::read::elf::{FileHeader, Rel, Rela, SectionHeader, SectionTable, Sym, SymbolTable};
+use object::read::ReadRef;
 use object::read::{SectionIndex, SymbolIndex};
 use object::{elf, Endianness};
 
 use crate::elf::bytes::c_str_in;
+use crate::elf::dynamic::{dynamic_tables, load_segment_of};
 use crate::elf::file::range_of;
 use crate::elf::relocatable::{section_addr, RelocatableSection};
 use crate::elf::symbols::{AddrIndex, Entry, NameInfo, NameTable, SymbolKind, VersionSuffix};
@@ -77,6 +79,8 @@ struct Candidate {
     /// The rule's bits (see [`crate::elf::symbols`]); lower is better. Ties are broken by
     /// the position in the candidate list, which follows the table order.
     rank: u32,
+    /// An `STT_NOTYPE` label: it gives way to a sized symbol that covers it.
+    label: bool,
     name: NameInfo,
     /// End address of the symbol's section, bounding an inferred size.
     section_end: u64,
@@ -121,6 +125,9 @@ pub(crate) fn build_symbol_tables<Elf: FileHeader<Endian = Endianness>>(
         what,
     };
     let (raw, endian, sections) = section_table::<Elf>(path, data)?;
+    if sections.is_empty() {
+        return dynamic_symbol_tables::<Elf>(path, data, raw, endian);
+    }
     let sections = &sections;
     // Each table is read on its own: a broken .symtab leaves .dynsym usable (and says so in
     // the log); only when every table present is broken is the file an error.
@@ -232,6 +239,7 @@ pub(crate) fn build_symbol_tables<Elf: FileHeader<Endian = Endianness>>(
             size,
             // PLT entries have no symbol of their own to compete with; rank them last.
             rank: u32::MAX,
+            label: false,
             name,
             section_end: addr.saturating_add(size),
             versym: 0,
@@ -252,6 +260,88 @@ pub(crate) fn build_symbol_tables<Elf: FileHeader<Endian = Endianness>>(
     tables.data = data_index;
     tables.code_versions = code_versions;
     tables.data_versions = data_versions;
+    Ok(tables)
+}
+
+/// The index of a file without section headers: its dynamic symbols, found through
+/// `PT_DYNAMIC` (see [`crate::elf::dynamic`]). Code and data symbols as `collect_symbols`
+/// takes them, bounded by their `PT_LOAD` segment instead of a section; no labels (without
+/// sections there is no telling a label from a marker), no versions, no PLT names.
+fn dynamic_symbol_tables<Elf: FileHeader<Endian = Endianness>>(
+    path: &Path,
+    data: &[u8],
+    raw: &Elf,
+    endian: Endianness,
+) -> Result<SymbolTables> {
+    let malformed = |what: String| Error::MalformedElf {
+        path: path.to_path_buf(),
+        what,
+    };
+    let program_headers = raw
+        .program_headers(endian, data)
+        .map_err(|e| malformed(format!("program headers: {e}")))?;
+    let mut tables = SymbolTables::default();
+    let Some(dynamic) = dynamic_tables::<Elf>(endian, data, program_headers).map_err(malformed)?
+    else {
+        return Ok(tables);
+    };
+    let symbols: &[Elf::Sym] = data
+        .read_slice_at(dynamic.symbols.start as u64, dynamic.count)
+        .map_err(|()| malformed("dynamic symbol table: outside the file".to_string()))?;
+    let strings = data.get(dynamic.strings.clone()).unwrap_or_default();
+    let (mut code, mut objects) = (Vec::new(), Vec::new());
+    for sym in symbols.iter().skip(1) {
+        let kind = match sym.st_type() {
+            elf::STT_FUNC | elf::STT_GNU_IFUNC => SymbolKind::Function,
+            elf::STT_OBJECT => SymbolKind::Data,
+            _ => continue,
+        };
+        // UNDEF, ABS and COMMON symbols name no address of this file.
+        if sym.st_shndx(endian).is_special() {
+            continue;
+        }
+        let name_offset = sym.st_name(endian);
+        if matches!(strings.get(name_offset as usize), None | Some(0)) {
+            continue;
+        }
+        let Some(name) = measure_name(NameTable::Dynsym, strings, name_offset) else {
+            continue;
+        };
+        let addr: u64 = sym.st_value(endian).into();
+        let Some((segment_end, executable)) = load_segment_of::<Elf>(endian, program_headers, addr)
+        else {
+            continue;
+        };
+        if kind == SymbolKind::Function && !executable {
+            continue;
+        }
+        let size: u64 = sym.st_size(endian).into();
+        let binding = match sym.st_bind() {
+            elf::STB_GLOBAL | elf::STB_GNU_UNIQUE => 0u32,
+            elf::STB_WEAK => 1,
+            _ => 2,
+        };
+        let is_ifunc = u32::from(sym.st_type() == elf::STT_GNU_IFUNC);
+        let hidden = u32::from(sym.st_visibility() != elf::STV_DEFAULT);
+        let candidate = Candidate {
+            addr,
+            size,
+            rank: (u32::from(size == 0) << 8) | (binding << 4) | (is_ifunc << 2) | (hidden << 1),
+            label: false,
+            name,
+            section_end: segment_end,
+            versym: 0,
+        };
+        match kind {
+            SymbolKind::Function => code.push(candidate),
+            SymbolKind::Data => objects.push(candidate),
+        }
+    }
+    tables.dynsym_strings = dynamic.strings;
+    let (code_index, _) = merge_aliases(code);
+    let (data_index, _) = merge_aliases(objects);
+    tables.code = code_index;
+    tables.data = data_index;
     Ok(tables)
 }
 
@@ -309,9 +399,13 @@ fn collect_symbols<Elf: FileHeader<Endian = Endianness>>(
     let endian = c.endian;
     let strings = c.data.get(c.strings.clone()).unwrap_or_default();
     for (i, sym) in c.symbols.symbols().iter().enumerate().skip(1) {
+        let label = sym.st_type() == elf::STT_NOTYPE;
         let kind = match sym.st_type() {
             elf::STT_FUNC | elf::STT_GNU_IFUNC => SymbolKind::Function,
             elf::STT_OBJECT => SymbolKind::Data,
+            // Assembler labels (`_start`); which ones answer is decided below, once the
+            // section is known (see `crate::elf::symbols`, "Labels").
+            elf::STT_NOTYPE => SymbolKind::Function,
             _ => continue,
         };
         let section = match c.symbols.symbol_section(endian, sym, SymbolIndex(i)) {
@@ -328,6 +422,12 @@ fn collect_symbols<Elf: FileHeader<Endian = Endianness>>(
             c.skipped.bad_section += 1;
             continue;
         };
+        // A label answers only in code (see `crate::elf::symbols`, "Labels"): those of data
+        // sections are almost all markers (`__bss_start`, `_edata`).
+        let code_flags = elf::SHF_ALLOC.0 | elf::SHF_EXECINSTR.0;
+        if label && section.sh_flags(endian).0 & code_flags != code_flags {
+            continue;
+        }
         let name_offset = sym.st_name(endian);
         match strings.get(name_offset as usize) {
             // Unnamed symbols name nothing; `$x`/`$d` are ARM mapping symbols, not functions.
@@ -346,6 +446,21 @@ fn collect_symbols<Elf: FileHeader<Endian = Endianness>>(
             continue;
         };
         let value: u64 = sym.st_value(endian).into();
+        if label {
+            let full = strings
+                .get(name_offset as usize..)
+                .and_then(|tail| tail.get(..name.len))
+                .unwrap_or_default();
+            // The section's own start for a relocatable file's offsets, else its address.
+            let section_start: u64 = match c.layout {
+                Some(_) => 0,
+                None => section.sh_addr(endian).into(),
+            };
+            let section_size: u64 = section.sh_size(endian).into();
+            if !is_code_label(full, value.wrapping_sub(section_start), section_size) {
+                continue;
+            }
+        }
         let (addr, section_start) = match c.layout {
             // A section the loader does not map (`.gnu.warning.sigstack` in libc's debug file,
             // debug info, notes) holds nothing at an address: its symbols would name
@@ -370,7 +485,11 @@ fn collect_symbols<Elf: FileHeader<Endian = Endianness>>(
         let hidden = u32::from(sym.st_visibility() != elf::STV_DEFAULT);
         // The table and the index come last in the rule; the candidate's position, which
         // follows (table, index), breaks the remaining ties when the candidates are sorted.
-        let rank = (u32::from(size == 0) << 8) | (binding << 4) | (is_ifunc << 2) | (hidden << 1);
+        let rank = (u32::from(size == 0) << 8)
+            | (u32::from(label) << 7)
+            | (binding << 4)
+            | (is_ifunc << 2)
+            | (hidden << 1);
         let versym = versym_of(SymbolIndex(i)).unwrap_or(0);
         let versym = if versym & elf::VERSYM_VERSION > 1 {
             versym
@@ -381,6 +500,7 @@ fn collect_symbols<Elf: FileHeader<Endian = Endianness>>(
             addr,
             size,
             rank,
+            label,
             name,
             section_end: section_start.saturating_add(section_size),
             versym,
@@ -390,6 +510,39 @@ fn collect_symbols<Elf: FileHeader<Endian = Endianness>>(
             SymbolKind::Data => objects.push(candidate),
         }
     }
+}
+
+/// Whether an `STT_NOTYPE` symbol named `name`, `offset` bytes into its executable section
+/// of `section_size` bytes, is a code label that answers lookups (the rule is in
+/// [`crate::elf::symbols`]'s docs, "Labels"): strictly inside the section (a label at its
+/// end marks where the code stops: `_etext`, `__stop_SEC`), not an assembler-local `.L`
+/// label, and not a name linkers and linker scripts give to boundaries.
+fn is_code_label(name: &[u8], offset: u64, section_size: u64) -> bool {
+    if offset >= section_size || name.starts_with(b".L") {
+        return false;
+    }
+    const MARKERS: &[&[u8]] = &[
+        b"_etext",
+        b"etext",
+        b"__etext",
+        b"_edata",
+        b"edata",
+        b"_end",
+        b"end",
+        b"_text",
+        b"_stext",
+        b"__executable_start",
+        b"__ehdr_start",
+        b"_GLOBAL_OFFSET_TABLE_",
+        b"_DYNAMIC",
+        b"_PROCEDURE_LINKAGE_TABLE_",
+        b"__GNU_EH_FRAME_HDR",
+        b"__dso_handle",
+    ];
+    let boundary = name.starts_with(b"__start_")
+        || name.starts_with(b"__stop_")
+        || (name.starts_with(b"__") && (name.ends_with(b"_start") || name.ends_with(b"_end")));
+    !boundary && !MARKERS.contains(&name)
 }
 
 /// Measures the name at `offset` of `strings`: its length up to a version `@` (`.symtab`
@@ -478,6 +631,19 @@ fn merge_aliases(candidates: Vec<Candidate>) -> (AddrIndex, Vec<(u32, u16)>) {
             _ => keys.push((addr, rank)),
         }
     }
+    // A label inside a sized symbol (a loop head, a second entry point of hand-written
+    // assembly) does not split it: the symbol answers for its whole size.
+    let mut covered_to = 0u64;
+    keys.retain(|&(addr, rank)| {
+        let c = &candidates[(rank & u64::from(u32::MAX)) as usize];
+        if c.label && addr < covered_to {
+            return false;
+        }
+        if c.size > 0 && !c.label {
+            covered_to = covered_to.max(addr.saturating_add(c.size));
+        }
+        true
+    });
     let mut addrs = Vec::with_capacity(keys.len());
     let mut entries = Vec::with_capacity(keys.len());
     let mut versions = Vec::new();
@@ -588,5 +754,42 @@ mod tests {
             }
             offset += 1;
         }
+    }
+
+    /// The label rule's name and place checks (src/elf/symbols.rs, "Labels"); which labels
+    /// answer on real files is checked against binutils and llvm-symbolizer in
+    /// tests/odd_elf.rs (ld.so's `_start`, `libodd.so`'s labels).
+    #[test]
+    fn code_labels_exclude_markers() {
+        for name in [
+            &b"_start"[..],
+            b"_dl_start_user",
+            b"odd_entry",
+            b"__restore_rt",
+        ] {
+            assert!(
+                is_code_label(name, 0, 16),
+                "{}",
+                String::from_utf8_lossy(name)
+            );
+        }
+        let markers = [
+            &b"_etext"[..],
+            b"__stop_set",
+            b"__start_set",
+            b"__entry_text_start",
+            b"__init_array_end",
+            b".L123",
+            b"_GLOBAL_OFFSET_TABLE_",
+        ];
+        for name in markers {
+            assert!(
+                !is_code_label(name, 0, 16),
+                "{}",
+                String::from_utf8_lossy(name)
+            );
+        }
+        // At the section's end (or past it) a label marks where the code stops.
+        assert!(!is_code_label(b"_start", 16, 16));
     }
 }

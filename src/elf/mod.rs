@@ -7,6 +7,7 @@
 
 mod bytes;
 pub(crate) mod compressed;
+mod dynamic;
 mod file;
 mod index_builder;
 mod names;

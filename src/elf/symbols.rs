@@ -11,13 +11,42 @@
 //! Only one symbol per address is kept, chosen by these rules in order (the first that
 //! differs decides):
 //! 1. a symbol with a size over one without (`st_size == 0`);
-//! 2. binding: `GLOBAL` (and `GNU_UNIQUE`) over `WEAK` over `LOCAL`;
-//! 3. type: `FUNC` over `GNU_IFUNC` (for data: `OBJECT` only);
-//! 4. default visibility over the others;
-//! 5. `.symtab` over `.dynsym` (the same symbol usually appears in both);
-//! 6. the lower index in its table.
+//! 2. a typed symbol (`FUNC`, `GNU_IFUNC`, `OBJECT`) over a label (`NOTYPE`);
+//! 3. binding: `GLOBAL` (and `GNU_UNIQUE`) over `WEAK` over `LOCAL`;
+//! 4. type: `FUNC` over `GNU_IFUNC` (for data: `OBJECT` only);
+//! 5. default visibility over the others;
+//! 6. `.symtab` over `.dynsym` (the same symbol usually appears in both);
+//! 7. the lower index in its table.
 //!
 //! The rule never compares names, so it is cheap and gives the same answer every run.
+//!
+//! # Which symbols are indexed
+//! `FUNC`, `GNU_IFUNC` (code) and `OBJECT` (data) symbols defined in a section that is
+//! loaded (`SHF_ALLOC`): a symbol of any other section (glibc's `.gnu.warning.*` sections
+//! hold `__evoke_link_warning_*` objects at 0, notes, debug sections) has an offset into
+//! that section for a value, not an address, and never answers (as in binutils and
+//! llvm-symbolizer).
+//!
+//! # Labels
+//! `NOTYPE` symbols are assembler labels (ld.so's `_start`, the outermost frame of every
+//! process's loader) or boundary markers that linkers and linker scripts define. A `NOTYPE`
+//! symbol is indexed as code when all of these hold:
+//! - its section is loaded and executable (`SHF_ALLOC | SHF_EXECINSTR`): labels in data
+//!   sections are almost all markers (`__bss_start`, `_edata`, `_end`, `__dso_handle`);
+//! - its value is inside the section, not at its end (`_etext`, `__stop_SEC` mark where
+//!   the code stops: llvm-symbolizer names the byte after `.text` `_etext`, binutils does
+//!   not, and neither do we);
+//! - it is not an assembler-local `.L` label, nor a marker by name: `__start_*`,
+//!   `__stop_*`, `__*_start`, `__*_end` (the kernel's `__entry_text_start`, glibc's
+//!   `__init_array_end`), `_text`, `_stext`, `_etext`, `etext`, `__etext`, `_edata`,
+//!   `edata`, `_end`, `end`, `__executable_start`, `__ehdr_start`,
+//!   `_GLOBAL_OFFSET_TABLE_`, `_DYNAMIC`, `_PROCEDURE_LINKAGE_TABLE_`,
+//!   `__GNU_EH_FRAME_HDR`, `__dso_handle`;
+//! - no sized symbol covers it (a label inside a function, such as a loop head or a second
+//!   entry of hand-written assembly, does not split the function; llvm-symbolizer and
+//!   binutils name the label there).
+//!
+//! A label has no size: it extends like any unsized symbol (below).
 //!
 //! # Symbols without a size
 //! A symbol with `st_size == 0` (hand-written assembly, linker-defined labels) is taken to

@@ -81,6 +81,34 @@ pub(crate) struct DebugState {
     /// The Go table (`.gopclntab`) of a Go binary that lacks a `.symtab` (for names) or
     /// DWARF (for lines); `None` for other files.
     pub(crate) go: Option<Arc<GoTable>>,
+    /// What to subtract from the file's addresses to look them up in `dwarf`: not 0 only
+    /// for the DWARF of a companion split off before the file was prelinked.
+    pub(crate) dwarf_bias: u64,
+}
+
+/// `companion` (the debug file found for `elf`), answering at `elf`'s addresses when they
+/// differ from its own (a prelinked binary: see [`ElfFile::prelink_bias`]). Moving an
+/// `ElfFile` needs it unshared; a shared one (held by a cache too) is opened again.
+fn rebased_companion(elf: &ElfFile, companion: Arc<ElfFile>) -> Arc<ElfFile> {
+    let Some(bias) = companion.prelink_bias(elf).filter(|&bias| bias != 0) else {
+        return companion;
+    };
+    log::debug!(
+        "{}: its debug file {} has addresses {bias:#x} lower (prelinked): rebased",
+        elf.path().display(),
+        companion.path().display()
+    );
+    let owned = match Arc::try_unwrap(companion) {
+        Ok(owned) => owned,
+        Err(shared) => match ElfFile::open_under(shared.root(), shared.path()) {
+            Ok(reopened) => reopened,
+            Err(e) => {
+                log::debug!("{e}: its debug file is used at its own addresses");
+                return shared;
+            }
+        },
+    };
+    Arc::new(owned.with_address_bias(bias))
 }
 
 impl LoadedElf {
@@ -197,6 +225,7 @@ impl DebugState {
             error: None,
             dwarf: Ok(None),
             go: None,
+            dwarf_bias: 0,
         };
         // As gdb: a file with its own DWARF and symbols needs no companion.
         let wants_companion = !has_symtab || (options.source_lines && !has_dwarf);
@@ -205,7 +234,9 @@ impl DebugState {
                 Ok(Some(found)) => {
                     state.symbols_from_companion = !has_symtab && has_bytes(&found.elf, ".symtab");
                     state.found_by = Some(found.found_by);
-                    state.companion = Some(Arc::new(LoadedElf::from_arc(found.elf)));
+                    let companion = rebased_companion(elf, found.elf);
+                    state.dwarf_bias = companion.address_bias();
+                    state.companion = Some(Arc::new(LoadedElf::from_arc(companion)));
                 }
                 Ok(None) => {}
                 Err(e) => state.dwarf = Err(e),
@@ -239,7 +270,10 @@ impl DebugState {
         }
         let dwarf_file = match &state.companion {
             Some(companion) if !has_dwarf => &companion.elf,
-            _ => elf,
+            _ => {
+                state.dwarf_bias = 0;
+                elf
+            }
         };
         state.dwarf = load_dwarf(dwarf_file, options).map(|d| d.map(Mutex::new));
         if let Err(e) = &state.dwarf {

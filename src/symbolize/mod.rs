@@ -128,7 +128,11 @@ impl<'a> Source<'a> {
 #[derive(Debug, Clone, Copy)]
 pub enum Input<'a> {
     /// Virtual addresses as the ELF file states them (`st_value`, `p_vaddr`); for a PIE or a
-    /// shared library, an absolute process address minus the load bias.
+    /// shared library, an absolute process address minus the load bias. For a relocatable
+    /// file (`.o`, `.ko`), whose sections all start at 0: its layout addresses
+    /// ([`crate::elf::ElfFile::relocatable_sections`]). llvm-symbolizer and binutils
+    /// `addr2line` take an offset into the code instead: add the layout address of the
+    /// section meant, as the `symbolize` example does.
     VirtAddrs(&'a [VirtAddr]),
     /// Offsets into the file, as `/proc/PID/maps` and perf compute them
     /// (`addr - map_start + map_offset`).
@@ -519,7 +523,10 @@ impl Symbolizer {
         if let Some(dwarf) = &dwarf {
             symbols.frames.reserve(order.len() + order.len() / 4);
             if self.threads > 1 {
-                let addrs = order.iter().map(|&(addr, _)| VirtAddr(addr));
+                let bias = debug.dwarf_bias;
+                let addrs = order
+                    .iter()
+                    .map(|&(addr, _)| VirtAddr(addr.wrapping_sub(bias)));
                 dwarf.prepare(addrs, self.threads);
             }
         }
@@ -623,7 +630,8 @@ impl Symbolizer {
                     Some((seen, range)) if *seen == addr => range.clone(),
                     _ => {
                         let first = frames.len();
-                        if let Err(e) = dwarf.append_frames(addr, frames) {
+                        let in_dwarf = VirtAddr(addr.0.wrapping_sub(debug.dwarf_bias));
+                        if let Err(e) = dwarf.append_frames(in_dwarf, frames) {
                             // Malformed DWARF at this address: answer from symbols alone, and
                             // say so once per batch.
                             log::debug!("{e}");

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Rebuilds testdata/odd/: small ELF files of the kinds a host holds that are
+# not plain executables and libraries (issue 26), for tests/odd_elf.rs.
+#
+# Usage: testdata/build-odd.sh        (from any directory)
+#
+#   odd/libodd.so           gcc -O2 -g -shared: a symbol in a section that is
+#                           not loaded (.gnu.warning.odd_fn, as glibc's
+#                           link warnings), NOTYPE assembler labels (odd_entry,
+#                           odd_entry_user) and a label inside a sized function
+#                           (odd_inner in odd_sized).
+#   odd/odd.o               gcc -O2 -g -c of the same source: a relocatable
+#                           object (ET_REL), DWARF with relocations.
+#   odd/libodd-noshdr.so    libodd.so stripped to .dynsym (strip --strip-all),
+#                           then its section headers removed: e_shoff, e_shnum
+#                           and e_shstrndx zeroed (what sstrip leaves).
+#   odd/libodd-prelinked.so the same object linked at base 0x40000000
+#                           (-Wl,-Ttext-segment) and stripped to .dynsym: a
+#                           prelinked library; odd/debug/.build-id/xx/rest.debug
+#                           is the --only-keep-debug file of the base-0 link,
+#                           both linked with one fixed --build-id (prelink keeps
+#                           the build-id of the library it moves).
+#
+# Deterministic like build.sh (relative sources, -ffile-prefix-map, fixed
+# build-ids). Reference toolchain: Debian 12, gcc 12.2, binutils 2.40.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/odd"
+export LC_ALL=C
+export SOURCE_DATE_EPOCH=0
+OD="$PWD"
+for tool in gcc strip objcopy python3; do
+    command -v "$tool" >/dev/null || { echo "build-odd.sh: $tool missing" >&2; exit 1; }
+done
+
+rm -rf debug libodd.so odd.o libodd-noshdr.so libodd-prelinked.so
+DET=(-ffile-prefix-map="$OD"=.)
+CFLAGS=(-O2 -g -fPIC "${DET[@]}")
+
+gcc "${CFLAGS[@]}" -c src/odd.c -o odd.o
+gcc "${CFLAGS[@]}" -shared -Wl,--build-id=0x0dd1000000000000000000000000000000000001 \
+    odd.o -o libodd.so
+
+# No section headers: a copy of the stripped library with them cut off.
+strip --strip-all libodd.so -o libodd-noshdr.so
+python3 - libodd-noshdr.so <<'EOF'
+import struct, sys
+path = sys.argv[1]
+data = bytearray(open(path, 'rb').read())
+assert data[:4] == b'\x7fELF' and data[4] == 2 and data[5] == 1, "ELF64 LE expected"
+shoff = struct.unpack_from('<Q', data, 0x28)[0]
+struct.pack_into('<Q', data, 0x28, 0)        # e_shoff
+struct.pack_into('<HHH', data, 0x3a, 0, 0, 0)  # e_shentsize, e_shnum, e_shstrndx
+del data[shoff:]                             # the headers themselves (last in the file)
+open(path, 'wb').write(data)
+EOF
+
+# Prelinked: the same object at another base; the debug file from the base-0
+# link (same fixed build-id), found through the build-id dir. A link at another
+# base moves every address of the file (segments, sections, symbols, dynamic
+# entries) by one constant, as prelink does; Debian 12 has no prelink.
+PRE_ID=0dd1000000000000000000000000000000000002
+gcc "${CFLAGS[@]}" -shared -Wl,--build-id=0x$PRE_ID -Wl,-Ttext-segment=0x40000000 \
+    odd.o -o libodd-prelinked.so
+gcc "${CFLAGS[@]}" -shared -Wl,--build-id=0x$PRE_ID odd.o -o prelink-base.so
+mkdir -p "debug/.build-id/${PRE_ID:0:2}"
+objcopy --only-keep-debug prelink-base.so "debug/.build-id/${PRE_ID:0:2}/${PRE_ID:2}.debug"
+rm prelink-base.so
+strip --strip-all libodd-prelinked.so
+
+ls -l libodd.so odd.o libodd-noshdr.so libodd-prelinked.so \
+    "debug/.build-id/${PRE_ID:0:2}/${PRE_ID:2}.debug"
