@@ -25,7 +25,12 @@
 //! in ns per frame (each unwinder's time over the frames it found), and end to end (the
 //! `perf_unwind` example, built by the bench in its own profile: `common::build_example`,
 //! against perf on the same recording, both writing to /dev/null, in interleaved runs: median
-//! wall times and each side's peak RSS from `wait4`), issue 25's four pairs: the default
+//! wall times and each side's peak RSS from `wait4`). On a system-wide recording made by the
+//! bench (`perf record -a -e cpu-clock -F 499 --call-graph dwarf,16384` for three seconds of
+//! testdata/system-wide-workload.sh, both sides limited to the workload's commands with
+//! `--comms`; skipped with a note when perf may not record every CPU): the default layout,
+//! `--no-inline` and `--report --children` against perf's. On the committed recording,
+//! issue 25's four pairs: the default
 //! layout with inlined frames against `perf script` (≥ 20×), `--no-inline` against
 //! `perf script --no-inline` (≥ 5×), `--report --children` against
 //! `perf report --stdio --children` (≥ 10×), `-F comm,tid,ip,sym,dso --no-inline` against
@@ -445,6 +450,63 @@ fn print_agreement(peers: &mut Peers, samples: &[Sample]) {
     );
 }
 
+/// The system-wide recording's workload (shared with tests/perf_system_wide.rs).
+const WORKLOAD: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/testdata/system-wide-workload.sh"
+);
+/// Its commands: both sides print only these (`--comms`), as tests/perf_system_wide.rs
+/// does: on a shared machine, other builds' compilers fill the recording too, and perf
+/// script's default layout names their frames through binutils' addr2line for minutes.
+const SYSTEM_WIDE_COMMS: &str =
+    "sh,xz,python3,perl,gcc,cc1,as,gzip,sha256sum,sort,git,touch,sleep,9";
+
+/// Records the workload for three seconds with `perf record -a -e cpu-clock -F 499
+/// --call-graph dwarf,16384` (issue 25's recording, shorter) into `dir`; `None`, with a
+/// note, when perf may not record every CPU.
+fn record_system_wide(perf: &Path, dir: &Path) -> Option<PathBuf> {
+    let data = dir.join("system-wide.data");
+    let out = Command::new(perf)
+        .args([
+            "record",
+            "-q",
+            "--no-buildid-cache",
+            "-a",
+            "-e",
+            "cpu-clock",
+        ])
+        .args(["-F", "499", "--call-graph", "dwarf,16384", "-o"])
+        .arg(&data)
+        .args(["--", "sh", WORKLOAD])
+        .arg(dir)
+        .arg("3")
+        .stdout(Stdio::null())
+        .output();
+    match out {
+        Ok(out) if out.status.success() && data.is_file() => {
+            let size = std::fs::metadata(&data).map_or(0, |m| m.len());
+            println!(
+                "system-wide recording: {} ({:.1} MB)",
+                data.display(),
+                size as f64 / 1e6
+            );
+            Some(data)
+        }
+        Ok(out) => {
+            println!(
+                "note: perf record -a failed (root or kernel.perf_event_paranoid <= 0 \
+                 needed): system-wide pairs skipped: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+            None
+        }
+        Err(e) => {
+            println!("note: perf record: {e}: system-wide pairs skipped");
+            None
+        }
+    }
+}
+
 fn find_perf() -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
@@ -593,44 +655,82 @@ fn main() {
     // End to end: the example against perf, in turns, four ways (issue 25's targets).
     let perf = find_perf();
     /// One end-to-end pair: what it measures, our arguments, perf's, the target ratio and
-    /// the rounds.
+    /// the rounds; on the system-wide recording or the committed one.
     struct E2ePair {
         what: &'static str,
         ours: &'static [&'static str],
         theirs: &'static [&'static str],
         target: f64,
         rounds: usize,
+        system_wide: bool,
     }
-    let e2e_pairs = [
+    let system_wide: Option<PathBuf> = if listing {
+        None
+    } else {
+        perf.as_ref()
+            .and_then(|perf| record_system_wide(perf, dir.path()))
+    };
+    let mut e2e_pairs = vec![
         E2ePair {
-            what: "default (inlined frames) vs perf script",
+            what: "system-wide: default (inlined frames) vs perf script",
             ours: &[],
             theirs: &["script"],
             target: 20.0,
             rounds: 3,
+            system_wide: true,
         },
         E2ePair {
-            what: "--no-inline vs perf script --no-inline",
+            what: "system-wide: --no-inline vs perf script --no-inline",
+            ours: &["--no-inline"],
+            theirs: &["script", "--no-inline"],
+            target: 5.0,
+            rounds: 3,
+            system_wide: true,
+        },
+        E2ePair {
+            what: "system-wide: --report --children vs perf report --stdio --children",
+            ours: &["--report", "--children"],
+            theirs: &["report", "--stdio", "--children"],
+            target: 10.0,
+            rounds: 3,
+            system_wide: true,
+        },
+        E2ePair {
+            what: "small: default (inlined frames) vs perf script",
+            ours: &[],
+            theirs: &["script"],
+            target: 20.0,
+            rounds: 3,
+            system_wide: false,
+        },
+        E2ePair {
+            what: "small: --no-inline vs perf script --no-inline",
             ours: &["--no-inline"],
             theirs: &["script", "--no-inline"],
             target: 5.0,
             rounds: 9,
+            system_wide: false,
         },
         E2ePair {
-            what: "--report --children vs perf report --stdio --children",
+            what: "small: --report --children vs perf report --stdio --children",
             ours: &["--report", "--children"],
             theirs: &["report", "--stdio", "--children"],
             target: 10.0,
             rounds: 9,
+            system_wide: false,
         },
         E2ePair {
-            what: "-F comm,tid,ip,sym,dso --no-inline vs the same perf script",
+            what: "small: -F comm,tid,ip,sym,dso --no-inline vs the same perf script",
             ours: &["-F", "comm,tid,ip,sym,dso", "--no-inline"],
             theirs: &["script", "-F", "comm,tid,ip,sym,dso", "--no-inline"],
             target: 2.0,
             rounds: 9,
+            system_wide: false,
         },
     ];
+    if system_wide.is_none() {
+        e2e_pairs.retain(|pair| !pair.system_wide);
+    }
     type E2e = (
         &'static str,
         f64,
@@ -648,16 +748,21 @@ fn main() {
                 theirs: their_args,
                 target,
                 rounds,
+                system_wide: on_system_wide,
             } in e2e_pairs
             {
+                let (data, comms): (&Path, &[&str]) = match (&system_wide, on_system_wide) {
+                    (Some(path), true) => (path, &["--comms", SYSTEM_WIDE_COMMS]),
+                    _ => (&data_path, &[]),
+                };
                 let ours = || {
                     let mut command = Command::new(&example);
-                    command.args(our_args).arg("-i").arg(&data_path);
+                    command.args(our_args).args(comms).arg("-i").arg(data);
                     command
                 };
                 let theirs = || {
                     let mut command = Command::new(perf);
-                    command.args(their_args).arg("-i").arg(&data_path);
+                    command.args(their_args).args(comms).arg("-i").arg(data);
                     command
                 };
                 if their_args[0] == "script" {
@@ -731,7 +836,8 @@ fn main() {
     if let Some(rows) = end_to_end {
         println!();
         println!(
-            "| end to end ({} samples, interleaved runs) | runs | perf_unwind ms | perf ms | \
+            "| end to end (small: the committed recording, {} samples; system-wide: recorded \
+             now, --comms of the workload; interleaved runs) | runs | perf_unwind ms | perf ms | \
              perf/perf_unwind | target | peak RSS MiB, perf_unwind / perf |",
             samples.len()
         );

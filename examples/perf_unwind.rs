@@ -62,9 +62,17 @@ struct Args {
     /// event,ip,sym,symoff,dso,srcline, or +field/-field changes to the default.
     #[arg(short = 'F', long = "fields")]
     fields: Option<String>,
-    /// Print folded stacks (`comm;outermost;...;innermost count`) instead.
+    /// Print folded stacks (`comm;outermost;...;innermost period`, as inferno-collapse-perf
+    /// folds perf script's output) instead.
     #[arg(long)]
     folded: bool,
+    /// Write a flame graph of the folded stacks to this SVG file (inferno's), inlined
+    /// functions as boxes of their own.
+    #[arg(long, value_name = "FILE.svg")]
+    flamegraph: Option<PathBuf>,
+    /// Only the samples of these commands (a comma-separated list), as perf's `--comms`.
+    #[arg(long)]
+    comms: Option<String>,
     /// Leave out the kernel frames of the samples' callchains.
     #[arg(long)]
     no_kernel: bool,
@@ -334,7 +342,33 @@ fn unwind_all<A: UnwindArch + FromPerfRegs, R: std::io::Read>(
             writeln!(out, "{stack} {n}").map_err(io)?;
         }
     }
+    if let Some(path) = &args.flamegraph {
+        write_flamegraph(path, &folded, &state.event_names)?;
+    }
     Ok(())
+}
+
+/// Writes the folded stacks as inferno's flame graph SVG (titled with the event, counted in
+/// samples).
+fn write_flamegraph(
+    path: &Path,
+    folded: &[(String, u64)],
+    event_names: &[String],
+) -> Result<(), String> {
+    let lines: Vec<String> = folded.iter().map(|(s, n)| format!("{s} {n}")).collect();
+    let mut options = inferno::flamegraph::Options::default();
+    options.title = match event_names.first() {
+        Some(event) => format!("perf_unwind: {event}"),
+        None => "perf_unwind".to_string(),
+    };
+    options.count_name = "samples".to_string();
+    let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut writer = BufWriter::new(file);
+    inferno::flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), &mut writer)
+        .map_err(|e| format!("{}: writing the flame graph: {e}", path.display()))?;
+    writer
+        .flush()
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// This machine's vDSO (the one a recording made here saw).
@@ -387,6 +421,12 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
                     Some(comm) => comm.clone(),
                     None => Rc::from(format!(":{tid}")),
                 };
+                if let Some(comms) = &args.comms {
+                    if !comms.split(',').any(|c| c == &*comm) {
+                        self.report.add_filtered_out(sample.period.unwrap_or(1));
+                        return Ok(());
+                    }
+                }
                 let mut header = String::new();
                 let event = self
                     .event_names
@@ -585,19 +625,29 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
             self.report.add(sample.period, own, chain);
             return Ok(());
         }
-        if args.folded {
+        if args.folded || args.flamegraph.is_some() {
+            // As inferno's collapse-perf folds perf script's lines (the reference of
+            // tests/perf_script_layout.rs): a frame without a symbol is its dso's last
+            // component in brackets, `;` in a name is `:`, a space in the command `_`, and a
+            // stack counts its samples' periods.
             let mut names: Vec<String> = Vec::new();
             for frame in &sample.frames {
                 for_each_line(frame, kallsyms, inline, |l| {
-                    names.push(l.sym.map_or("[unknown]", |(name, _)| name).to_string())
+                    names.push(match (l.sym, l.dso) {
+                        (Some((name, _)), _) => name.replace(';', ":"),
+                        (None, Some(dso)) if dso != "[unknown]" => {
+                            format!("[{}]", dso.rsplit('/').next().unwrap_or(dso))
+                        }
+                        (None, _) => "[unknown]".to_string(),
+                    })
                 });
             }
-            let mut stack = sample.comm.to_string();
+            let mut stack = sample.comm.replace(' ', "_");
             for name in names.iter().rev() {
                 stack.push(';');
                 stack.push_str(name);
             }
-            *self.folded.entry(stack).or_default() += 1;
+            *self.folded.entry(stack).or_default() += sample.period;
             return Ok(());
         }
         line.push_str(&sample.header);
@@ -768,7 +818,7 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
                 for table in tables.iter().flatten() {
                     if let Some((name, off)) = self.perf_names.containing(table, virt.0) {
                         let name = stacksym::demangle::demangle(name);
-                        resolved.sym = Some((name.as_ref().into(), off));
+                        resolved.sym = Some((perf_name(&name).into(), off));
                         break;
                     }
                 }
@@ -779,8 +829,8 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
         let base: Option<Rc<str>> = match sym.origin {
             NameOrigin::Dwarf => None,
             _ => Some(match self.perf_names.at(sym.symbol_file, sym.addr.0) {
-                Some(name) => stacksym::demangle::demangle(name).as_ref().into(),
-                None => sym.name.into(),
+                Some(name) => perf_name(&stacksym::demangle::demangle(name)).into(),
+                None => perf_name(sym.name).into(),
             }),
         };
         if let Some(name) = &base {
@@ -790,7 +840,7 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
                     .function
                     .as_ref()
                     .map_or("??", |f| f.demangled.as_str());
-                let own = function == &**name;
+                let own = perf_name(function) == &**name;
                 resolved.inlines.push((
                     if own { name.clone() } else { function.into() },
                     own,
@@ -805,6 +855,32 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
             .or_else(|| Some(unknown_line()));
         resolved
     }
+}
+
+/// A demangled symbol name as perf prints it: without its parameter list (perf demangles
+/// without libiberty's `DMGL_PARAMS` unless `-v`): `ht_lookup`, not
+/// `ht_lookup(ht*, unsigned char const*, unsigned long, ht_lookup_option)`. The first `(`
+/// outside template arguments starts the list (`operator()` is a name).
+fn perf_name(name: &str) -> &str {
+    let mut depth = 0usize;
+    for (i, c) in name.char_indices() {
+        match c {
+            '<' => depth += 1,
+            '>' => depth = depth.saturating_sub(1),
+            '(' if depth == 0 => {
+                let head = &name[..i];
+                if head.ends_with("operator") && name[i..].starts_with("()") {
+                    continue;
+                }
+                if head.is_empty() || name[i..].starts_with("(anonymous namespace)") {
+                    continue;
+                }
+                return head;
+            }
+            _ => {}
+        }
+    }
+    name
 }
 
 /// perf's srcline of a DWARF frame: the file's last component and the line (0 unknown).

@@ -27,7 +27,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use support::{example_exe, find_tool, skip_or_fail, writeln_stderr};
+use support::{example_exe, find_tool, perf_report_rows, skip_or_fail, writeln_stderr};
 
 const RECORDING: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -207,46 +207,6 @@ fn perf_unwind_prints_perf_scripts_bytes() {
     );
 }
 
-/// The rows of a `perf report --stdio` table: (command, dso, symbol) -> the percentages.
-fn report_rows(text: &str) -> std::collections::BTreeMap<(String, String, String), Vec<f64>> {
-    let mut rows = std::collections::BTreeMap::new();
-    for line in text
-        .lines()
-        .filter(|l| !l.starts_with('#') && l.contains('%'))
-    {
-        let mut rest = line.trim_start();
-        let mut percents = Vec::new();
-        while let Some((number, tail)) = rest.split_once('%') {
-            match number.trim().parse::<f64>() {
-                Ok(value) => {
-                    percents.push(value);
-                    rest = tail.trim_start();
-                }
-                _ => break,
-            }
-        }
-        // comm, dso and symbol are separated by two spaces or more.
-        let columns: Vec<&str> = rest
-            .split("  ")
-            .map(str::trim)
-            .filter(|c| !c.is_empty())
-            .collect();
-        if let [comm, dso, sym @ ..] = &columns[..] {
-            let key = (comm.to_string(), dso.to_string(), sym.join("  "));
-            // perf lists an inlined function once per symbol holding it: add them up.
-            let entry: &mut Vec<f64> = rows.entry(key).or_default();
-            if entry.is_empty() {
-                *entry = percents;
-            } else {
-                for (sum, p) in entry.iter_mut().zip(percents) {
-                    *sum += p;
-                }
-            }
-        }
-    }
-    rows
-}
-
 /// `--report --no-children`: every row's percentage equals perf report's to 0.01 %, and the
 /// rows are the same; `--children`: the children and self percentages too (the chains are
 /// perf's on this recording, see perf_unwind_prints_perf_scripts_bytes); `--percent-limit`
@@ -285,7 +245,7 @@ fn perf_unwind_report_is_perf_reports_table() {
                 .args(["--percent-limit", limit, "-i"])
                 .arg(&data),
         );
-        let (ours, theirs) = (report_rows(&ours), report_rows(&theirs));
+        let (ours, theirs) = (perf_report_rows(&ours), perf_report_rows(&theirs));
         writeln_stderr(format_args!(
             "{test}: {children} --percent-limit {limit}: {} rows, perf {}",
             ours.len(),
@@ -310,4 +270,70 @@ fn perf_unwind_report_is_perf_reports_table() {
         }
         assert!(bad.is_empty(), "{children}: {} rows differ", bad.len());
     }
+}
+
+/// `--folded` is what inferno's collapse-perf (the `inferno` crate's `Folder`, which
+/// `cargo flamegraph` and `inferno-collapse-perf` use) makes of `perf script`'s default
+/// output, inlined frames included; `--flamegraph` writes inferno's SVG of those stacks.
+#[test]
+fn perf_unwind_folded_is_inferno_collapse_of_perf_script() {
+    use inferno::collapse::Collapse;
+    let test = "perf_unwind_folded_is_inferno_collapse_of_perf_script";
+    let Some(perf) = find_tool("perf") else {
+        return skip_or_fail(test, "perf not found (apt-get install linux-perf)");
+    };
+    let dir = tempfile::tempdir().expect("a temporary dir");
+    let data = prepare(dir.path());
+    let example = example_exe("perf_unwind");
+    let script = output(Command::new(&perf).arg("script").arg("-i").arg(&data));
+    let mut theirs = Vec::new();
+    inferno::collapse::perf::Folder::from(inferno::collapse::perf::Options::default())
+        .collapse(script.as_bytes(), &mut theirs)
+        .expect("inferno folds perf script's output");
+    let theirs = String::from_utf8(theirs).expect("UTF-8");
+    let ours = output(Command::new(&example).arg("--folded").arg("-i").arg(&data));
+    let (a, b): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), theirs.lines().collect());
+    let differ: Vec<String> = a
+        .iter()
+        .filter(|l| !b.contains(l))
+        .map(|l| format!("ours only: {l}"))
+        .chain(
+            b.iter()
+                .filter(|l| !a.contains(l))
+                .map(|l| format!("inferno's only: {l}")),
+        )
+        .collect();
+    writeln_stderr(format_args!(
+        "{test}: {} stacks, inferno {}; {} lines differ",
+        a.len(),
+        b.len(),
+        differ.len()
+    ));
+    for line in differ.iter().take(6) {
+        writeln_stderr(format_args!("    {line}"));
+    }
+    assert!(
+        ours.contains("msort_with_tmp"),
+        "no inlined frame in the stacks?"
+    );
+    assert!(differ.is_empty(), "--folded is not inferno's collapse");
+
+    let svg = dir.path().join("flame.svg");
+    output(
+        Command::new(&example)
+            .arg("--flamegraph")
+            .arg(&svg)
+            .arg("-i")
+            .arg(&data),
+    );
+    let svg = std::fs::read_to_string(&svg).expect("the SVG written");
+    assert!(
+        svg.starts_with("<?xml") && svg.contains("<svg"),
+        "not an SVG"
+    );
+    // Each stack's frames are boxes: an inlined function's name among them.
+    assert!(
+        svg.contains("msort_with_tmp"),
+        "the inlined frame has no box"
+    );
 }

@@ -30,6 +30,9 @@ pub struct Report {
     entries: HashMap<Key, (u64, u64)>,
     total: u64,
     samples: u64,
+    /// The period of samples a filter (`--comms`) left out: perf's percentages are of every
+    /// sample's (its default `--percentage absolute`).
+    filtered_out: u64,
 }
 
 impl Report {
@@ -55,9 +58,15 @@ impl Report {
         }
     }
 
+    /// Counts a sample a filter left out (for the percentages' total).
+    pub fn add_filtered_out(&mut self, period: u64) {
+        self.filtered_out += period;
+    }
+
     /// The table as `perf report --stdio` prints it.
     pub fn print(&self, children: bool, percent_limit: f64, event: &str) -> String {
-        let pct = |n: u64| 100.0 * n as f64 / self.total.max(1) as f64;
+        let all = self.total + self.filtered_out;
+        let pct = |n: u64| 100.0 * n as f64 / all.max(1) as f64;
         let mut rows: Vec<(&Key, u64, u64)> = self
             .entries
             .iter()

@@ -679,3 +679,45 @@ pub fn parse_frame(line: &str) -> Option<(String, Option<u64>)> {
     let name = rest.split([' ', '(', '@']).next().unwrap_or("");
     Some((name.to_string(), addr))
 }
+
+/// The rows of a `perf report --stdio` table: (command, dso, symbol) -> the percentages.
+pub fn perf_report_rows(
+    text: &str,
+) -> std::collections::BTreeMap<(String, String, String), Vec<f64>> {
+    let mut rows = std::collections::BTreeMap::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && l.contains('%'))
+    {
+        let mut rest = line.trim_start();
+        let mut percents = Vec::new();
+        while let Some((number, tail)) = rest.split_once('%') {
+            match number.trim().parse::<f64>() {
+                Ok(value) => {
+                    percents.push(value);
+                    rest = tail.trim_start();
+                }
+                _ => break,
+            }
+        }
+        // comm, dso and symbol are separated by two spaces or more.
+        let columns: Vec<&str> = rest
+            .split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect();
+        if let [comm, dso, sym @ ..] = &columns[..] {
+            let key = (comm.to_string(), dso.to_string(), sym.join("  "));
+            // perf lists an inlined function once per symbol holding it: add them up.
+            let entry: &mut Vec<f64> = rows.entry(key).or_default();
+            if entry.is_empty() {
+                *entry = percents;
+            } else {
+                for (sum, p) in entry.iter_mut().zip(percents) {
+                    *sum += p;
+                }
+            }
+        }
+    }
+    rows
+}
