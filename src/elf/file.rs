@@ -632,6 +632,20 @@ impl ElfFile {
         Ok(found)
     }
 
+    /// Whether `addr` is where code starts: a code symbol's start, or the start of `.init`,
+    /// `.fini` or `.text` (a stripped file's `_fini` has no symbol left). For the unwinder,
+    /// which at such an address without CFI finds the return address at the stack pointer.
+    pub(crate) fn is_code_start(&self, addr: VirtAddr) -> bool {
+        if let Ok(Some(symbol)) = self.find_symbol(addr) {
+            if symbol.addr == addr && symbol.kind == SymbolKind::Function {
+                return true;
+            }
+        }
+        [".init", ".fini", ".text"]
+            .iter()
+            .any(|name| matches!(self.section_address(name), Ok(Some(start)) if start == addr))
+    }
+
     /// The symbol an id from an earlier lookup refers to.
     pub fn symbol_by_id(&self, id: SymbolId) -> Result<Option<ElfSymbol<'_>>> {
         let tables = self.symbol_tables()?;

@@ -68,7 +68,10 @@ pub enum Recovery {
     Cfi,
     /// The callee's frame pointer chain (frame-pointer mode, or a callee without CFI).
     FramePointer,
-    /// The link register (aarch64: the callee had not saved it, a leaf).
+    /// Where the call left the return address, before the callee saved anything: the link
+    /// register (aarch64: the callee had not saved it, a leaf), or on x86_64 the word at the
+    /// stack pointer when the first frame stops at the first instruction of code without CFI
+    /// (a library's `_fini` called by the loader's `_dl_fini`).
     LinkRegister,
     /// The registers the kernel saved when it delivered a signal (a trampoline known by its
     /// code, without CFI).
@@ -473,6 +476,29 @@ impl Unwinder {
                     },
                     Err(stop) => Step::Stop(stop),
                 };
+            }
+            // The first instruction of code without CFI (`.init`, `.fini`, hand-written
+            // entry points), in a frame whose registers are exact (the first, or one a signal
+            // interrupted: `lookup` is the address itself): nothing is pushed yet, so the
+            // return address is the word at the stack pointer. The frame pointer would skip
+            // the caller: glibc's `_dl_fini` calling libgmp's `_fini`, where framehop finds
+            // `_dl_fini` and perf prints garbage (tests/perf_system_wide.rs).
+            if lookup == ip {
+                let at_entry = module
+                    .virt_addr(elf, ip)
+                    .is_some_and(|virt| elf.is_code_start(crate::addr::VirtAddr(virt)));
+                if at_entry {
+                    match regs.go_step(0, memory) {
+                        Ok(true) => {
+                            return Step::Caller {
+                                recovery: Recovery::LinkRegister,
+                                signal: false,
+                            }
+                        }
+                        Ok(false) => {}
+                        Err(stop) => return Step::Stop(stop),
+                    }
+                }
             }
             // Go code: the table's SP delta at the PC.
             if let Some(go) = cfi.go_table() {

@@ -720,11 +720,12 @@ fn x86_64_saved_rbp_below_the_copy_is_forgotten_not_fatal() {
 fn a_shared_cache_keeps_address_spaces_and_remappings_apart() {
     let with_cfi = x86_64_unwinder(CfiKind::EhFrame);
     let without_cfi = module(62, &x86_64_text(), CfiKind::EhFrame, &[]);
-    // At `framed`'s entry: by CFI the return address is at [SP]; by the frame pointer, at
-    // [rbp + 8].
+    // After `framed`'s `push rbp`: by CFI the return address is at [SP + 8]; by the frame
+    // pointer, at [rbp + 8]. (Not at its entry: there the file without CFI would read the
+    // return address at [SP] too, as code starting without CFI does.)
     let rbp = SP + 0x40;
-    let bytes = stack(0x100, &[(0, code(0x110)), (0x40, 0), (0x48, code(0x120))]);
-    let regs = RegsX86_64::new(code(0), SP, rbp);
+    let bytes = stack(0x100, &[(8, code(0x110)), (0x40, 0), (0x48, code(0x120))]);
+    let regs = RegsX86_64::new(code(1), SP, rbp);
     let memory = StackCopy::new(SP, &bytes);
     let alone = |unwinder: &Unwinder| unwinder.unwind(&regs, &memory, &mut UnwindCache::new());
     let (by_cfi, by_fp) = (alone(&with_cfi), alone(&without_cfi));
@@ -749,4 +750,53 @@ fn a_shared_cache_keeps_address_spaces_and_remappings_apart() {
         .modules_mut()
         .add(plain.range.clone(), plain.file_offset, elf);
     assert_eq!(remapped.unwind(&regs, &memory, &mut shared), by_fp);
+}
+
+/// The first instruction of code without CFI: libgmp's `_fini` (its `.fini` section; the
+/// system's libgmp, there wherever gcc is, which `.ci/run` installs), as glibc's `_dl_fini`
+/// calls it at exit. Nothing is pushed yet, so the caller is the word at the stack pointer
+/// (what framehop found where the frame-pointer fallback skipped `_dl_fini`, in
+/// tests/perf_system_wide.rs). One instruction later the frame pointer answers, as before.
+#[test]
+fn x86_64_entry_of_code_without_cfi_returns_through_the_stack_pointer() {
+    let path = "/usr/lib/x86_64-linux-gnu/libgmp.so.10";
+    let Ok(elf) = ElfFile::open(path) else {
+        panic!("{path} is missing: apt-get install libgmp10 (gcc depends on it)");
+    };
+    let fini = elf
+        .section_address(".fini")
+        .expect("section headers")
+        .expect("libgmp has .fini")
+        .0;
+    let len = 0x10_0000_0000;
+    let mut modules = Modules::new();
+    modules.add(BASE..BASE + len, 0, Arc::new(elf));
+    let unwinder = Unwinder::new(modules);
+    // The caller's return address at [SP]; the frame pointer points elsewhere on the stack.
+    let caller = 0x7f00_1234_5678;
+    let bytes = stack(
+        0x40,
+        &[(0, caller), (0x20, SP + 0x30), (0x28, 0x7f00_0000_9999)],
+    );
+    let memory = StackCopy::new(SP, &bytes);
+    let regs = RegsX86_64::new(BASE + fini, SP, SP + 0x20);
+    let result = unwinder.unwind(&regs, &memory, &mut UnwindCache::new());
+    assert_eq!(
+        addrs(&result).get(..2),
+        Some(
+            &[
+                (BASE + fini, false, Recovery::Registers),
+                (caller, true, Recovery::LinkRegister)
+            ][..]
+        ),
+        "{result:?}"
+    );
+    // Past the first instruction (`sub $8, %rsp` done) the frame pointer is followed.
+    let regs = RegsX86_64::new(BASE + fini + 4, SP, SP + 0x20);
+    let result = unwinder.unwind(&regs, &memory, &mut UnwindCache::new());
+    assert_eq!(
+        addrs(&result).get(1),
+        Some(&(0x7f00_0000_9999, true, Recovery::FramePointer)),
+        "{result:?}"
+    );
 }
