@@ -648,16 +648,9 @@ impl ElfFile {
 
     /// The symbol an id from an earlier lookup refers to.
     pub fn symbol_by_id(&self, id: SymbolId) -> Result<Option<ElfSymbol<'_>>> {
-        let tables = self.symbol_tables()?;
-        let len = match id.kind {
-            SymbolKind::Function => tables.code.len(),
-            SymbolKind::Data => tables.data.len(),
-        };
-        if (id.index as usize) < len {
-            Ok(Some(self.symbol_at(tables, id.kind, id.index)))
-        } else {
-            Ok(None)
-        }
+        Ok(self
+            .symbol_spans(id)?
+            .map(|spans| self.symbol_of_spans(&spans)))
     }
 
     /// Where the symbol with this id keeps its name and version, without reading either

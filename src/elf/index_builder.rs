@@ -316,17 +316,10 @@ fn dynamic_symbol_tables<Elf: FileHeader<Endian = Endianness>>(
             continue;
         }
         let size: u64 = sym.st_size(endian).into();
-        let binding = match sym.st_bind() {
-            elf::STB_GLOBAL | elf::STB_GNU_UNIQUE => 0u32,
-            elf::STB_WEAK => 1,
-            _ => 2,
-        };
-        let is_ifunc = u32::from(sym.st_type() == elf::STT_GNU_IFUNC);
-        let hidden = u32::from(sym.st_visibility() != elf::STV_DEFAULT);
         let candidate = Candidate {
             addr,
             size,
-            rank: (u32::from(size == 0) << 8) | (binding << 4) | (is_ifunc << 2) | (hidden << 1),
+            rank: alias_rank::<Elf>(sym, size, false),
             label: false,
             name,
             section_end: segment_end,
@@ -476,20 +469,7 @@ fn collect_symbols<Elf: FileHeader<Endian = Endianness>>(
         };
         let size: u64 = sym.st_size(endian).into();
         let section_size: u64 = section.sh_size(endian).into();
-        let binding = match sym.st_bind() {
-            elf::STB_GLOBAL | elf::STB_GNU_UNIQUE => 0u32,
-            elf::STB_WEAK => 1,
-            _ => 2,
-        };
-        let is_ifunc = u32::from(sym.st_type() == elf::STT_GNU_IFUNC);
-        let hidden = u32::from(sym.st_visibility() != elf::STV_DEFAULT);
-        // The table and the index come last in the rule; the candidate's position, which
-        // follows (table, index), breaks the remaining ties when the candidates are sorted.
-        let rank = (u32::from(size == 0) << 8)
-            | (u32::from(label) << 7)
-            | (binding << 4)
-            | (is_ifunc << 2)
-            | (hidden << 1);
+        let rank = alias_rank::<Elf>(sym, size, label);
         let versym = versym_of(SymbolIndex(i)).unwrap_or(0);
         let versym = if versym & elf::VERSYM_VERSION > 1 {
             versym
@@ -543,6 +523,25 @@ fn is_code_label(name: &[u8], offset: u64, section_size: u64) -> bool {
         || name.starts_with(b"__stop_")
         || (name.starts_with(b"__") && (name.ends_with(b"_start") || name.ends_with(b"_end")));
     !boundary && !MARKERS.contains(&name)
+}
+
+/// The alias rule's bits of a symbol (see [`crate::elf::symbols`]); lower is better:
+/// sized, not a label, binding (`GLOBAL`/`GNU_UNIQUE`, `WEAK`, `LOCAL`), not an IFUNC, default
+/// visibility. The table and the index come last in the rule; the candidate's position,
+/// which follows (table, index), breaks the remaining ties when the candidates are sorted.
+fn alias_rank<Elf: FileHeader<Endian = Endianness>>(sym: &Elf::Sym, size: u64, label: bool) -> u32 {
+    let binding = match sym.st_bind() {
+        elf::STB_GLOBAL | elf::STB_GNU_UNIQUE => 0u32,
+        elf::STB_WEAK => 1,
+        _ => 2,
+    };
+    let is_ifunc = u32::from(sym.st_type() == elf::STT_GNU_IFUNC);
+    let hidden = u32::from(sym.st_visibility() != elf::STV_DEFAULT);
+    (u32::from(size == 0) << 8)
+        | (u32::from(label) << 7)
+        | (binding << 4)
+        | (is_ifunc << 2)
+        | (hidden << 1)
 }
 
 /// Measures the name at `offset` of `strings`: its length up to a version `@` (`.symtab`

@@ -479,17 +479,14 @@ impl Symbolizer {
             _ => None,
         };
         let segments = file.elf.segments();
-        // Each address as a virtual address and the file offset it was given as; the file
-        // offset of a virtual address is derived only where no symbol answers (for found ones
-        // `Symbols` derives it when read: see `Entry::file_offset`).
+        // Each address as a virtual address; the file offset it was given as is kept. The
+        // file offset of a virtual address is derived only where no symbol answers (for found
+        // ones `Symbols` derives it when read: see `Entry::file_offset`).
         let (input_addrs, given_as_offsets) = (input.raw(), matches!(input, Input::FileOffsets(_)));
-        let to_virt_and_offset = |raw: u64| {
-            if given_as_offsets {
-                let offset = FileOffset(raw);
-                (segments.file_offset_to_virt(offset), Some(offset))
-            } else {
-                (Some(VirtAddr(raw)), None)
-            }
+        let given_offset = |raw: u64| given_as_offsets.then_some(FileOffset(raw));
+        let to_virt = |raw: u64| match given_offset(raw) {
+            Some(offset) => segments.file_offset_to_virt(offset),
+            None => Some(VirtAddr(raw)),
         };
         let mini = debug.mini.as_ref();
         let mut symbols = Symbols::with_capacity(input_addrs.len(), self.demangle);
@@ -511,7 +508,7 @@ impl Symbolizer {
         // order.
         let mut order: Vec<(u64, usize)> = Vec::with_capacity(input_addrs.len());
         for (i, &raw) in input_addrs.iter().enumerate() {
-            if let (Some(addr), _) = to_virt_and_offset(raw) {
+            if let Some(addr) = to_virt(raw) {
                 order.push((addr.0, i));
             }
         }
@@ -605,9 +602,7 @@ impl Symbolizer {
             let mut entry = Entry {
                 answer: Answer::NoSymbol,
                 module,
-                file_offset: input_addrs
-                    .get(i)
-                    .and_then(|&raw| to_virt_and_offset(raw).1),
+                file_offset: input_addrs.get(i).and_then(|&raw| given_offset(raw)),
                 frames: 0..0,
             };
             if matches!(answer, Answer::NoSymbol) && entry.file_offset.is_none() {
@@ -679,7 +674,7 @@ impl Symbolizer {
                 None => Entry {
                     answer: Answer::NoSymbol,
                     module,
-                    file_offset: to_virt_and_offset(raw).1,
+                    file_offset: given_offset(raw),
                     frames: 0..0,
                 },
             };

@@ -597,15 +597,8 @@ impl Symbols {
         let Answer::Elf { found, .. } = entry.answer else {
             return;
         };
-        let Some(found) = self.found.get(found as usize) else {
+        let Some((found, _, file)) = self.found_in(found) else {
             return;
-        };
-        let Some(Part::Elf(elf)) = self.parts.get(found.part as usize) else {
-            return;
-        };
-        let file = match (&elf.mini, found.in_mini) {
-            (Some(mini), true) => mini,
-            _ => &elf.file,
         };
         let name = file.elf.name_bytes(found.spans.name);
         if let (Some(first), Some(last)) = (name.first(), name.last()) {
@@ -627,14 +620,7 @@ impl Symbols {
     /// a caller's loop (which then loads only the fields it reads).
     #[inline]
     fn elf_sym(&self, entry: &Entry, found: u32, addr: VirtAddr) -> Option<Sym<'_>> {
-        let found = self.found.get(found as usize)?;
-        let Some(Part::Elf(elf)) = self.parts.get(found.part as usize) else {
-            return None;
-        };
-        let file = match (&elf.mini, found.in_mini) {
-            (Some(mini), true) => mini,
-            _ => &elf.file,
-        };
+        let (found, elf, file) = self.found_in(found)?;
         let spans = &found.spans;
         let raw_name = file.elf.name_bytes(spans.name);
         let computed = if found.demangled {
@@ -675,6 +661,21 @@ impl Symbols {
             kernel_module: module.and_then(|m| m.kernel_module.as_deref()),
             frames: self.entry_frames(entry),
         })
+    }
+
+    /// The found symbol at `index`, its part and the file whose table has it (the part's file
+    /// or its MiniDebugInfo).
+    #[inline]
+    fn found_in(&self, index: u32) -> Option<(&FoundSym, &ElfPart, &LoadedElf)> {
+        let found = self.found.get(index as usize)?;
+        let Some(Part::Elf(elf)) = self.parts.get(found.part as usize) else {
+            return None;
+        };
+        let file = match (&elf.mini, found.in_mini) {
+            (Some(mini), true) => mini,
+            _ => &elf.file,
+        };
+        Some((found, elf, file))
     }
 
     /// The [`Sym`] of every answer but [`Answer::Elf`], out of the callers' loops.

@@ -119,14 +119,7 @@ fn symbolizer(case: Case) -> Symbolizer {
 /// Its name is what `--toggle-collect` matches; it must not be inlined.
 #[inline(never)]
 fn measured_case(symbolizer: &Symbolizer, addrs: &[u64]) -> usize {
-    let symbols = symbolizer
-        .symbolize(
-            &Source::Elf {
-                path: Path::new(FILE),
-            },
-            Input::VirtAddrs(VirtAddr::from_raw_slice(addrs)),
-        )
-        .expect("stacksym symbolizes the committed file");
+    let symbols = batch(symbolizer, addrs);
     let mut total = 0;
     for sym in symbols.iter().flatten() {
         total += consume(sym.name);
@@ -171,17 +164,22 @@ fn measure(case: Case) -> Result<bool, String> {
     Ok(true)
 }
 
-/// The uncounted first batch of a warm case.
-#[inline(never)]
-fn warm_up(symbolizer: &Symbolizer, addrs: &[u64]) -> usize {
-    let symbols = symbolizer
+/// One batch of [`FILE`]'s addresses: what both the counted case and the warm-up run.
+fn batch(symbolizer: &Symbolizer, addrs: &[u64]) -> stacksym::Symbols {
+    symbolizer
         .symbolize(
             &Source::Elf {
                 path: Path::new(FILE),
             },
             Input::VirtAddrs(VirtAddr::from_raw_slice(addrs)),
         )
-        .expect("stacksym symbolizes the committed file");
+        .expect("stacksym symbolizes the committed file")
+}
+
+/// The uncounted first batch of a warm case.
+#[inline(never)]
+fn warm_up(symbolizer: &Symbolizer, addrs: &[u64]) -> usize {
+    let symbols = batch(symbolizer, addrs);
     symbols.iter().flatten().map(|s| consume(s.name)).sum()
 }
 
