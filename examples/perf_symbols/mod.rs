@@ -87,7 +87,13 @@ impl PerfNames {
 }
 
 fn read(path: &Path) -> Option<Table> {
-    let bytes = std::fs::read(path).ok()?;
+    let file = std::fs::File::open(path).ok()?;
+    // Mapped, not read: only the symbol and string tables' pages are touched (reading a
+    // whole debug file or libLLVM took a quarter of a system-wide run's time). SAFETY: the
+    // map lives only while this function builds the table from it; a file truncated meanwhile
+    // by another process would fault, a risk this example accepts (the library guards its
+    // own maps, see src/elf/sigbus.rs).
+    let bytes = unsafe { memmap2::Mmap::map(&file) }.ok()?;
     let elf = object::File::parse(&*bytes).ok()?;
     let use_dynamic = elf.symbols().next().is_none();
     let symbols: Box<dyn Iterator<Item = object::Symbol<'_, '_>>> = if use_dynamic {
