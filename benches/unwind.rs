@@ -25,8 +25,8 @@
 //! in ns per frame (each unwinder's time over the frames it found), and end to end (the
 //! `perf_unwind` example, built by the bench in its own profile: `common::build_example`,
 //! against perf on the same recording, both writing to /dev/null, in interleaved runs: median
-//! wall times and each side's peak RSS from `wait4`; a perf run is stopped at
-//! `PERF_CAP`, and its ratio then printed as a lower bound). On a system-wide recording made by the
+//! wall times and each side's peak RSS from `wait4`; a perf run is stopped at `PERF_CAP`,
+//! and its ratio then printed as a lower bound). On a system-wide recording made by the
 //! bench (`perf record -a -e cpu-clock -F 499 --call-graph dwarf,16384` for three seconds of
 //! testdata/system-wide-workload.sh, both sides limited to the workload's commands with
 //! `--comms`; skipped with a note when perf may not record every CPU): the default layout,
