@@ -799,10 +799,13 @@ impl<A: UnwindArch> Unwinding<A> {
                 .modules_mut()
                 .add(range.clone(), pgoff, elf.clone());
         }
-        proc.maps
-            .retain(|m| m.range.end <= range.start || m.range.start >= range.end);
-        let at = proc.maps.partition_point(|m| m.range.start < range.start);
-        proc.maps.insert(at, Map { range, pgoff, file });
+        // Sorted and not overlapping, so the ends are sorted too: the mappings the new one
+        // overlaps (and replaces) are one run, found by two binary searches (a `retain` over
+        // every mapping took 2.5 % of a system-wide run).
+        let first = proc.maps.partition_point(|m| m.range.end <= range.start);
+        let last = proc.maps.partition_point(|m| m.range.start < range.end);
+        proc.maps.drain(first..last.max(first));
+        proc.maps.insert(first, Map { range, pgoff, file });
     }
 
     /// `elf` when it is the file the recording saw (its build-id, where the recording lists
