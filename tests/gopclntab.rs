@@ -4,6 +4,8 @@
 //! addr2line finds no table), with the unstripped twin's DWARF (through llvm-symbolizer and
 //! through stacksym), and with the twin's `.symtab`.
 
+#[path = "support/go_spelling.rs"]
+mod go_spelling;
 mod support;
 
 use std::io::Write;
@@ -11,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
+use go_spelling::go_spelling;
 use stacksym::elf::ElfFile;
 use stacksym::gopclntab::{GoTable, GoTableFoundBy, GoTableVersion};
 use stacksym::symbolize::{FoundIn, NamePattern};
@@ -487,33 +490,6 @@ fn stripped_frames_match_the_twins_dwarf() {
         addrs.len()
     );
     assert_eq!(differ, 0);
-}
-
-/// A `.symtab` name as the Go table spells the same function: assembler functions carry
-/// their ABI in `.symtab` (`internal/cpu.cpuid.abi0`), and a generic function's instances
-/// name their shapes there (`main.Sum[go.shape.int_0]`) where the table, as the runtime's
-/// tracebacks, says `main.Sum[...]`.
-fn go_spelling(symtab_name: &str) -> String {
-    let name = symtab_name
-        .strip_suffix(".abi0")
-        .or_else(|| symtab_name.strip_suffix(".abiinternal"))
-        .unwrap_or(symtab_name);
-    let mut out = String::new();
-    let mut depth = 0usize;
-    for c in name.chars() {
-        match c {
-            '[' => {
-                if depth == 0 {
-                    out.push_str("[...]");
-                }
-                depth += 1;
-            }
-            ']' if depth > 0 => depth -= 1,
-            _ if depth == 0 => out.push(c),
-            _ => {}
-        }
-    }
-    out
 }
 
 /// Where `.symtab` exists, the Go table names every function as it does (in Go's
