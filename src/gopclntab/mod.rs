@@ -217,6 +217,13 @@ impl GoTable {
         }
     }
 
+    /// Function `i`'s entry address (`i == function_count()`: the end of the last one).
+    pub(crate) fn entry_of(&self, i: usize) -> Result<VirtAddr> {
+        self.entry(i)
+            .map(VirtAddr)
+            .ok_or_else(|| self.malformed("its function table is truncated"))
+    }
+
     /// The table offset of function `i`'s `_func` record.
     fn record_at(&self, i: usize) -> Option<usize> {
         let h = &self.header;
@@ -333,6 +340,42 @@ impl GoTable {
                     "function name offset {off:#x} is outside the table"
                 ))
             })
+    }
+
+    /// Like [`GoTable::index_of`] for the next address of an ascending run: `hint` is the
+    /// index the previous (lower or equal) address found, or 0. Searches forward from it by
+    /// doubling steps, so a sorted batch costs a few entry reads per address instead of a
+    /// whole binary search each; an address below the hint's entry searches the whole table.
+    pub(crate) fn index_from(&self, pc: u64, hint: usize) -> Result<Option<usize>> {
+        let n = self.header.nfunc;
+        let entry = |i: usize| {
+            self.entry(i)
+                .ok_or_else(|| self.malformed("its function table is truncated"))
+        };
+        if hint >= n || entry(hint)? > pc {
+            return self.index_of(pc);
+        }
+        // entry(lo) <= pc; find hi with entry(hi) > pc (or hi = n, the end).
+        let (mut lo, mut step) = (hint, 1usize);
+        let mut hi = loop {
+            let next = lo.saturating_add(step).min(n);
+            if next == n || entry(next)? > pc {
+                break next;
+            }
+            lo = next;
+            step = step.saturating_mul(2);
+        };
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if entry(mid)? <= pc {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        // Checked as index_of checks it: within the function's range (a hostile, unsorted
+        // table finds some index, never a wrong answer).
+        Ok((entry(lo)? <= pc && pc < entry(lo + 1)?).then_some(lo))
     }
 
     /// The function whose code holds `addr` (an ELF virtual address of the file).
@@ -516,6 +559,16 @@ impl GoTable {
         let Some(i) = self.index_of(addr.0)? else {
             return Ok(false);
         };
+        self.append_frames_of(i, addr, frames).map(|()| true)
+    }
+
+    /// [`GoTable::append_frames`] for `addr` in function `i` (found by the caller).
+    pub(crate) fn append_frames_of(
+        &self,
+        i: usize,
+        addr: VirtAddr,
+        frames: &mut Vec<InlineFrame>,
+    ) -> Result<()> {
         let record = self.record(i)?;
         let tree = if self.header.version >= GoTableVersion::Go1_16
             && self.pcdata(&record, PCDATA_INL_TREE_INDEX) != 0
@@ -528,7 +581,7 @@ impl GoTable {
         for depth in 0..MAX_INLINE_DEPTH {
             let (file, line) = self.file_line(&record, pc)?;
             if depth == 0 && file.is_none() && line.is_none() {
-                return Ok(true);
+                return Ok(());
             }
             let inlined = match tree {
                 Some(tree) => {
@@ -550,7 +603,7 @@ impl GoTable {
                     line,
                     false,
                 ));
-                return Ok(true);
+                return Ok(());
             };
             frames.push(go_frame(self.name_at(name_off)?, None, file, line, true));
             // The call site: an instruction of the caller that the compiler marked.

@@ -440,6 +440,48 @@ fn every_format_names_lines_and_sp() {
     }
 }
 
+/// The forward search of a sorted batch finds what the whole-table search finds, from any
+/// hint: behind, at, or past the address's function, and outside the table.
+#[test]
+fn forward_search_equals_binary_search() {
+    // 41 functions of sizes 1 to 41 bytes, back to back.
+    let mut start = 0;
+    let many: Vec<Func> = (1..=41u64)
+        .map(|size| {
+            let func = Func {
+                name: "main.f",
+                start,
+                size,
+                pcsp: vec![(0, size)],
+                pcfile: vec![(0, size)],
+                pcln: vec![(1, size)],
+                inline: None,
+            };
+            start += size;
+            func
+        })
+        .collect();
+    for version in VERSIONS {
+        let (table, data) = write_table(version, &many);
+        let elf = ElfFile::from_bytes("synthetic", write_elf(&table, &data, false)).unwrap();
+        let table = GoTable::find(&Arc::new(elf)).unwrap().unwrap();
+        let n = table.function_count();
+        assert_eq!(n, many.len());
+        let mut previous = 0;
+        for pc in TEXT_ADDR - 2..TEXT_ADDR + start + 2 {
+            let expected = table.index_of(pc).unwrap();
+            for hint in [0, previous, n / 2, n - 1, n, n + 7] {
+                assert_eq!(
+                    table.index_from(pc, hint).unwrap(),
+                    expected,
+                    "{version:?}: pc {pc:#x} from {hint}"
+                );
+            }
+            previous = expected.unwrap_or(previous);
+        }
+    }
+}
+
 #[test]
 fn inlined_frames_innermost_first() {
     for version in VERSIONS {

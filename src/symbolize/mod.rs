@@ -536,6 +536,9 @@ impl Symbolizer {
         // computed after the walk on several threads.
         let mut to_name: Vec<(bool, SymbolId)> = Vec::new();
         let mut previous_frames: Option<(VirtAddr, Range<u32>)> = None;
+        // The Go table's function of the previous address: the batch ascends, so the next
+        // search starts there.
+        let mut go_hint = 0usize;
         // The answers in address order, written one after another; put in input order below.
         let mut in_address_order: Vec<Entry> = Vec::with_capacity(order.len());
         for &(addr, i) in &order {
@@ -554,20 +557,33 @@ impl Symbolizer {
             let mut answer = Answer::NoSymbol;
             // A Go binary's own table names what no symbol does, and wins over a farther
             // `.dynsym` symbol (cgo binaries export a few); `.symtab` names the same entries.
+            // (index, entry) of the Go function holding `addr`.
             let go_function = match &debug.go {
-                Some(go) => go.find_function(addr).unwrap_or_else(|e| {
-                    log::debug!("{e}");
-                    debug_error.get_or_insert(e);
-                    None
-                }),
+                Some(go) => go
+                    .index_from(addr.0, go_hint)
+                    .and_then(|index| match index {
+                        Some(index) => Ok(Some((index, go.entry_of(index)?))),
+                        None => Ok(None),
+                    })
+                    .unwrap_or_else(|e| {
+                        log::debug!("{e}");
+                        debug_error.get_or_insert(e);
+                        None
+                    }),
                 None => None,
             };
-            let hit = match (hit, &go_function) {
-                (Some((_, start)), Some(function)) if function.entry > start => None,
+            if let Some((index, _)) = go_function {
+                go_hint = index;
+            }
+            let hit = match (hit, go_function) {
+                (Some((_, start)), Some((_, entry))) if entry > start => None,
                 (hit, _) => hit,
             };
-            if let (None, Some(_)) = (hit, &go_function) {
-                answer = Answer::Go { part, addr };
+            if let (None, Some((index, _))) = (hit, go_function) {
+                // A table of more than u32::MAX functions would not fit the file's u32
+                // offsets; saturating keeps it checked (`function` then fails, unnamed).
+                let index = u32::try_from(index).unwrap_or(u32::MAX);
+                answer = Answer::Go { part, index, addr };
             }
             if let (Some(file), Some((id, _))) = (file, hit) {
                 let found = match last_found {
@@ -608,10 +624,12 @@ impl Symbolizer {
             if matches!(answer, Answer::NoSymbol) && entry.file_offset.is_none() {
                 entry.file_offset = segments.virt_to_file_offset(addr);
             }
-            if let (None, Some(go), true) = (&dwarf, &debug.go, self.debug.source_lines) {
+            if let (None, Some(go), Some((index, _)), true) =
+                (&dwarf, &debug.go, go_function, self.debug.source_lines)
+            {
                 let frames = &mut symbols.frames;
                 let first = frames.len();
-                if let Err(e) = go.append_frames(addr, frames) {
+                if let Err(e) = go.append_frames_of(index, addr, frames) {
                     log::debug!("{e}");
                     frames.truncate(first);
                     debug_error.get_or_insert(e);

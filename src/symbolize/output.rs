@@ -224,8 +224,13 @@ pub(crate) enum Answer {
     Elf { found: u32, addr: VirtAddr },
     /// No symbol, but a DWARF function of the ELF part's file covers `addr`.
     DwarfOnly { part: u32, addr: VirtAddr },
-    /// A function of the ELF part's Go table covers `addr` (looked up again, as for kallsyms).
-    Go { part: u32, addr: VirtAddr },
+    /// Function `index` of the ELF part's Go table covers `addr` (read again from the table,
+    /// as kallsyms answers are: the function borrows its name from it).
+    Go {
+        part: u32,
+        index: u32,
+        addr: VirtAddr,
+    },
     /// A kallsyms part's text symbol covers `addr` (looked up again by [`Symbols::get`]: the
     /// lookup is deterministic on the immutable index, and keeping the borrowed answer would
     /// make the batch self-referential).
@@ -722,13 +727,17 @@ impl Symbols {
                     frames,
                 })
             }
-            Answer::Go { part: p, addr } => {
+            Answer::Go {
+                part: p,
+                index,
+                addr,
+            } => {
                 let Some(Part::Elf(elf)) = part(p) else {
                     return None;
                 };
                 let go = elf.go.as_ref()?;
                 // Found when the batch was made; the table does not change.
-                let function = go.find_function(*addr).ok()??;
+                let function = go.function(*index as usize).ok()?;
                 Some(Sym {
                     name: function.name,
                     raw_name: function.name.as_bytes(),
