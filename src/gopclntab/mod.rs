@@ -20,8 +20,9 @@ mod header;
 mod locate;
 mod pcvalue;
 
+use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 pub use header::GoTableVersion;
 
@@ -86,6 +87,13 @@ pub struct GoTable {
     /// The file's `R_*_RELATIVE` dynamic relocations (offset, addend), sorted, read on first
     /// need: a PIE's pointers are zero in the file and set by these.
     relocations: OnceLock<Vec<(u64, u64)>>,
+    /// The names frames hand out, each made once and then shared (as DWARF's are): by the
+    /// name's table offset and, for a function's own frame, its entry (an inlined call's
+    /// has none). At most one per name of the table, so bounded by its size.
+    frame_names: Mutex<HashMap<(u32, Option<VirtAddr>), Arc<FunctionName>>>,
+    /// The file names frames hand out, by where the name lies in the mapped table (fixed
+    /// for the table's life); at most one per file name of the table.
+    file_names: Mutex<HashMap<usize, Arc<str>>>,
 }
 
 impl std::fmt::Debug for GoTable {
@@ -145,6 +153,8 @@ impl GoTable {
             gofunc: OnceLock::new(),
             moduledata: OnceLock::new(),
             relocations: OnceLock::new(),
+            frame_names: Mutex::new(HashMap::new()),
+            file_names: Mutex::new(HashMap::new()),
         };
         table.text_start = table.relocated_text_start();
         if table.text_start == 0 && table.header.version >= GoTableVersion::Go1_18 {
@@ -595,17 +605,12 @@ impl GoTable {
                 None => None,
             };
             let Some((name_off, parent_pc)) = inlined else {
-                let name = self.name_at(record.name_off)?;
-                frames.push(go_frame(
-                    name,
-                    Some(VirtAddr(record.entry)),
-                    file,
-                    line,
-                    false,
-                ));
+                let function = self.frame_name(record.name_off, Some(VirtAddr(record.entry)))?;
+                frames.push(go_frame(function, self.shared_file(file), line, false));
                 return Ok(());
             };
-            frames.push(go_frame(self.name_at(name_off)?, None, file, line, true));
+            let function = self.frame_name(name_off, None)?;
+            frames.push(go_frame(function, self.shared_file(file), line, true));
             // The call site: an instruction of the caller that the compiler marked.
             pc = record.entry.wrapping_add(parent_pc as u64);
             if pc < record.entry || pc >= record.end {
@@ -619,6 +624,53 @@ impl GoTable {
             "function at {:#x}: inlined calls nest deeper than {MAX_INLINE_DEPTH}",
             record.entry
         )))
+    }
+
+    /// The shared name of a frame: the function named at `name_off`, starting at `start` (a
+    /// function's own frame) or inlined (`None`).
+    fn frame_name(&self, name_off: u32, start: Option<VirtAddr>) -> Result<Arc<FunctionName>> {
+        let key = (name_off, start);
+        // A poisoned lock (a panic elsewhere while it was held) only loses the sharing.
+        if let Some(found) = self
+            .frame_names
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&key).cloned())
+        {
+            return Ok(found);
+        }
+        let name = self.name_at(name_off)?;
+        let made = Arc::new(FunctionName {
+            raw: name.to_string(),
+            demangled: name.to_string(),
+            short: None,
+            decl_file: None,
+            decl_line: None,
+            start,
+        });
+        if let Ok(mut names) = self.frame_names.lock() {
+            names.insert(key, Arc::clone(&made));
+        }
+        Ok(made)
+    }
+
+    /// `file` (a name inside the table's bytes) as a shared string.
+    fn shared_file(&self, file: Option<&str>) -> Option<Arc<str>> {
+        let file = file?;
+        let key = file.as_ptr() as usize;
+        if let Some(found) = self
+            .file_names
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&key).cloned())
+        {
+            return Some(found);
+        }
+        let made: Arc<str> = Arc::from(file);
+        if let Ok(mut files) = self.file_names.lock() {
+            files.insert(key, Arc::clone(&made));
+        }
+        Some(made)
     }
 
     /// Name offset and parent PC (from the function's entry) of inline-tree entry `ix` of the
@@ -663,22 +715,14 @@ impl GoTable {
 
 /// A frame from the Go table in the shape of a DWARF frame.
 fn go_frame(
-    name: &str,
-    start: Option<VirtAddr>,
-    file: Option<&str>,
+    function: Arc<FunctionName>,
+    file: Option<Arc<str>>,
     line: Option<u32>,
     inlined: bool,
 ) -> InlineFrame {
     InlineFrame {
-        function: Some(Arc::new(FunctionName {
-            raw: name.to_string(),
-            demangled: name.to_string(),
-            short: None,
-            decl_file: None,
-            decl_line: None,
-            start,
-        })),
-        file: file.map(Arc::from),
+        function: Some(function),
+        file,
         line,
         column: None,
         discriminator: None,
