@@ -16,7 +16,9 @@
 //! `/proc/kallsyms` when the running kernel is the recorded one (its build-id in
 //! `/sys/kernel/notes`); otherwise kernel frames are `[unknown]`, as perf prints them.
 //! Caller frames are shown at their return address − 1, as perf shows them; addresses in a
-//! file as perf does (`addr - map start + pgoff`).
+//! file as perf does (`addr - map start + pgoff`). A `--call-graph fp` recording (callchains,
+//! no stack copies) is printed from the chain the kernel recorded, as perf prints it: each
+//! entry at its own address, without inlined frames.
 //!
 //!   perf record -e cpu-clock --call-graph dwarf,16384 -o perf.data ./program
 //!   cargo run --release --example perf_unwind -- -i perf.data
@@ -170,8 +172,14 @@ struct SampleOut {
 /// kallsyms: not asked for yet, being read on a second thread, or read (or unusable).
 enum KernelNames {
     NotNeeded(Option<PathBuf>),
-    Loading(JoinHandle<Option<Kallsyms>>),
-    Ready(Option<Kallsyms>),
+    Loading(JoinHandle<Option<KernelTable>>),
+    Ready(Option<KernelTable>),
+}
+
+/// kallsyms, and perf's pick among its aliases.
+struct KernelTable {
+    kallsyms: Kallsyms,
+    aliases: perf_symbols::KernelAliases,
 }
 
 struct State<A: UnwindArch> {
@@ -498,6 +506,8 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
                             break;
                         }
                     }
+                } else if !sample.user_callchain.is_empty() {
+                    self.callchain_frames(pid, &sample.user_callchain, &mut frames);
                 } else if sample.in_user_mode {
                     if let Some(ip) = sample.ip {
                         frames.push(self.user_frame(pid, ip));
@@ -533,7 +543,10 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
             self.kernel = match path.take() {
                 Some(path) => {
                     KernelNames::Loading(std::thread::spawn(move || match Kallsyms::open(&path) {
-                        Ok(k) => Some(k),
+                        Ok(kallsyms) => Some(KernelTable {
+                            aliases: perf_symbols::KernelAliases::new(&kallsyms),
+                            kallsyms,
+                        }),
                         Err(e) => {
                             eprintln!("perf_unwind: note: kernel frames unnamed: {e}");
                             None
@@ -583,43 +596,44 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
             // An inlined line's dso is its holding frame's; a callchain entry without a
             // symbol is the address in the process (perf's quirk), the sample's own entry
             // the address in the file.
-            let key = |l: &perf_script::Line<'_>, frame: &FrameOut, in_chain: bool| {
-                let (kernel, dso, abs) = match frame {
-                    FrameOut::Kernel(ip) => (true, l.dso.unwrap_or_default(), *ip),
-                    FrameOut::User { file, abs, .. } => (
-                        false,
-                        file.as_ref().map_or("[unknown]", |file| &*file.dso),
-                        *abs,
-                    ),
+            let key =
+                |l: &perf_script::Line<'_>, frame: &FrameOut, kernel: bool, in_chain: bool| {
+                    let (dso, abs) = match frame {
+                        FrameOut::Kernel(ip) => (l.dso.unwrap_or_default(), *ip),
+                        FrameOut::User { file, abs, .. } => {
+                            (file.as_ref().map_or("[unknown]", |file| &*file.dso), *abs)
+                        }
+                    };
+                    let mark = if kernel { "[k]" } else { "[.]" };
+                    let sym = match (l.sym, l.dso) {
+                        (Some((name, _)), Some(_)) => format!("{mark} {name}"),
+                        (Some((name, _)), None) => format!("{mark} {name} (inlined)"),
+                        (None, _) if in_chain => format!("{mark} {}", c_hex(abs)),
+                        (None, _) => format!("{mark} {}", c_hex(l.ip)),
+                    };
+                    perf_report::Key {
+                        comm: sample.comm.to_string(),
+                        dso: dso.rsplit('/').next().unwrap_or(dso).to_string(),
+                        sym,
+                        holder: if l.dso.is_none() {
+                            l.ip.wrapping_sub(l.sym.map_or(0, |s| s.1))
+                        } else {
+                            0
+                        },
+                    }
                 };
-                let mark = if kernel { "[k]" } else { "[.]" };
-                let sym = match (l.sym, l.dso) {
-                    (Some((name, _)), Some(_)) => format!("{mark} {name}"),
-                    (Some((name, _)), None) => format!("{mark} {name} (inlined)"),
-                    (None, _) if in_chain => format!("{mark} {abs:#018x}"),
-                    (None, _) => format!("{mark} {:#018x}", l.ip),
-                };
-                perf_report::Key {
-                    comm: sample.comm.to_string(),
-                    dso: dso.rsplit('/').next().unwrap_or(dso).to_string(),
-                    sym,
-                    holder: if l.dso.is_none() {
-                        l.ip.wrapping_sub(l.sym.map_or(0, |s| s.1))
-                    } else {
-                        0
-                    },
-                }
-            };
+            let levels = report_levels(&sample.frames);
             let mut chain = Vec::new();
             let mut own = None;
             if let Some(frame) = sample.frames.first() {
+                let kernel = matches!(frame, FrameOut::Kernel(_));
                 for_each_line(frame, kallsyms, false, |l| {
-                    own = Some(key(&l, frame, false))
+                    own = Some(key(&l, frame, kernel, false))
                 });
             }
-            for frame in &sample.frames {
+            for (frame, &kernel) in sample.frames.iter().zip(&levels) {
                 for_each_line(frame, kallsyms, inline, |l| {
-                    chain.push(key(&l, frame, true))
+                    chain.push(key(&l, frame, kernel, true))
                 });
             }
             self.report.add(sample.period, own, chain);
@@ -735,6 +749,33 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
         };
         let elf = self.symbolizer.elf_file(&cached).ok()?;
         elf.build_id().is_some_and(same).then_some(elf)
+    }
+
+    /// The user frames of a callchain the kernel recorded (`--call-graph fp`): each entry
+    /// named as it is, as perf shows them — the sample's address, then return addresses
+    /// (not `- 1`, unlike the frames perf unwinds from a stack copy), a `0` where the walk
+    /// read a null return address.
+    fn callchain_frames(&mut self, pid: i32, callchain: &[u64], frames: &mut Vec<FrameOut>) {
+        for &addr in callchain {
+            let mut frame = self.user_frame(pid, addr);
+            // perf 6.1 adds inlined frames only to chains it unwinds itself
+            // (`unwind_entry`), not to a recorded callchain's entries (`add_callchain_ip`):
+            // a frame in an inlined function is its symbol's line alone.
+            if let FrameOut::User {
+                resolved: Some(resolved),
+                ..
+            } = &mut frame
+            {
+                if !resolved.inlines.is_empty() {
+                    *resolved = Rc::new(Resolved {
+                        sym: resolved.sym.clone(),
+                        inlines: Vec::new(),
+                        srcline: resolved.srcline.clone(),
+                    });
+                }
+            }
+            frames.push(frame);
+        }
     }
 
     fn user_frame(&mut self, pid: i32, addr: u64) -> FrameOut {
@@ -894,20 +935,23 @@ fn frame_srcline(frame: &stacksym::dwarf::InlineFrame) -> Option<Rc<str>> {
 /// `inline` and DWARF has them) and the frame itself.
 fn for_each_line(
     frame: &FrameOut,
-    kallsyms: Option<&Kallsyms>,
+    kallsyms: Option<&KernelTable>,
     inline: bool,
     mut f: impl FnMut(perf_script::Line<'_>),
 ) {
     match frame {
         FrameOut::Kernel(ip) => {
-            let found = kallsyms.and_then(|k| k.find_symbol(*ip).ok().flatten());
-            let module = found.and_then(|sym| sym.module).map(|m| format!("[{m}]"));
+            let found = kallsyms.and_then(|k| {
+                let sym = k.kallsyms.find_symbol(*ip).ok().flatten()?;
+                Some((k.aliases.name(sym.addr, sym.name), sym.offset, sym.module))
+            });
+            let module = found.and_then(|sym| sym.2).map(|m| format!("[{m}]"));
             let dso = module.as_deref().unwrap_or("[kernel.kallsyms]");
             // perf's srcline of an address it cannot give a line: `dso[address]`.
             let srcline = format!("{dso}[{ip:x}]");
             f(perf_script::Line {
                 ip: *ip,
-                sym: found.map(|sym| (sym.name, sym.offset)),
+                sym: found.map(|(name, offset, _)| (name, offset)),
                 dso: Some(dso),
                 srcline: Some(&srcline),
             })
@@ -945,6 +989,36 @@ fn for_each_line(
             }
         }
     }
+}
+
+/// An address as perf report prints one without a symbol (`%-#.*llx`, 16 digits): C's `#`
+/// adds no `0x` to a zero.
+fn c_hex(addr: u64) -> String {
+    if addr == 0 {
+        format!("{addr:016x}")
+    } else {
+        format!("{addr:#018x}")
+    }
+}
+
+/// Whether perf report marks each callchain entry of a sample `[k]` (else `[.]`): a kernel
+/// frame `[k]`, a user frame in a mapping `[.]`, and one in no mapping keeps the mark of the
+/// entry before it, outermost first (perf walks the chain caller first and
+/// `fill_callchain_info` leaves `al->level` as it was when there is no map), the sample's
+/// own (a kernel frame first: `[k]`) at the outermost. So the `0` that ends a
+/// `--call-graph fp` chain is `[k] 0000000000000000` in a sample taken in the kernel.
+fn report_levels(frames: &[FrameOut]) -> Vec<bool> {
+    let mut level = matches!(frames.first(), Some(FrameOut::Kernel(_)));
+    let mut levels = vec![level; frames.len()];
+    for (frame, slot) in frames.iter().zip(levels.iter_mut()).rev() {
+        match frame {
+            FrameOut::Kernel(_) => level = true,
+            FrameOut::User { file: Some(_), .. } => level = false,
+            FrameOut::User { file: None, .. } => {}
+        }
+        *slot = level;
+    }
+    levels
 }
 
 fn new_proc<A: UnwindArch>(modules: Modules) -> Proc<A> {

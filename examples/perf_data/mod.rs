@@ -97,6 +97,9 @@ pub struct Sample<'a> {
     pub ip: Option<u64>,
     /// The kernel frames of the callchain, innermost first (context markers left out).
     pub kernel_callchain: Vec<u64>,
+    /// The user frames of the callchain, innermost first: what the kernel walked by frame
+    /// pointers (`--call-graph fp`; empty for `dwarf`, which records no user callchain).
+    pub user_callchain: Vec<u64>,
     /// The user registers' `perf_regs` mask and values (mask 0: none recorded).
     pub regs_mask: u64,
     pub regs: Vec<u64>,
@@ -505,14 +508,16 @@ impl<R: Read> PerfData<R> {
                 let (Some(pid), Some(tid)) = (sample.pid, sample.tid) else {
                     return Ok(Some(PerfEvent::Other));
                 };
-                let mut kernel_callchain = Vec::new();
+                let (mut kernel_callchain, mut user_callchain) = (Vec::new(), Vec::new());
                 if let Some(callchain) = &sample.callchain {
                     let mut in_user = false;
                     for i in 0..callchain.len() {
                         let Some(ip) = callchain.get(i) else { break };
                         if ip >= PERF_CONTEXT_MAX {
                             in_user = ip == PERF_CONTEXT_USER;
-                        } else if !in_user {
+                        } else if in_user {
+                            user_callchain.push(ip);
+                        } else {
                             kernel_callchain.push(ip);
                         }
                     }
@@ -550,6 +555,7 @@ impl<R: Read> PerfData<R> {
                     in_user_mode: matches!(sample.cpu_mode, CpuMode::User),
                     ip: sample.ip,
                     kernel_callchain,
+                    user_callchain,
                     regs_mask,
                     regs,
                     stack,
