@@ -18,7 +18,9 @@
 //! Caller frames are shown at their return address − 1, as perf shows them; addresses in a
 //! file as perf does (`addr - map start + pgoff`). A `--call-graph fp` recording (callchains,
 //! no stack copies) is printed from the chain the kernel recorded, as perf prints it: each
-//! entry at its own address, without inlined frames.
+//! entry at its own address, without inlined frames. Executable anonymous memory is named
+//! through the process's perf map (`/tmp/perf-PID.map`) as perf names it, read when a frame
+//! needs it — the process may have exited long ago (examples/perf_jit).
 //!
 //!   perf record -e cpu-clock --call-graph dwarf,16384 -o perf.data ./program
 //!   cargo run --release --example perf_unwind -- -i perf.data
@@ -42,6 +44,7 @@ use stacksym::unwind::{Modules, RegsAarch64, RegsX86_64, UnwindArch, UnwindCache
 use stacksym::{Input, NameOrigin, Source, Symbolizer};
 
 mod perf_data;
+mod perf_jit;
 mod perf_report;
 mod perf_script;
 mod perf_symbols;
@@ -106,7 +109,8 @@ struct Args {
 struct FileInfo {
     /// The dso column: the MMAP path (`/usr/lib/...`, `[vdso]`, `/memfd:x (deleted)`).
     dso: Rc<str>,
-    /// Its last component: what perf's srcline shows for an address without a line.
+    /// perf's short name: the last component (`[JIT] tid PID` for a perf map), what its
+    /// srcline shows for an address without a line and its report's dso column.
     short: Rc<str>,
     elf: Option<Arc<ElfFile>>,
     is_vdso: bool,
@@ -116,6 +120,11 @@ struct FileInfo {
     missing_recorded: bool,
     /// Tells files apart in the name cache.
     id: usize,
+    /// Its addresses are its own, not file offsets (perf's anonymous and file-less memory).
+    identity: bool,
+    /// For `/tmp/perf-PID.map` (an executable anonymous mapping): process PID, whose perf
+    /// map is read when an address needs it.
+    jit: Option<(i32, std::cell::OnceCell<Option<stacksym::process::PerfMap>>)>,
 }
 
 /// One mapping of a process.
@@ -422,7 +431,15 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
                 len,
                 pgoff,
                 path,
-            } => self.add_mapping(pid, start, len, pgoff, &path),
+                exec,
+            } => {
+                let jit = exec && perf_jit::is_identity(&path);
+                let path = match jit {
+                    true => perf_jit::map_path(pid).into_bytes(),
+                    false => path,
+                };
+                self.add_mapping(pid, start, len, pgoff, &path, jit)
+            }
             PerfEvent::Sample(sample) => {
                 let (pid, tid) = (sample.pid, sample.tid);
                 let comm = match self.comms.get(&tid) {
@@ -601,7 +618,7 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
                     let (dso, abs) = match frame {
                         FrameOut::Kernel(ip) => (l.dso.unwrap_or_default(), *ip),
                         FrameOut::User { file, abs, .. } => {
-                            (file.as_ref().map_or("[unknown]", |file| &*file.dso), *abs)
+                            (file.as_ref().map_or("[unknown]", |file| &*file.short), *abs)
                         }
                     };
                     let mark = if kernel { "[k]" } else { "[.]" };
@@ -613,6 +630,7 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
                     };
                     perf_report::Key {
                         comm: sample.comm.to_string(),
+                        // perf's short name (a user file's is FileInfo::short).
                         dso: dso.rsplit('/').next().unwrap_or(dso).to_string(),
                         sym,
                         holder: if l.dso.is_none() {
@@ -675,7 +693,9 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
         out.write_all(line.as_bytes())
     }
 
-    fn add_mapping(&mut self, pid: i32, start: u64, len: u64, pgoff: u64, path: &[u8]) {
+    /// Adds a mapping of `path` to process `pid`; `jit`: `path` is its perf map's (see
+    /// examples/perf_jit).
+    fn add_mapping(&mut self, pid: i32, start: u64, len: u64, pgoff: u64, path: &[u8], jit: bool) {
         if pid < 0 || len == 0 {
             return;
         }
@@ -685,6 +705,8 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
                 let is_vdso = path == b"[vdso]";
                 let elf = if is_vdso {
                     self.vdso.clone()
+                } else if jit {
+                    None
                 } else if path.first() == Some(&b'/') {
                     std::str::from_utf8(path)
                         .ok()
@@ -695,7 +717,11 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
                 let elf = self.as_recorded(path, elf);
                 let missing_recorded = elf.is_none() && self.build_ids.contains_key(path);
                 let dso: Rc<str> = Rc::from(String::from_utf8_lossy(path).as_ref());
-                let short: Rc<str> = Rc::from(dso.rsplit('/').next().unwrap_or(&dso));
+                let short: Rc<str> = match jit {
+                    // perf's short name of a perf map (`dso__set_basename`).
+                    true => Rc::from(format!("[JIT] tid {pid}")),
+                    false => Rc::from(dso.rsplit('/').next().unwrap_or(&dso)),
+                };
                 let file = Rc::new(FileInfo {
                     dso,
                     short,
@@ -703,6 +729,8 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
                     is_vdso,
                     missing_recorded,
                     id: self.files.len(),
+                    identity: jit || perf_jit::is_identity(path),
+                    jit: jit.then(|| (pid, std::cell::OnceCell::new())),
                 });
                 self.files.insert(path.to_vec(), file.clone());
                 file
@@ -795,7 +823,10 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
         if !map.range.contains(&addr) {
             return unknown;
         }
-        let offset = addr - map.range.start + map.pgoff;
+        let offset = match map.file.identity {
+            true => addr,
+            false => addr - map.range.start + map.pgoff,
+        };
         let file = map.file.clone();
         let key = (file.id, offset);
         let resolved = match self.names.get(&key) {
@@ -821,6 +852,15 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
             inlines: Vec::new(),
             srcline: None,
         };
+        if let Some((pid, map)) = &file.jit {
+            // An identity mapping: `offset` is the address.
+            let map = map.get_or_init(|| perf_jit::read(*pid));
+            if let Some(sym) = map.as_ref().and_then(|m| m.find(stacksym::AbsAddr(offset))) {
+                resolved.sym = Some((sym.name.into(), sym.offset));
+            }
+            resolved.srcline = Some(format!("{}[{offset:x}]", file.short).into());
+            return resolved;
+        }
         let Some(elf) = &file.elf else {
             resolved.srcline = Some(format!("{}[{offset:x}]", file.short).into());
             return resolved;

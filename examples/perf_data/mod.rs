@@ -66,13 +66,15 @@ pub enum PerfEvent<'a> {
         ptid: i32,
     },
     /// A mapping (`MMAP`, `MMAP2`): `len` bytes at `start` from file offset `pgoff` of `path`
-    /// (a path, or perf's `[vdso]`, `//anon`...).
+    /// (a path, or perf's `[vdso]`, `//anon`...); `exec` when it is executable (MMAP2's
+    /// `prot` has `PROT_EXEC`; an MMAP record not marked as data).
     Mmap {
         pid: i32,
         start: u64,
         len: u64,
         pgoff: u64,
         path: Vec<u8>,
+        exec: bool,
     },
     /// A sample.
     Sample(Sample<'a>),
@@ -496,6 +498,7 @@ impl<R: Read> PerfData<R> {
                 len: mmap.length,
                 pgoff: mmap.page_offset,
                 path: mmap.path.as_slice().into_owned(),
+                exec: mmap.is_executable,
             },
             EventRecord::Mmap2(mmap) => PerfEvent::Mmap {
                 pid: mmap.pid,
@@ -503,6 +506,8 @@ impl<R: Read> PerfData<R> {
                 len: mmap.length,
                 pgoff: mmap.page_offset,
                 path: mmap.path.as_slice().into_owned(),
+                // PROT_EXEC
+                exec: mmap.protection & 4 != 0,
             },
             EventRecord::Sample(sample) => {
                 let (Some(pid), Some(tid)) = (sample.pid, sample.tid) else {

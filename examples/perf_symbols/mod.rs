@@ -185,12 +185,16 @@ pub struct KernelAliases {
 impl KernelAliases {
     /// Reads `kallsyms`' lines once (every alias; a few ms for a running kernel's).
     pub fn new(kallsyms: &stacksym::kernel::Kallsyms) -> KernelAliases {
-        let mut last: HashMap<u64, &str> = HashMap::new();
+        // The last name at each address, and how many lines have it.
+        let mut last: HashMap<u64, (&str, u32)> = HashMap::new();
         for line in kallsyms.lines().filter(|line| line.is_text()) {
-            last.insert(line.addr, line.name);
+            let entry = last.entry(line.addr).or_insert((line.name, 0));
+            *entry = (line.name, entry.1 + 1);
         }
         let last = last
             .into_iter()
+            .filter(|&(_, (_, lines))| lines > 1)
+            .map(|(addr, (name, _))| (addr, name))
             .filter(|&(addr, name)| {
                 kallsyms
                     .find_symbol(addr)
