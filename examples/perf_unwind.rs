@@ -12,7 +12,8 @@
 //! records give the user registers and the stack copy; kernel frames come from the sample's
 //! callchain, named through kallsyms — read only once a kernel address appears, on a second
 //! thread while user stacks go on unwinding, and only where perf would use it: `--kallsyms
-//! FILE`, else perf's build-id cache (`~/.debug/[kernel.kallsyms]/ID/kallsyms`), else
+//! FILE`, else perf's build-id cache (`DIR/[kernel.kallsyms]/ID/kallsyms`, DIR `~/.debug` or
+//! `--buildid-dir`), else
 //! `/proc/kallsyms` when the running kernel is the recorded one (its build-id in
 //! `/sys/kernel/notes`); otherwise kernel frames are `[unknown]`, as perf prints them.
 //! Caller frames are shown at their return address − 1, as perf shows them; addresses in a
@@ -20,7 +21,11 @@
 //! no stack copies) is printed from the chain the kernel recorded, as perf prints it: each
 //! entry at its own address, without inlined frames. Executable anonymous memory is named
 //! through the process's perf map (`/tmp/perf-PID.map`) as perf names it, read when a frame
-//! needs it — the process may have exited long ago (examples/perf_jit).
+//! needs it — the process may have exited long ago (examples/perf_jit). A file whose
+//! build-id is not the recorded one (rebuilt since) is read from perf's build-id cache, as
+//! perf reads it (`DIR/.build-id/xx/rest/elf`: what `perf record` and `perf buildid-cache -a`
+//! put there, what `perf archive` packs); when the cache has no copy, nothing in it is named
+//! and the chain stops at its frame.
 //!
 //!   perf record -e cpu-clock --call-graph dwarf,16384 -o perf.data ./program
 //!   cargo run --release --example perf_unwind -- -i perf.data
@@ -87,6 +92,12 @@ struct Args {
     /// The kallsyms file that names kernel frames (default: as perf picks it; see above).
     #[arg(long)]
     kallsyms: Option<PathBuf>,
+    /// perf's build-id cache, where the files as recorded are looked for when the file at a
+    /// recorded path is not the one recorded (as `perf --buildid-dir`; default `~/.debug`).
+    /// `PERF_BUILDID_DIR` is not read: perf 6.1 only sets it for its scripts (`perf
+    /// archive` reads it).
+    #[arg(long, value_name = "DIR")]
+    buildid_dir: Option<PathBuf>,
     /// Print perf report's table (`perf report --stdio -g none`) instead of the samples.
     #[arg(long)]
     report: bool,
@@ -202,6 +213,8 @@ struct State<A: UnwindArch> {
     files: HashMap<Vec<u8>, Rc<FileInfo>>,
     /// The build-ids the recording lists, by path.
     build_ids: HashMap<Vec<u8>, Vec<u8>>,
+    /// perf's build-id cache (see [`buildid_dir`]).
+    buildid_dir: Option<PathBuf>,
     vdso: Option<Arc<ElfFile>>,
     kernel: KernelNames,
     /// Samples waiting for kallsyms (in order).
@@ -235,6 +248,15 @@ fn run(args: &Args) -> Result<(), String> {
     out.flush().map_err(|e| format!("writing: {e}"))
 }
 
+/// perf's build-id cache: `--buildid-dir`, else `~/.debug` (perf's default; its config's
+/// `buildid.dir` is not read).
+fn buildid_dir(args: &Args) -> Option<PathBuf> {
+    if let Some(dir) = &args.buildid_dir {
+        return Some(dir.clone());
+    }
+    std::env::var_os("HOME").map(|home| Path::new(&home).join(".debug"))
+}
+
 /// The kallsyms file perf would name the recording's kernel frames with (see the top).
 fn kallsyms_path(args: &Args, recorded: Option<&[u8]>) -> Option<PathBuf> {
     if args.no_kernel {
@@ -247,11 +269,8 @@ fn kallsyms_path(args: &Args, recorded: Option<&[u8]>) -> Option<PathBuf> {
         return Some(PathBuf::from("/proc/kallsyms"));
     };
     let hex: String = recorded.iter().map(|b| format!("{b:02x}")).collect();
-    if let Some(home) = std::env::var_os("HOME") {
-        let cached = Path::new(&home)
-            .join(".debug/[kernel.kallsyms]")
-            .join(&hex)
-            .join("kallsyms");
+    if let Some(dir) = buildid_dir(args) {
+        let cached = dir.join("[kernel.kallsyms]").join(&hex).join("kallsyms");
         if cached.is_file() {
             return Some(cached);
         }
@@ -328,6 +347,7 @@ fn unwind_all<A: UnwindArch + FromPerfRegs, R: std::io::Read>(
         comms: HashMap::new(),
         files: HashMap::new(),
         build_ids,
+        buildid_dir: buildid_dir(args),
         vdso: own_vdso(),
         kernel: KernelNames::NotNeeded(kallsyms_path(args, kernel_build_id.as_deref())),
         pending: VecDeque::new(),
@@ -753,8 +773,9 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
     }
 
     /// `elf` when it is the file the recording saw (its build-id, where the recording lists
-    /// one, is the file's); else the copy in perf's build-id cache (`~/.debug/.build-id/`,
-    /// `~/.debug/[vdso]/ID/vdso`); else none: perf names nothing in a file that changed.
+    /// one, is the file's); else the copy in perf's build-id cache (`DIR/.build-id/xx/rest/elf`,
+    /// `DIR/[vdso]/ID/vdso`, as `perf record` and `perf buildid-cache -a` fill it and
+    /// `perf archive` packs it); else none: perf names nothing in a file that changed.
     fn as_recorded(&self, path: &[u8], elf: Option<Arc<ElfFile>>) -> Option<Arc<ElfFile>> {
         let Some(recorded) = self.build_ids.get(path) else {
             return elf;
@@ -766,11 +787,11 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
             return Some(elf);
         }
         let hex: String = recorded.iter().map(|b| format!("{b:02x}")).collect();
-        let home = PathBuf::from(std::env::var_os("HOME")?);
+        let dir = self.buildid_dir.as_ref()?;
         let cached = if path == b"[vdso]" {
-            home.join(".debug/[vdso]").join(&hex).join("vdso")
+            dir.join("[vdso]").join(&hex).join("vdso")
         } else {
-            home.join(".debug/.build-id")
+            dir.join(".build-id")
                 .join(hex.get(..2)?)
                 .join(hex.get(2..)?)
                 .join("elf")

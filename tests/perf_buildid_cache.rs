@@ -1,0 +1,221 @@
+//! `perf_unwind` reads a file as it was when recorded from perf's build-id cache when the
+//! file at the recorded path has changed since, as `perf script` does.
+//!
+//! The program: testdata/unwind/unwind-demo-fp with its library, copied to a temporary dir
+//! and run there for 100 ms under `perf --buildid-dir DIR/.debug record -e cpu-clock
+//! --call-graph dwarf,8192`, which copies every file with a sample into that cache
+//! (`.build-id/xx/rest/elf`, `[vdso]/ID/vdso`, `[kernel.kallsyms]/ID/kallsyms`). Then the
+//! program is replaced, at the same path, by another build (unwind-demo-nofp: other code,
+//! another build-id). `perf_unwind`'s output is `perf script`'s, byte for byte, with the cache
+//! found each way perf finds it:
+//! - `$HOME/.debug` (perf's default; `HOME` set to the temporary dir on both sides);
+//! - `--buildid-dir` (perf's `--buildid-dir`), on the files `perf archive` packed, unpacked
+//!   into a fresh dir as its message says.
+//!
+//! (`PERF_BUILDID_DIR` is not one of them: perf 6.1's commands set it for their scripts and
+//! do not read it — with it pointing at the cache and `HOME` elsewhere, `perf script` names
+//! nothing in the replaced program; only `perf archive`, a script, reads it.)
+//!
+//! Without a cache (an empty dir), perf unwinds on through the replaced program with the new
+//! file's CFI: into frames that never were (`1 [unknown]`, `[stack]` addresses, seen), or
+//! into the right ones where the two builds' CFI happen to agree. stacksym names nothing in a
+//! file whose build-id is not the recorded one and stops after its frame (a chain it can
+//! vouch for, not a guess from another file).
+//! So there every sample of ours is perf's, or a prefix of perf's ending at a frame in the
+//! replaced program; the samples where perf names nothing in the vDSO (it looks for the vDSO
+//! only in its cache; ours is this machine's, with the recorded build-id) are counted apart.
+//!
+//! Needs perf (and bzip2 for `perf archive`'s tarball) and the right to profile (root, or
+//! `kernel.perf_event_paranoid` <= 1): skipped with a note otherwise, a failure under CI.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use support::{example_exe, find_tool, skip_or_fail, writeln_stderr};
+
+const TEST: &str = "perf_buildid_cache";
+
+fn output(command: &mut Command) -> String {
+    let out = command.output().expect("runs");
+    assert!(
+        out.status.success(),
+        "{command:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn assert_same(what: &str, ours: &str, theirs: &str) {
+    let (a, b): (Vec<&str>, Vec<&str>) =
+        (ours.split("\n\n").collect(), theirs.split("\n\n").collect());
+    let differing: Vec<usize> = (0..a.len().max(b.len()))
+        .filter(|&i| a.get(i) != b.get(i))
+        .collect();
+    writeln_stderr(format_args!(
+        "{TEST}: {what}: {} samples, perf {}; {} differ",
+        a.len(),
+        b.len(),
+        differing.len()
+    ));
+    if let Some(&i) = differing.first() {
+        writeln_stderr(format_args!(
+            "--- sample {i}, ours:\n{}\n--- perf's:\n{}",
+            a.get(i).unwrap_or(&"(none)"),
+            b.get(i).unwrap_or(&"(none)")
+        ));
+    }
+    assert!(ours == theirs, "{what}: not perf's bytes");
+}
+
+/// Copies `from` to `to` through a new file renamed over it (a running program keeps its
+/// inode).
+fn replace(from: &Path, to: &Path) {
+    let tmp = to.with_extension("new");
+    std::fs::copy(from, &tmp).expect("copied");
+    std::fs::rename(&tmp, to).expect("renamed");
+}
+
+#[test]
+fn perf_unwind_reads_changed_files_from_perfs_buildid_cache() {
+    let Some(perf) = find_tool("perf") else {
+        return skip_or_fail(TEST, "perf not found (apt-get install linux-perf)");
+    };
+    let unwind = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/unwind");
+    let dir = tempfile::tempdir().expect("a temporary dir");
+    let dir = dir.path();
+    let program = dir.join("unwind-demo");
+    replace(&unwind.join("unwind-demo-fp"), &program);
+    replace(
+        &unwind.join("libunwind-demo-fp.so"),
+        &dir.join("libunwind-demo-fp.so"),
+    );
+    let cache = dir.join(".debug");
+    let data = dir.join("perf.data");
+    let recorded = Command::new(&perf)
+        .arg("--buildid-dir")
+        .arg(&cache)
+        .args([
+            "record",
+            "-q",
+            "-e",
+            "cpu-clock",
+            "--call-graph",
+            "dwarf,8192",
+        ])
+        .arg("-o")
+        .arg(&data)
+        .arg(&program)
+        .arg("100")
+        .stdout(Stdio::null())
+        .output()
+        .expect("perf runs");
+    if !recorded.status.success() || !data.is_file() {
+        return skip_or_fail(
+            TEST,
+            &format!(
+                "perf record failed (needs root or kernel.perf_event_paranoid <= 1): {}",
+                String::from_utf8_lossy(&recorded.stderr).trim()
+            ),
+        );
+    }
+    // Another build at the same path: the recording's build-id is no longer the file's.
+    replace(&unwind.join("unwind-demo-nofp"), &program);
+
+    let example = example_exe("perf_unwind");
+    // Each side with the same environment: `HOME` or `PERF_BUILDID_DIR`, or a flag.
+    let both = |env: &[(&str, &Path)], flag: Option<&Path>| -> (String, String) {
+        let mut theirs = Command::new(&perf);
+        let mut ours = Command::new(&example);
+        for command in [&mut theirs, &mut ours] {
+            command.env_remove("PERF_BUILDID_DIR");
+            for (name, value) in env {
+                command.env(name, value);
+            }
+        }
+        if let Some(flag) = flag {
+            theirs.arg("--buildid-dir").arg(flag);
+            ours.arg("--buildid-dir").arg(flag);
+        }
+        theirs.arg("script").arg("-i").arg(&data);
+        ours.arg("-i").arg(&data);
+        (output(&mut ours), output(&mut theirs))
+    };
+    let named = "chain1+0x".to_string();
+    let elsewhere = dir.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).expect("a dir");
+
+    let (ours, theirs) = both(&[("HOME", dir)], None);
+    assert!(
+        theirs.contains(&named) && theirs.contains(&format!("({})", program.display())),
+        "perf script names no frame of the program from its cache?"
+    );
+    assert_same("$HOME/.debug", &ours, &theirs);
+
+    // perf archive (a script reading PERF_BUILDID_DIR) packs the cached files the recording
+    // needs; unpacked elsewhere, they are a cache of their own.
+    let archived = Command::new(&perf)
+        .env("PERF_BUILDID_DIR", &cache)
+        .arg("archive")
+        .arg(&data)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    let tarball = dir.join("perf.data.tar.bz2");
+    if archived.is_ok_and(|s| s.success()) && tarball.is_file() {
+        let unpacked = dir.join("unpacked");
+        std::fs::create_dir_all(&unpacked).expect("a dir");
+        output(
+            Command::new("tar")
+                .arg("xjf")
+                .arg(&tarball)
+                .arg("-C")
+                .arg(&unpacked),
+        );
+        let (ours, theirs) = both(&[("HOME", &elsewhere)], Some(&unpacked));
+        assert!(theirs.contains(&named), "nothing named from the archive?");
+        assert_same("perf archive, --buildid-dir", &ours, &theirs);
+    } else {
+        skip_or_fail(TEST, "perf archive failed (is bzip2 installed?)");
+    }
+
+    // No cache: ours stops in the replaced program, where perf unwinds with its new CFI.
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).expect("a dir");
+    let (ours, theirs) = both(&[("HOME", &elsewhere)], Some(&empty));
+    let frame_in_program = format!("({})", program.display());
+    let (mut same, mut prefix, mut vdso, mut bad) = (0, 0, 0, Vec::new());
+    let perf_samples: Vec<&str> = theirs.split("\n\n").collect();
+    for (i, sample) in ours.split("\n\n").enumerate() {
+        let perf_sample = perf_samples.get(i).copied().unwrap_or_default();
+        let (a, b): (Vec<&str>, Vec<&str>) =
+            (sample.lines().collect(), perf_sample.lines().collect());
+        if a == b {
+            same += 1;
+        } else if b.starts_with(&a) && a.last().is_some_and(|l| l.ends_with(&frame_in_program)) {
+            prefix += 1;
+        } else if a.first() == b.first()
+            && b.get(1).is_some_and(|l| l.ends_with("[unknown] ([vdso])"))
+        {
+            vdso += 1;
+        } else {
+            bad.push(format!("ours:\n{sample}\nperf's:\n{perf_sample}"));
+        }
+    }
+    writeln_stderr(format_args!(
+        "{TEST}: empty cache: {same} samples perf's, {prefix} stop at the replaced program \
+         where perf goes on with its new CFI, {vdso} where perf has no vDSO, {} otherwise",
+        bad.len()
+    ));
+    for sample in bad.iter().take(3) {
+        writeln_stderr(format_args!("{sample}"));
+    }
+    assert_eq!(
+        perf_samples.len(),
+        ours.split("\n\n").count(),
+        "sample counts"
+    );
+    assert!(prefix > 0, "no sample stopped at the replaced program?");
+    assert!(bad.is_empty(), "empty cache: samples differ otherwise");
+}
