@@ -25,7 +25,9 @@
 //! build-id is not the recorded one (rebuilt since) is read from perf's build-id cache, as
 //! perf reads it (`DIR/.build-id/xx/rest/elf`: what `perf record` and `perf buildid-cache -a`
 //! put there, what `perf archive` packs); when the cache has no copy, nothing in it is named
-//! and the chain stops at its frame.
+//! and the chain stops at its frame. The files of a process in another mount namespace (a
+//! container: its MMAP paths are its own) are opened in its root while it lives, as perf
+//! opens them in its namespace (examples/perf_container); once it is gone, from the cache.
 //!
 //!   perf record -e cpu-clock --call-graph dwarf,16384 -o perf.data ./program
 //!   cargo run --release --example perf_unwind -- -i perf.data
@@ -48,6 +50,7 @@ use stacksym::process::Process;
 use stacksym::unwind::{Modules, RegsAarch64, RegsX86_64, UnwindArch, UnwindCache, Unwinder};
 use stacksym::{Input, NameOrigin, Source, Symbolizer};
 
+mod perf_container;
 mod perf_data;
 mod perf_jit;
 mod perf_report;
@@ -215,6 +218,8 @@ struct State<A: UnwindArch> {
     build_ids: HashMap<Vec<u8>, Vec<u8>>,
     /// perf's build-id cache (see [`buildid_dir`]).
     buildid_dir: Option<PathBuf>,
+    /// Which processes live in another mount namespace (examples/perf_container).
+    roots: perf_container::Roots,
     vdso: Option<Arc<ElfFile>>,
     kernel: KernelNames,
     /// Samples waiting for kallsyms (in order).
@@ -348,6 +353,7 @@ fn unwind_all<A: UnwindArch + FromPerfRegs, R: std::io::Read>(
         files: HashMap::new(),
         build_ids,
         buildid_dir: buildid_dir(args),
+        roots: perf_container::Roots::default(),
         vdso: own_vdso(),
         kernel: KernelNames::NotNeeded(kallsyms_path(args, kernel_build_id.as_deref())),
         pending: VecDeque::new(),
@@ -719,12 +725,27 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
         if pid < 0 || len == 0 {
             return;
         }
-        let file = match self.files.get(path) {
+        // A file of a process in another mount namespace is that namespace's.
+        let namespace = match jit || path.first() != Some(&b'/') {
+            true => None,
+            false => self.roots.other_namespace(pid).map(str::to_string),
+        };
+        let key = match &namespace {
+            Some(namespace) => [namespace.as_bytes(), b"\0", path].concat(),
+            None => path.to_vec(),
+        };
+        let file = match self.files.get(&key) {
             Some(file) => file.clone(),
             None => {
                 let is_vdso = path == b"[vdso]";
+                let in_root = namespace
+                    .as_ref()
+                    .and_then(|_| perf_container::open(&self.symbolizer, pid, start, path))
+                    .filter(|elf| self.is_recorded(path, elf));
                 let elf = if is_vdso {
                     self.vdso.clone()
+                } else if in_root.is_some() {
+                    in_root
                 } else if jit {
                     None
                 } else if path.first() == Some(&b'/') {
@@ -752,7 +773,7 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
                     identity: jit || perf_jit::is_identity(path),
                     jit: jit.then(|| (pid, std::cell::OnceCell::new())),
                 });
-                self.files.insert(path.to_vec(), file.clone());
+                self.files.insert(key, file.clone());
                 file
             }
         };
@@ -772,6 +793,17 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
         proc.maps.insert(at, Map { range, pgoff, file });
     }
 
+    /// Whether `elf` is the file the recording saw at `path`: its build-id, where the
+    /// recording lists one (perf pads it to 20 bytes).
+    fn is_recorded(&self, path: &[u8], elf: &ElfFile) -> bool {
+        let Some(recorded) = self.build_ids.get(path) else {
+            return true;
+        };
+        elf.build_id().is_some_and(|id| {
+            recorded.starts_with(id) && recorded[id.len()..].iter().all(|&b| b == 0)
+        })
+    }
+
     /// `elf` when it is the file the recording saw (its build-id, where the recording lists
     /// one, is the file's); else the copy in perf's build-id cache (`DIR/.build-id/xx/rest/elf`,
     /// `DIR/[vdso]/ID/vdso`, as `perf record` and `perf buildid-cache -a` fill it and
@@ -783,7 +815,7 @@ impl<A: UnwindArch + FromPerfRegs> State<A> {
         // perf pads a build-id to 20 bytes.
         let same =
             |id: &[u8]| recorded.starts_with(id) && recorded[id.len()..].iter().all(|&b| b == 0);
-        if let Some(elf) = elf.filter(|elf| elf.build_id().is_some_and(same)) {
+        if let Some(elf) = elf.filter(|elf| self.is_recorded(path, elf)) {
             return Some(elf);
         }
         let hex: String = recorded.iter().map(|b| format!("{b:02x}")).collect();
