@@ -2,8 +2,8 @@
 //! file at the recorded path has changed since, as `perf script` does.
 //!
 //! The program: testdata/unwind/unwind-demo-fp with its library, copied to a temporary dir
-//! and run there for 100 ms under `perf --buildid-dir DIR/.debug record -e cpu-clock
-//! --call-graph fp`, which copies every file with a sample into that cache
+//! and run there for 100 ms under `perf --buildid-dir DIR/.debug record -e cpu-clock:u
+//! --call-graph fp` (user frames only), which copies every file with a sample into that cache
 //! (`.build-id/xx/rest/elf`, `[vdso]/ID/vdso`, `[kernel.kallsyms]/ID/kallsyms`). Then the
 //! program is replaced, at the same path, by another build (unwind-demo-nofp: other code,
 //! another build-id). `perf_unwind`'s output is `perf script`'s, byte for byte, with the cache
@@ -100,7 +100,7 @@ fn perf_unwind_reads_changed_files_from_perfs_buildid_cache() {
     let recorded = Command::new(&perf)
         .arg("--buildid-dir")
         .arg(&cache)
-        .args(["record", "-q", "-e", "cpu-clock", "--call-graph", "fp"])
+        .args(["record", "-q", "-e", "cpu-clock:u", "--call-graph", "fp"])
         .arg("-o")
         .arg(&data)
         .arg(&program)

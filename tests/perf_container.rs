@@ -7,15 +7,17 @@
 //! The container is made as tests/container.rs makes one (new mount and pid namespaces,
 //! `pivot_root` into a directory holding testdata/unwind/unwind-demo-fp at `/opt/app/bin`, its
 //! library beside it, and the host's libc and loader at their paths), running the program
-//! for up to 60 s (it is ended when the test is done with it). It is recorded twice for 300 ms with `perf record -p PID --call-graph fp`:
+//! for up to 60 s (it is ended when the test is done with it). It is recorded twice for 300
+//! ms with `perf record -e cpu-clock:u -p PID --call-graph fp` (user frames only):
 //! - without perf's build-id cache (`--no-buildid-cache`, an empty `--buildid-dir`), printed
 //!   while the process lives: every frame is perf's, but in the container's libc and vDSO,
 //!   where perf has only libc's `.dynsym` (it looks for libc's debug file inside the
 //!   namespace, which has none) and no vDSO (it looks in the empty cache only): there it
 //!   prints `[unknown]`, another alias of the same symbol from `.dynsym` (`getppid` for
 //!   `__GI___getppid`, at the same offset into it), or `@plt` (a PLT entry it synthesized;
-//!   stacksym names no PLT entry of a file with a debug file), where stacksym names them from libc's debug file (found by
-//!   build-id) and this machine's vDSO (both with the recorded build-ids); counted. Without
+//!   stacksym names no PLT entry of a file with a debug file), where stacksym names them
+//!   from libc's debug file (found by build-id) and this machine's vDSO (both with the
+//!   recorded build-ids); counted. Without
 //!   opening files in the process's root, stacksym named nothing in `/opt/app/bin`;
 //! - with the cache (a fresh `--buildid-dir`), printed after the container has ended: byte
 //!   for byte `perf script`'s.
@@ -210,7 +212,7 @@ fn perf_unwind_opens_container_files_in_the_process_root() {
         Command::new(&perf)
             .arg("--buildid-dir")
             .arg(cache)
-            .args(["record", "-q", "-e", "cpu-clock", "--call-graph", "fp"])
+            .args(["record", "-q", "-e", "cpu-clock:u", "--call-graph", "fp"])
             .args(extra)
             .args(["-p", &pid.to_string(), "-o"])
             .arg(data)

@@ -5,7 +5,8 @@
 //! build-unwind.sh), a tiny JIT: two functions of machine code in anonymous executable memory
 //! (`jit_outer` calls `jit_inner`, which spins; both keep frame pointers), named in
 //! `/tmp/perf-PID.map` (one name with spaces, `jit_inner [tier 1]`), called for 200 ms; then it
-//! exits and the map stays. It runs under `perf record -e cpu-clock --call-graph fp`, so the
+//! exits and the map stays. It runs under `perf record -e cpu-clock:u --call-graph fp` (user
+//! frames only: the kernel's are not the subject, and kallsyms then is not read), so the
 //! kernel's frame-pointer walk goes through both JIT frames into `main`. Once `perf record`
 //! has returned the process is gone; then:
 //! - `perf_unwind`'s default layout is `perf script`'s, byte for byte: the JIT frames at their
@@ -129,7 +130,7 @@ fn perf_unwind_names_jit_frames_of_an_exited_process_from_its_perf_map() {
     let dir = tempfile::tempdir().expect("a temporary dir");
     let data = dir.path().join("jit.data");
     let recorded = Command::new(&perf)
-        .args(["record", "-q", "--no-buildid-cache", "-e", "cpu-clock"])
+        .args(["record", "-q", "--no-buildid-cache", "-e", "cpu-clock:u"])
         .args(["--call-graph", "fp", "-o"])
         .arg(&data)
         .arg(&program)
