@@ -154,6 +154,7 @@ fn read_recording(path: &Path) -> Result<Recording, String> {
                 len,
                 pgoff,
                 path,
+                ..
             } if pid >= 0 => mappings.entry(pid).or_default().push(Mapping {
                 range: start..start.saturating_add(len),
                 pgoff,

@@ -12,13 +12,24 @@
 //! records give the user registers and the stack copy; kernel frames come from the sample's
 //! callchain, named through kallsyms — read only once a kernel address appears, on a second
 //! thread while user stacks go on unwinding, and only where perf would use it: `--kallsyms
-//! FILE`, else perf's build-id cache (`~/.debug/[kernel.kallsyms]/ID/kallsyms`), else
+//! FILE`, else perf's build-id cache (`DIR/[kernel.kallsyms]/ID/kallsyms`, DIR `~/.debug` or
+//! `--buildid-dir`), else
 //! `/proc/kallsyms` when the running kernel is the recorded one (its build-id in
 //! `/sys/kernel/notes`); otherwise kernel frames are `[unknown]`, as perf prints them.
 //! Two threads share the work: one reads the recording and unwinds, the main one names the
 //! frames (each distinct address once) and prints.
 //! Caller frames are shown at their return address − 1, as perf shows them; addresses in a
-//! file as perf does (`addr - map start + pgoff`).
+//! file as perf does (`addr - map start + pgoff`). A `--call-graph fp` recording (callchains,
+//! no stack copies) is printed from the chain the kernel recorded, as perf prints it: each
+//! entry at its own address, without inlined frames. Executable anonymous memory is named
+//! through the process's perf map (`/tmp/perf-PID.map`) as perf names it, read when a frame
+//! needs it — the process may have exited long ago (examples/perf_jit). A file whose
+//! build-id is not the recorded one (rebuilt since) is read from perf's build-id cache, as
+//! perf reads it (`DIR/.build-id/xx/rest/elf`: what `perf record` and `perf buildid-cache -a`
+//! put there, what `perf archive` packs); when the cache has no copy, nothing in it is named
+//! and the chain stops at its frame. The files of a process in another mount namespace (a
+//! container: its MMAP paths are its own) are opened in its root while it lives, as perf
+//! opens them in its namespace (examples/perf_container); once it is gone, from the cache.
 //!
 //!   perf record -e cpu-clock --call-graph dwarf,16384 -o perf.data ./program
 //!   cargo run --release --example perf_unwind -- -i perf.data
@@ -40,7 +51,9 @@ use stacksym::process::Process;
 use stacksym::unwind::{Modules, RegsAarch64, RegsX86_64, UnwindArch, UnwindCache, Unwinder};
 use stacksym::{Input, NameOrigin, Source, Symbolizer};
 
+mod perf_container;
 mod perf_data;
+mod perf_jit;
 mod perf_report;
 mod perf_script;
 mod perf_symbols;
@@ -83,6 +96,12 @@ struct Args {
     /// The kallsyms file that names kernel frames (default: as perf picks it; see above).
     #[arg(long)]
     kallsyms: Option<PathBuf>,
+    /// perf's build-id cache, where the files as recorded are looked for when the file at a
+    /// recorded path is not the one recorded (as `perf --buildid-dir`; default `~/.debug`).
+    /// `PERF_BUILDID_DIR` is not read: perf 6.1 only sets it for its scripts (`perf
+    /// archive` reads it).
+    #[arg(long, value_name = "DIR")]
+    buildid_dir: Option<PathBuf>,
     /// Print perf report's table (`perf report --stdio -g none`) instead of the samples.
     #[arg(long)]
     report: bool,
@@ -105,7 +124,8 @@ struct Args {
 struct FileInfo {
     /// The dso column: the MMAP path (`/usr/lib/...`, `[vdso]`, `/memfd:x (deleted)`).
     dso: Arc<str>,
-    /// Its last component: what perf's srcline shows for an address without a line.
+    /// perf's short name: the last component (`[JIT] tid PID` for a perf map), what its
+    /// srcline shows for an address without a line and its report's dso column.
     short: Arc<str>,
     elf: Option<Arc<ElfFile>>,
     is_vdso: bool,
@@ -115,6 +135,11 @@ struct FileInfo {
     missing_recorded: bool,
     /// Tells files apart in the name cache.
     id: usize,
+    /// Its addresses are its own, not file offsets (perf's anonymous and file-less memory).
+    identity: bool,
+    /// For `/tmp/perf-PID.map` (an executable anonymous mapping): process PID, whose perf
+    /// map is read when an address needs it.
+    jit: Option<(i32, std::sync::OnceLock<Option<stacksym::process::PerfMap>>)>,
 }
 
 /// One mapping of a process.
@@ -166,13 +191,24 @@ struct SampleOut {
     period: u64,
     header: String,
     frames: Vec<FrameOut>,
+    /// Its user frames are a callchain the kernel recorded (`--call-graph fp`): perf 6.1
+    /// adds inlined frames only to chains it unwinds itself (`unwind_entry`), not to a
+    /// recorded callchain's entries (`add_callchain_ip`), so a frame in an inlined function
+    /// is its symbol's line alone.
+    user_from_callchain: bool,
 }
 
 /// kallsyms: not asked for yet, being read on a second thread, or read (or unusable).
 enum KernelNames {
     NotNeeded(Option<PathBuf>),
-    Loading(JoinHandle<Option<Kallsyms>>),
-    Ready(Option<Kallsyms>),
+    Loading(JoinHandle<Option<KernelTable>>),
+    Ready(Option<KernelTable>),
+}
+
+/// kallsyms, and perf's pick among its aliases.
+struct KernelTable {
+    kallsyms: Kallsyms,
+    aliases: perf_symbols::KernelAliases,
 }
 
 /// What the unwinding thread hands the naming thread, in the recording's order.
@@ -196,6 +232,10 @@ struct Unwinding<A: UnwindArch> {
     files: HashMap<Vec<u8>, Arc<FileInfo>>,
     /// The build-ids the recording lists, by path.
     build_ids: HashMap<Vec<u8>, Vec<u8>>,
+    /// perf's build-id cache (see [`buildid_dir`]).
+    buildid_dir: Option<PathBuf>,
+    /// Which processes live in another mount namespace (examples/perf_container).
+    roots: perf_container::Roots,
     vdso: Option<Arc<ElfFile>>,
 }
 
@@ -237,6 +277,15 @@ fn run(args: &Args) -> Result<(), String> {
     out.flush().map_err(|e| format!("writing: {e}"))
 }
 
+/// perf's build-id cache: `--buildid-dir`, else `~/.debug` (perf's default; its config's
+/// `buildid.dir` is not read).
+fn buildid_dir(args: &Args) -> Option<PathBuf> {
+    if let Some(dir) = &args.buildid_dir {
+        return Some(dir.clone());
+    }
+    std::env::var_os("HOME").map(|home| Path::new(&home).join(".debug"))
+}
+
 /// The kallsyms file perf would name the recording's kernel frames with (see the top).
 fn kallsyms_path(args: &Args, recorded: Option<&[u8]>) -> Option<PathBuf> {
     if args.no_kernel {
@@ -249,11 +298,8 @@ fn kallsyms_path(args: &Args, recorded: Option<&[u8]>) -> Option<PathBuf> {
         return Some(PathBuf::from("/proc/kallsyms"));
     };
     let hex: String = recorded.iter().map(|b| format!("{b:02x}")).collect();
-    if let Some(home) = std::env::var_os("HOME") {
-        let cached = Path::new(&home)
-            .join(".debug/[kernel.kallsyms]")
-            .join(&hex)
-            .join("kallsyms");
+    if let Some(dir) = buildid_dir(args) {
+        let cached = dir.join("[kernel.kallsyms]").join(&hex).join("kallsyms");
         if cached.is_file() {
             return Some(cached);
         }
@@ -340,6 +386,8 @@ fn unwind_all<A: UnwindArch + FromPerfRegs + Send, R: std::io::Read + Send>(
         comms: HashMap::new(),
         files: HashMap::new(),
         build_ids,
+        buildid_dir: buildid_dir(args),
+        roots: perf_container::Roots::default(),
         vdso: own_vdso(),
     };
     let mut naming = Naming {
@@ -474,7 +522,15 @@ impl<A: UnwindArch + FromPerfRegs> Unwinding<A> {
                 len,
                 pgoff,
                 path,
-            } => self.add_mapping(pid, start, len, pgoff, &path),
+                exec,
+            } => {
+                let jit = exec && perf_jit::is_identity(&path);
+                let path = match jit {
+                    true => perf_jit::map_path(pid).into_bytes(),
+                    false => path,
+                };
+                self.add_mapping(pid, start, len, pgoff, &path, jit)
+            }
             PerfEvent::Sample(sample) => {
                 let (pid, tid) = (sample.pid, sample.tid);
                 let comm = match self.comms.get(&tid) {
@@ -507,6 +563,7 @@ impl<A: UnwindArch + FromPerfRegs> Unwinding<A> {
                     },
                 );
                 let mut frames: Vec<FrameOut> = Vec::new();
+                let mut user_from_callchain = false;
                 if !args.no_kernel {
                     frames.extend(
                         sample
@@ -555,6 +612,9 @@ impl<A: UnwindArch + FromPerfRegs> Unwinding<A> {
                             break;
                         }
                     }
+                } else if !sample.user_callchain.is_empty() {
+                    user_from_callchain = true;
+                    self.callchain_frames(pid, &sample.user_callchain, &mut frames);
                 } else if sample.in_user_mode {
                     if let Some(ip) = sample.ip {
                         frames.push(self.user_frame(pid, ip));
@@ -565,6 +625,7 @@ impl<A: UnwindArch + FromPerfRegs> Unwinding<A> {
                     period: sample.period.unwrap_or(1),
                     header,
                     frames,
+                    user_from_callchain,
                 }));
             }
             PerfEvent::Exit { .. } | PerfEvent::Other => {}
@@ -593,14 +654,22 @@ impl Naming {
                     ..
                 } => {
                     let key = (file.id, *ip);
-                    *resolved = Some(match self.names.get(&key) {
+                    let mut found = match self.names.get(&key) {
                         Some(found) => found.clone(),
                         None => {
                             let found = Arc::new(self.resolve(file, *ip));
                             self.names.insert(key, found.clone());
                             found
                         }
-                    });
+                    };
+                    if sample.user_from_callchain && !found.inlines.is_empty() {
+                        found = Arc::new(Resolved {
+                            sym: found.sym.clone(),
+                            inlines: Vec::new(),
+                            srcline: found.srcline.clone(),
+                        });
+                    }
+                    *resolved = Some(found);
                 }
                 FrameOut::User { file: None, .. } => {}
             }
@@ -626,7 +695,10 @@ impl Naming {
             self.kernel = match path.take() {
                 Some(path) => {
                     KernelNames::Loading(std::thread::spawn(move || match Kallsyms::open(&path) {
-                        Ok(k) => Some(k),
+                        Ok(kallsyms) => Some(KernelTable {
+                            aliases: perf_symbols::KernelAliases::new(&kallsyms),
+                            kallsyms,
+                        }),
                         Err(e) => {
                             eprintln!("perf_unwind: note: kernel frames unnamed: {e}");
                             None
@@ -676,43 +748,45 @@ impl Naming {
             // An inlined line's dso is its holding frame's; a callchain entry without a
             // symbol is the address in the process (perf's quirk), the sample's own entry
             // the address in the file.
-            let key = |l: &perf_script::Line<'_>, frame: &FrameOut, in_chain: bool| {
-                let (kernel, dso, abs) = match frame {
-                    FrameOut::Kernel(ip) => (true, l.dso.unwrap_or_default(), *ip),
-                    FrameOut::User { file, abs, .. } => (
-                        false,
-                        file.as_ref().map_or("[unknown]", |file| &*file.dso),
-                        *abs,
-                    ),
+            let key =
+                |l: &perf_script::Line<'_>, frame: &FrameOut, kernel: bool, in_chain: bool| {
+                    let (dso, abs) = match frame {
+                        FrameOut::Kernel(ip) => (l.dso.unwrap_or_default(), *ip),
+                        FrameOut::User { file, abs, .. } => {
+                            (file.as_ref().map_or("[unknown]", |file| &*file.short), *abs)
+                        }
+                    };
+                    let mark = if kernel { "[k]" } else { "[.]" };
+                    let sym = match (l.sym, l.dso) {
+                        (Some((name, _)), Some(_)) => format!("{mark} {name}"),
+                        (Some((name, _)), None) => format!("{mark} {name} (inlined)"),
+                        (None, _) if in_chain => format!("{mark} {}", c_hex(abs)),
+                        (None, _) => format!("{mark} {}", c_hex(l.ip)),
+                    };
+                    perf_report::Key {
+                        comm: sample.comm.to_string(),
+                        // perf's short name (a user file's is FileInfo::short).
+                        dso: dso.rsplit('/').next().unwrap_or(dso).to_string(),
+                        sym,
+                        holder: if l.dso.is_none() {
+                            l.ip.wrapping_sub(l.sym.map_or(0, |s| s.1))
+                        } else {
+                            0
+                        },
+                    }
                 };
-                let mark = if kernel { "[k]" } else { "[.]" };
-                let sym = match (l.sym, l.dso) {
-                    (Some((name, _)), Some(_)) => format!("{mark} {name}"),
-                    (Some((name, _)), None) => format!("{mark} {name} (inlined)"),
-                    (None, _) if in_chain => format!("{mark} {abs:#018x}"),
-                    (None, _) => format!("{mark} {:#018x}", l.ip),
-                };
-                perf_report::Key {
-                    comm: sample.comm.to_string(),
-                    dso: dso.rsplit('/').next().unwrap_or(dso).to_string(),
-                    sym,
-                    holder: if l.dso.is_none() {
-                        l.ip.wrapping_sub(l.sym.map_or(0, |s| s.1))
-                    } else {
-                        0
-                    },
-                }
-            };
+            let levels = report_levels(&sample.frames);
             let mut chain = Vec::new();
             let mut own = None;
             if let Some(frame) = sample.frames.first() {
+                let kernel = matches!(frame, FrameOut::Kernel(_));
                 for_each_line(frame, kallsyms, false, |l| {
-                    own = Some(key(&l, frame, false))
+                    own = Some(key(&l, frame, kernel, false))
                 });
             }
-            for frame in &sample.frames {
+            for (frame, &kernel) in sample.frames.iter().zip(&levels) {
                 for_each_line(frame, kallsyms, inline, |l| {
-                    chain.push(key(&l, frame, true))
+                    chain.push(key(&l, frame, kernel, true))
                 });
             }
             self.report.add(sample.period, own, chain);
@@ -756,16 +830,35 @@ impl Naming {
 }
 
 impl<A: UnwindArch> Unwinding<A> {
-    fn add_mapping(&mut self, pid: i32, start: u64, len: u64, pgoff: u64, path: &[u8]) {
+    /// Adds a mapping of `path` to process `pid`; `jit`: `path` is its perf map's (see
+    /// examples/perf_jit).
+    fn add_mapping(&mut self, pid: i32, start: u64, len: u64, pgoff: u64, path: &[u8], jit: bool) {
         if pid < 0 || len == 0 {
             return;
         }
-        let file = match self.files.get(path) {
+        // A file of a process in another mount namespace is that namespace's.
+        let namespace = match jit || path.first() != Some(&b'/') {
+            true => None,
+            false => self.roots.other_namespace(pid).map(str::to_string),
+        };
+        let key = match &namespace {
+            Some(namespace) => [namespace.as_bytes(), b"\0", path].concat(),
+            None => path.to_vec(),
+        };
+        let file = match self.files.get(&key) {
             Some(file) => file.clone(),
             None => {
                 let is_vdso = path == b"[vdso]";
+                let in_root = namespace
+                    .as_ref()
+                    .and_then(|_| perf_container::open(&self.symbolizer, pid, start, path))
+                    .filter(|elf| self.is_recorded(path, elf));
                 let elf = if is_vdso {
                     self.vdso.clone()
+                } else if in_root.is_some() {
+                    in_root
+                } else if jit {
+                    None
                 } else if path.first() == Some(&b'/') {
                     std::str::from_utf8(path)
                         .ok()
@@ -776,7 +869,11 @@ impl<A: UnwindArch> Unwinding<A> {
                 let elf = self.as_recorded(path, elf);
                 let missing_recorded = elf.is_none() && self.build_ids.contains_key(path);
                 let dso: Arc<str> = Arc::from(String::from_utf8_lossy(path).as_ref());
-                let short: Arc<str> = Arc::from(dso.rsplit('/').next().unwrap_or(&dso));
+                let short: Arc<str> = match jit {
+                    // perf's short name of a perf map (`dso__set_basename`).
+                    true => Arc::from(format!("[JIT] tid {pid}")),
+                    false => Arc::from(dso.rsplit('/').next().unwrap_or(&dso)),
+                };
                 let file = Arc::new(FileInfo {
                     dso,
                     short,
@@ -784,8 +881,10 @@ impl<A: UnwindArch> Unwinding<A> {
                     is_vdso,
                     missing_recorded,
                     id: self.files.len(),
+                    identity: jit || perf_jit::is_identity(path),
+                    jit: jit.then(|| (pid, std::sync::OnceLock::new())),
                 });
-                self.files.insert(path.to_vec(), file.clone());
+                self.files.insert(key, file.clone());
                 file
             }
         };
@@ -808,9 +907,21 @@ impl<A: UnwindArch> Unwinding<A> {
         proc.maps.insert(first, Map { range, pgoff, file });
     }
 
+    /// Whether `elf` is the file the recording saw at `path`: its build-id, where the
+    /// recording lists one (perf pads it to 20 bytes).
+    fn is_recorded(&self, path: &[u8], elf: &ElfFile) -> bool {
+        let Some(recorded) = self.build_ids.get(path) else {
+            return true;
+        };
+        elf.build_id().is_some_and(|id| {
+            recorded.starts_with(id) && recorded[id.len()..].iter().all(|&b| b == 0)
+        })
+    }
+
     /// `elf` when it is the file the recording saw (its build-id, where the recording lists
-    /// one, is the file's); else the copy in perf's build-id cache (`~/.debug/.build-id/`,
-    /// `~/.debug/[vdso]/ID/vdso`); else none: perf names nothing in a file that changed.
+    /// one, is the file's); else the copy in perf's build-id cache (`DIR/.build-id/xx/rest/elf`,
+    /// `DIR/[vdso]/ID/vdso`, as `perf record` and `perf buildid-cache -a` fill it and
+    /// `perf archive` packs it); else none: perf names nothing in a file that changed.
     fn as_recorded(&self, path: &[u8], elf: Option<Arc<ElfFile>>) -> Option<Arc<ElfFile>> {
         let Some(recorded) = self.build_ids.get(path) else {
             return elf;
@@ -818,21 +929,30 @@ impl<A: UnwindArch> Unwinding<A> {
         // perf pads a build-id to 20 bytes.
         let same =
             |id: &[u8]| recorded.starts_with(id) && recorded[id.len()..].iter().all(|&b| b == 0);
-        if let Some(elf) = elf.filter(|elf| elf.build_id().is_some_and(same)) {
+        if let Some(elf) = elf.filter(|elf| self.is_recorded(path, elf)) {
             return Some(elf);
         }
         let hex: String = recorded.iter().map(|b| format!("{b:02x}")).collect();
-        let home = PathBuf::from(std::env::var_os("HOME")?);
+        let dir = self.buildid_dir.as_ref()?;
         let cached = if path == b"[vdso]" {
-            home.join(".debug/[vdso]").join(&hex).join("vdso")
+            dir.join("[vdso]").join(&hex).join("vdso")
         } else {
-            home.join(".debug/.build-id")
+            dir.join(".build-id")
                 .join(hex.get(..2)?)
                 .join(hex.get(2..)?)
                 .join("elf")
         };
         let elf = self.symbolizer.elf_file(&cached).ok()?;
         elf.build_id().is_some_and(same).then_some(elf)
+    }
+
+    /// The user frames of a callchain the kernel recorded (`--call-graph fp`): each entry
+    /// named as it is, as perf shows them — the sample's address, then return addresses
+    /// (not `- 1`, unlike the frames perf unwinds from a stack copy), a `0` where the walk
+    /// read a null return address.
+    fn callchain_frames(&self, pid: i32, callchain: &[u64], frames: &mut Vec<FrameOut>) {
+        // Named without inlined frames (see SampleOut::user_from_callchain).
+        frames.extend(callchain.iter().map(|&addr| self.user_frame(pid, addr)));
     }
 
     /// The frame at `addr` of process `pid`: its file and the offset in it, not yet named.
@@ -853,8 +973,12 @@ impl<A: UnwindArch> Unwinding<A> {
         if !map.range.contains(&addr) {
             return unknown;
         }
+        let offset = match map.file.identity {
+            true => addr,
+            false => addr - map.range.start + map.pgoff,
+        };
         FrameOut::User {
-            ip: addr - map.range.start + map.pgoff,
+            ip: offset,
             abs: addr,
             file: Some(map.file.clone()),
             // Named on the naming side.
@@ -871,6 +995,15 @@ impl Naming {
             inlines: Vec::new(),
             srcline: None,
         };
+        if let Some((pid, map)) = &file.jit {
+            // An identity mapping: `offset` is the address.
+            let map = map.get_or_init(|| perf_jit::read(*pid));
+            if let Some(sym) = map.as_ref().and_then(|m| m.find(stacksym::AbsAddr(offset))) {
+                resolved.sym = Some((sym.name.into(), sym.offset));
+            }
+            resolved.srcline = Some(format!("{}[{offset:x}]", file.short).into());
+            return resolved;
+        }
         let Some(elf) = &file.elf else {
             resolved.srcline = Some(format!("{}[{offset:x}]", file.short).into());
             return resolved;
@@ -985,20 +1118,23 @@ fn frame_srcline(frame: &stacksym::dwarf::InlineFrame) -> Option<Arc<str>> {
 /// `inline` and DWARF has them) and the frame itself.
 fn for_each_line(
     frame: &FrameOut,
-    kallsyms: Option<&Kallsyms>,
+    kallsyms: Option<&KernelTable>,
     inline: bool,
     mut f: impl FnMut(perf_script::Line<'_>),
 ) {
     match frame {
         FrameOut::Kernel(ip) => {
-            let found = kallsyms.and_then(|k| k.find_symbol(*ip).ok().flatten());
-            let module = found.and_then(|sym| sym.module).map(|m| format!("[{m}]"));
+            let found = kallsyms.and_then(|k| {
+                let sym = k.kallsyms.find_symbol(*ip).ok().flatten()?;
+                Some((k.aliases.name(sym.addr, sym.name), sym.offset, sym.module))
+            });
+            let module = found.and_then(|sym| sym.2).map(|m| format!("[{m}]"));
             let dso = module.as_deref().unwrap_or("[kernel.kallsyms]");
             // perf's srcline of an address it cannot give a line: `dso[address]`.
             let srcline = format!("{dso}[{ip:x}]");
             f(perf_script::Line {
                 ip: *ip,
-                sym: found.map(|sym| (sym.name, sym.offset)),
+                sym: found.map(|(name, offset, _)| (name, offset)),
                 dso: Some(dso),
                 srcline: Some(&srcline),
             })
@@ -1036,6 +1172,36 @@ fn for_each_line(
             }
         }
     }
+}
+
+/// An address as perf report prints one without a symbol (`%-#.*llx`, 16 digits): C's `#`
+/// adds no `0x` to a zero.
+fn c_hex(addr: u64) -> String {
+    if addr == 0 {
+        format!("{addr:016x}")
+    } else {
+        format!("{addr:#018x}")
+    }
+}
+
+/// Whether perf report marks each callchain entry of a sample `[k]` (else `[.]`): a kernel
+/// frame `[k]`, a user frame in a mapping `[.]`, and one in no mapping keeps the mark of the
+/// entry before it, outermost first (perf walks the chain caller first and
+/// `fill_callchain_info` leaves `al->level` as it was when there is no map), the sample's
+/// own (a kernel frame first: `[k]`) at the outermost. So the `0` that ends a
+/// `--call-graph fp` chain is `[k] 0000000000000000` in a sample taken in the kernel.
+fn report_levels(frames: &[FrameOut]) -> Vec<bool> {
+    let mut level = matches!(frames.first(), Some(FrameOut::Kernel(_)));
+    let mut levels = vec![level; frames.len()];
+    for (frame, slot) in frames.iter().zip(levels.iter_mut()).rev() {
+        match frame {
+            FrameOut::Kernel(_) => level = true,
+            FrameOut::User { file: Some(_), .. } => level = false,
+            FrameOut::User { file: None, .. } => {}
+        }
+        *slot = level;
+    }
+    levels
 }
 
 fn new_proc<A: UnwindArch>(modules: Modules) -> Proc<A> {

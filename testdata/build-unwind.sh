@@ -3,9 +3,10 @@
 # unwind-demo with its shared library (perf comparison) and pstack-threads (the pstack
 # example's comparison with gdb: -g, for source lines and inlined frames), each with frame pointers
 # (-fno-omit-frame-pointer) and without (-fomit-frame-pointer), at -O2 with CFI
-# (.eh_frame, as every distribution builds); and aarch64-capture (static aarch64, its chain
-# once without and once with -mbranch-protection=pac-ret; tests/unwind_aarch64.rs runs it
-# under qemu-aarch64). Called by testdata/build.sh; runnable alone.
+# (.eh_frame, as every distribution builds); jit-perfmap (x86-64 code in anonymous memory,
+# named in /tmp/perf-PID.map); and aarch64-capture (static aarch64, its chain once without
+# and once with -mbranch-protection=pac-ret; tests/unwind_aarch64.rs runs it under
+# qemu-aarch64). Called by testdata/build.sh; runnable alone.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 TD="$PWD"
@@ -31,6 +32,9 @@ for fp in fp nofp; do
     gcc -O2 -g "${flags[@]}" -ffile-prefix-map="$TD"=. -pthread \
         -o "$TD/unwind/pstack-threads-$fp" pstack-threads.c
 done
+# A tiny JIT that names its code in /tmp/perf-PID.map (tests/perf_jit_map.rs).
+gcc -O2 -g0 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -ffile-prefix-map="$TD"=. \
+    -o "$TD/unwind/jit-perfmap" jit-perfmap.c
 # One static program, the chain compiled twice (aarch64-capture-chain.c): plain, and pac-ret.
 A64=(aarch64-linux-gnu-gcc -O2 -g0 -fno-omit-frame-pointer -ffile-prefix-map="$TD"=.)
 obj=$(mktemp -d)

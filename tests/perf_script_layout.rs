@@ -38,8 +38,14 @@ const RUN_FILES: [&str; 2] = ["unwind-demo-nofp", "libunwind-demo-nofp.so"];
 
 /// Unpacks the recording into `dir` and puts the recorded program back where it ran.
 fn prepare(dir: &Path) -> PathBuf {
+    prepare_recording(dir, RECORDING, &RUN_FILES)
+}
+
+/// Unpacks `recording` into `dir` and puts the recorded files (from testdata/unwind/) back
+/// where they ran.
+fn prepare_recording(dir: &Path, recording: &str, run_files: &[&str]) -> PathBuf {
     let mut bytes = Vec::new();
-    let file = std::fs::File::open(RECORDING).expect("the committed recording");
+    let file = std::fs::File::open(recording).expect("the committed recording");
     ruzstd::decoding::StreamingDecoder::new(std::io::BufReader::new(file))
         .expect("a zstd stream")
         .read_to_end(&mut bytes)
@@ -47,7 +53,7 @@ fn prepare(dir: &Path) -> PathBuf {
     let data = dir.join("perf.data");
     std::fs::write(&data, bytes).expect("written");
     std::fs::create_dir_all(RUN_DIR).expect("the run dir");
-    for name in RUN_FILES {
+    for name in run_files {
         let from = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("testdata/unwind")
             .join(name);
@@ -207,6 +213,71 @@ fn perf_unwind_prints_perf_scripts_bytes() {
     );
 }
 
+const FP_RECORDING: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/testdata/recordings/perf-fp.data.zst"
+);
+
+/// A `--call-graph fp` recording (`testdata/recordings/perf-fp.data.zst`, by
+/// testdata/record-callchain-fp.sh: `unwind-demo-fp`, built with frame pointers, for 150 ms,
+/// ~430 samples): no registers or stack copies, the user chain is the one the kernel walked.
+/// `perf_unwind` prints it as perf does — every entry at its recorded address (return
+/// addresses, not `- 1`), `0` where the kernel read a null return address, no inlined
+/// frames (perf 6.1 adds them only to chains it unwinds itself) — byte for byte: the
+/// default layout, `--no-inline`, `-F comm,tid,pid,time,ip,sym,dso,symoff`; and the report
+/// table. Not `-F +srcline`: where binutils' addr2line has no line (`??:?`, `main` of this
+/// program without DWARF), perf 6.1 prints no srcline line for an entry of a recorded chain
+/// and `??:0` for a frame it unwound, on the same kind of address; that fallback is the
+/// default layout's business (perf_unwind_prints_perf_scripts_bytes), not the chain's.
+#[test]
+fn perf_unwind_prints_perf_scripts_bytes_for_fp_callchains() {
+    let test = "perf_unwind_prints_perf_scripts_bytes_for_fp_callchains";
+    let Some(perf) = find_tool("perf") else {
+        return skip_or_fail(test, "perf not found (apt-get install linux-perf)");
+    };
+    let dir = tempfile::tempdir().expect("a temporary dir");
+    let data = prepare_recording(
+        dir.path(),
+        FP_RECORDING,
+        &["unwind-demo-fp", "libunwind-demo-fp.so"],
+    );
+    let example = example_exe("perf_unwind");
+    let perf_script = |args: &[&str]| {
+        output(
+            Command::new(&perf)
+                .arg("script")
+                .args(args)
+                .arg("-i")
+                .arg(&data),
+        )
+    };
+    let ours = |args: &[&str]| output(Command::new(&example).args(args).arg("-i").arg(&data));
+    let default = perf_script(&[]);
+    // The chains are the recorded ones: from the sampled function through the library's
+    // and the program's frames to main's caller.
+    for frame in [
+        "chain1+",
+        "lib_spin+",
+        "__libc_start_call_main+",
+        "(/tmp/stacksym-unwind-bench/libunwind-demo-fp.so)",
+    ] {
+        assert!(default.contains(frame), "perf script shows no {frame}?");
+    }
+    assert_same("fp: default", &ours(&[]), &default);
+    assert_same(
+        "fp: --no-inline",
+        &ours(&["--no-inline"]),
+        &perf_script(&["--no-inline"]),
+    );
+    let fields = "comm,tid,pid,time,ip,sym,dso,symoff";
+    assert_same(
+        &format!("fp: -F {fields}"),
+        &ours(&["-F", fields]),
+        &perf_script(&["-F", fields]),
+    );
+    compare_reports(test, &perf, &data);
+}
+
 /// `--report --no-children`: every row's percentage equals perf report's to 0.01 %, and the
 /// rows are the same; `--children`: the children and self percentages too (the chains are
 /// perf's on this recording, see perf_unwind_prints_perf_scripts_bytes); `--percent-limit`
@@ -219,6 +290,13 @@ fn perf_unwind_report_is_perf_reports_table() {
     };
     let dir = tempfile::tempdir().expect("a temporary dir");
     let data = prepare(dir.path());
+    compare_reports(test, &perf, &data);
+}
+
+/// `perf_unwind --report` against `perf report --stdio -g none --sort comm,dso,sym` on
+/// `data`: `--no-children`, `--children`, and `--no-children --percent-limit 1`, every row's
+/// percentages equal to 0.01 %.
+fn compare_reports(test: &str, perf: &Path, data: &Path) {
     let example = example_exe("perf_unwind");
     for (children, limit) in [
         ("--no-children", "0"),
@@ -226,7 +304,7 @@ fn perf_unwind_report_is_perf_reports_table() {
         ("--no-children", "1"),
     ] {
         let theirs = output(
-            Command::new(&perf)
+            Command::new(perf)
                 .args([
                     "report",
                     "--stdio",
@@ -237,13 +315,13 @@ fn perf_unwind_report_is_perf_reports_table() {
                     "comm,dso,sym",
                 ])
                 .args(["--percent-limit", limit, "-i"])
-                .arg(&data),
+                .arg(data),
         );
         let ours = output(
             Command::new(&example)
                 .args(["--report", children, "--sort", "comm,dso,sym"])
                 .args(["--percent-limit", limit, "-i"])
-                .arg(&data),
+                .arg(data),
         );
         let (ours, theirs) = (perf_report_rows(&ours), perf_report_rows(&theirs));
         writeln_stderr(format_args!(

@@ -262,6 +262,7 @@ fn read_recording(path: &Path) -> HashMap<(i32, String), Vec<RawSample>> {
                 len,
                 pgoff,
                 path,
+                ..
             } if pid >= 0 => {
                 let list = Arc::make_mut(maps.entry(pid).or_default());
                 let range = start..start.saturating_add(len);

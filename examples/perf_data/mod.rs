@@ -66,13 +66,15 @@ pub enum PerfEvent<'a> {
         ptid: i32,
     },
     /// A mapping (`MMAP`, `MMAP2`): `len` bytes at `start` from file offset `pgoff` of `path`
-    /// (a path, or perf's `[vdso]`, `//anon`...).
+    /// (a path, or perf's `[vdso]`, `//anon`...); `exec` when it is executable (MMAP2's
+    /// `prot` has `PROT_EXEC`; an MMAP record not marked as data).
     Mmap {
         pid: i32,
         start: u64,
         len: u64,
         pgoff: u64,
         path: Vec<u8>,
+        exec: bool,
     },
     /// A sample.
     Sample(Sample<'a>),
@@ -97,6 +99,9 @@ pub struct Sample<'a> {
     pub ip: Option<u64>,
     /// The kernel frames of the callchain, innermost first (context markers left out).
     pub kernel_callchain: Vec<u64>,
+    /// The user frames of the callchain, innermost first: what the kernel walked by frame
+    /// pointers (`--call-graph fp`; empty for `dwarf`, which records no user callchain).
+    pub user_callchain: Vec<u64>,
     /// The user registers' `perf_regs` mask and values (mask 0: none recorded).
     pub regs_mask: u64,
     pub regs: Vec<u64>,
@@ -493,6 +498,7 @@ impl<R: Read> PerfData<R> {
                 len: mmap.length,
                 pgoff: mmap.page_offset,
                 path: mmap.path.as_slice().into_owned(),
+                exec: mmap.is_executable,
             },
             EventRecord::Mmap2(mmap) => PerfEvent::Mmap {
                 pid: mmap.pid,
@@ -500,19 +506,23 @@ impl<R: Read> PerfData<R> {
                 len: mmap.length,
                 pgoff: mmap.page_offset,
                 path: mmap.path.as_slice().into_owned(),
+                // PROT_EXEC
+                exec: mmap.protection & 4 != 0,
             },
             EventRecord::Sample(sample) => {
                 let (Some(pid), Some(tid)) = (sample.pid, sample.tid) else {
                     return Ok(Some(PerfEvent::Other));
                 };
-                let mut kernel_callchain = Vec::new();
+                let (mut kernel_callchain, mut user_callchain) = (Vec::new(), Vec::new());
                 if let Some(callchain) = &sample.callchain {
                     let mut in_user = false;
                     for i in 0..callchain.len() {
                         let Some(ip) = callchain.get(i) else { break };
                         if ip >= PERF_CONTEXT_MAX {
                             in_user = ip == PERF_CONTEXT_USER;
-                        } else if !in_user {
+                        } else if in_user {
+                            user_callchain.push(ip);
+                        } else {
                             kernel_callchain.push(ip);
                         }
                     }
@@ -550,6 +560,7 @@ impl<R: Read> PerfData<R> {
                     in_user_mode: matches!(sample.cpu_mode, CpuMode::User),
                     ip: sample.ip,
                     kernel_callchain,
+                    user_callchain,
                     regs_mask,
                     regs,
                     stack,

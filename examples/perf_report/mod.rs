@@ -33,12 +33,17 @@ pub struct Report {
     /// The period of samples a filter (`--comms`) left out: perf's percentages are of every
     /// sample's (its default `--percentage absolute`).
     filtered_out: u64,
+    /// The first key of each entry without a symbol, by that key less its `[k]`/`[.]` mark
+    /// (see [`Report::first_of`]).
+    symless: HashMap<Key, Key>,
 }
 
 impl Report {
     /// Adds a sample of `period`: `own` is the entry of its address, `chain` the entries of
     /// its callchain, innermost first (the first is usually `own` again).
     pub fn add(&mut self, period: u64, own: Option<Key>, chain: Vec<Key>) {
+        let own = own.map(|key| self.first_of(key));
+        let chain: Vec<Key> = chain.into_iter().map(|key| self.first_of(key)).collect();
         self.total += period;
         self.samples += 1;
         let mut seen: Vec<&Key> = Vec::with_capacity(chain.len());
@@ -56,6 +61,21 @@ impl Report {
                 entry.0 += period;
             }
         }
+    }
+
+    /// perf's sort key of an entry without a symbol is its address (`sort__sym_cmp`), not
+    /// its `[k]`/`[.]` mark: the same address marked apart in two samples (the `0` ending
+    /// `--call-graph fp` chains of a sample in user space and one in the kernel) is one
+    /// entry, shown with the mark it first came with.
+    fn first_of(&mut self, key: Key) -> Key {
+        let Some(address) = key.sym.get(4..).filter(|rest| is_address(rest)) else {
+            return key;
+        };
+        let unmarked = Key {
+            sym: address.to_string(),
+            ..key.clone()
+        };
+        self.symless.entry(unmarked).or_insert(key).clone()
     }
 
     /// Counts a sample a filter left out (for the percentages' total).
@@ -131,4 +151,11 @@ impl Report {
         }
         out
     }
+}
+
+/// Whether a symbol column (less its mark) is an address, as perf prints one without a
+/// symbol: `0x` and 16 hex digits, or 16 zeros.
+fn is_address(sym: &str) -> bool {
+    let digits = sym.strip_prefix("0x").unwrap_or(sym);
+    digits.len() == 16 && digits.bytes().all(|b| b.is_ascii_hexdigit())
 }

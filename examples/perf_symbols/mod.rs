@@ -173,3 +173,48 @@ fn read(path: &Path) -> Option<Table> {
 fn raw_name<'a>(sym: &object::Symbol<'a, '_>) -> &'a [u8] {
     sym.name_bytes().unwrap_or_default()
 }
+
+/// perf's pick among kallsyms lines at one address, where it differs from stacksym's.
+///
+/// perf 6.1 (`dso__load_kallsyms`) gives kallsyms symbols their ends first (each ends where
+/// the next starts: `symbols__fixup_end`), then keeps one symbol per address
+/// (`symbols__fixup_duplicate`, `choose_best_symbol`): aliases before the last line at an
+/// address end where they start, and a sized symbol beats an unsized one, so the last line
+/// (in file order) wins. `__x64_sys_rt_sigreturn`, after `__ia32_sys_rt_sigreturn` and
+/// `__do_sys_rt_sigreturn`, where stacksym keeps the first global one.
+pub struct KernelAliases {
+    /// The name perf gives the text symbols at an address, where it is not the one
+    /// `Kallsyms::find_symbol` answers.
+    last: HashMap<u64, String>,
+}
+
+impl KernelAliases {
+    /// Reads `kallsyms`' lines once (every alias; a few ms for a running kernel's).
+    pub fn new(kallsyms: &stacksym::kernel::Kallsyms) -> KernelAliases {
+        // The last name at each address, and how many lines have it.
+        let mut last: HashMap<u64, (&str, u32)> = HashMap::new();
+        for line in kallsyms.lines().filter(|line| line.is_text()) {
+            let entry = last.entry(line.addr).or_insert((line.name, 0));
+            *entry = (line.name, entry.1 + 1);
+        }
+        let last = last
+            .into_iter()
+            .filter(|&(_, (_, lines))| lines > 1)
+            .map(|(addr, (name, _))| (addr, name))
+            .filter(|&(addr, name)| {
+                kallsyms
+                    .find_symbol(addr)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|sym| sym.addr == addr && sym.name != name)
+            })
+            .map(|(addr, name)| (addr, name.to_string()))
+            .collect();
+        KernelAliases { last }
+    }
+
+    /// perf's name for the symbol starting at `addr` that stacksym names `name`.
+    pub fn name<'a>(&'a self, addr: u64, name: &'a str) -> &'a str {
+        self.last.get(&addr).map_or(name, String::as_str)
+    }
+}

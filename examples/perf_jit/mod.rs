@@ -1,0 +1,88 @@
+//! perf JIT maps for examples/perf_unwind.rs: which mappings perf names through
+//! `/tmp/perf-PID.map`, and reading that file — also after the process has exited, as perf
+//! does (the file stays in `/tmp` until someone removes it).
+//!
+//! perf 6.1 (`map__new`, util/map.c): an executable mapping of anonymous memory (`//anon`,
+//! `/dev/zero...`, `/anon_hugepage...`) or of memory without a file (`[stack...`, `/SYSV...`,
+//! `[heap]`) is named `/tmp/perf-PID.map` (PID the recorded process's), and every such
+//! mapping, executable or not, maps addresses to themselves (its address column is the
+//! address, not a file offset). `dso__load_perf_map` takes the symbols from the file as its
+//! lines say (`START SIZE NAME`, not demangled); the library's `parse_perf_map` reads them
+//! (a later line wins where two overlap).
+//!
+//! The file is found as the library finds a live process's (its own `/tmp` first, confined to
+//! its root: a container's), else at the reader's `/tmp/perf-PID.map`: the only place left
+//! once the process is gone. The reader's `/tmp` is trusted (ARCHITECTURE.md, "Trust"); the
+//! file's contents are not (`parse_perf_map` is fuzzed).
+
+use std::path::Path;
+
+use stacksym::process::{parse_perf_map, PerfMap, Process, MAX_PERF_MAP_BYTES};
+
+/// perf's `is_anon_memory` and `is_no_dso_memory`: a mapping whose addresses are its own
+/// (identity-mapped), not offsets into a file.
+pub fn is_identity(path: &[u8]) -> bool {
+    path == b"//anon"
+        || path.starts_with(b"/dev/zero")
+        || path.starts_with(b"/anon_hugepage")
+        || path.starts_with(b"[stack")
+        || path.starts_with(b"/SYSV")
+        || path == b"[heap]"
+}
+
+/// The path perf gives an executable identity mapping of process `pid`.
+pub fn map_path(pid: i32) -> String {
+    format!("/tmp/perf-{pid}.map")
+}
+
+/// The perf map of `pid`: the live process's (through the library), else the file at
+/// `/tmp/perf-PID.map`; `None` when there is none or it cannot be read (said on stderr, as
+/// perf warns).
+pub fn read(pid: i32) -> Option<PerfMap> {
+    let live = pid > 0 && Path::new(&format!("/proc/{pid}")).exists();
+    if let Some(process) = u32::try_from(pid).ok().filter(|_| live).map(Process::new) {
+        match process.perf_map() {
+            Ok(Some(map)) => return Some(map),
+            Ok(None) => {}
+            Err(e) => eprintln!("perf_unwind: note: process {pid}'s perf map: {e}"),
+        }
+    }
+    let path = map_path(pid);
+    let text = match read_capped(Path::new(&path)) {
+        Ok(Some(text)) => text,
+        Ok(None) => return None,
+        Err(e) => {
+            eprintln!("perf_unwind: note: {path}: {e}");
+            return None;
+        }
+    };
+    match parse_perf_map(Path::new(&path), &text) {
+        Ok(map) => Some(map),
+        Err(e) => {
+            eprintln!("perf_unwind: note: {e}");
+            None
+        }
+    }
+}
+
+/// The bytes of the regular file at `path`, at most `MAX_PERF_MAP_BYTES` of them (more is an
+/// error); `Ok(None)` when there is no such file.
+fn read_capped(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut text = Vec::new();
+    file.take(MAX_PERF_MAP_BYTES + 1).read_to_end(&mut text)?;
+    if text.len() as u64 > MAX_PERF_MAP_BYTES {
+        return Err(std::io::Error::other(format!(
+            "larger than {MAX_PERF_MAP_BYTES} bytes"
+        )));
+    }
+    Ok(Some(text))
+}

@@ -1,0 +1,194 @@
+//! `perf_unwind` names the frames of JIT code through the process's perf map
+//! (`/tmp/perf-PID.map`) after the process has exited, as `perf script` and `perf report` do.
+//!
+//! The program: testdata/unwind/jit-perfmap (testdata/src/unwind/jit-perfmap.c, built by
+//! build-unwind.sh), a tiny JIT: two functions of machine code in anonymous executable memory
+//! (`jit_outer` calls `jit_inner`, which spins; both keep frame pointers), named in
+//! `/tmp/perf-PID.map` (one name with spaces, `jit_inner [tier 1]`), called for 200 ms; then it
+//! exits and the map stays. It runs under `perf record -e cpu-clock:u --call-graph fp` (user
+//! frames only: the kernel's are not the subject, and kallsyms then is not read), so the
+//! kernel's frame-pointer walk goes through both JIT frames into `main`. Once `perf record`
+//! has returned the process is gone; then:
+//! - `perf_unwind`'s default layout is `perf script`'s, byte for byte: the JIT frames at their
+//!   addresses (perf maps anonymous memory to itself), `jit_inner [tier 1]+0xb
+//!   (/tmp/perf-PID.map)`;
+//! - `--report --children` and `--no-children` are `perf report --stdio -g none --sort
+//!   comm,dso,sym`'s rows (perf's dso column for a perf map: `[JIT] tid PID`);
+//! - with the map removed, both print the frames `[unknown] (/tmp/perf-PID.map)`.
+//!
+//! Needs perf and the right to profile (root, or `kernel.perf_event_paranoid` <= 1): skipped
+//! with a note otherwise, a failure under CI. x86-64 only (the JIT writes x86-64 code).
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use support::{example_exe, find_tool, perf_report_rows, skip_or_fail, writeln_stderr};
+
+const TEST: &str = "perf_jit_map";
+
+/// Removes the perf map the program left in /tmp, however the test ends.
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn output(command: &mut Command) -> String {
+    let out = command.output().expect("runs");
+    assert!(
+        out.status.success(),
+        "{command:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Asserts the two outputs are the same bytes; on a difference prints the first differing
+/// sample of each.
+fn assert_same(what: &str, ours: &str, theirs: &str) {
+    let (a, b): (Vec<&str>, Vec<&str>) =
+        (ours.split("\n\n").collect(), theirs.split("\n\n").collect());
+    let differing: Vec<usize> = (0..a.len().max(b.len()))
+        .filter(|&i| a.get(i) != b.get(i))
+        .collect();
+    writeln_stderr(format_args!(
+        "{TEST}: {what}: {} samples, perf {}; {} differ",
+        a.len(),
+        b.len(),
+        differing.len()
+    ));
+    if let Some(&i) = differing.first() {
+        writeln_stderr(format_args!(
+            "--- sample {i}, ours:\n{}\n--- perf's:\n{}",
+            a.get(i).unwrap_or(&"(none)"),
+            b.get(i).unwrap_or(&"(none)")
+        ));
+    }
+    assert!(ours == theirs, "{what}: not perf's bytes");
+}
+
+/// `perf_unwind --report` against `perf report`, row by row to 0.01 %.
+fn compare_reports(perf: &Path, example: &Path, data: &Path) {
+    for children in ["--children", "--no-children"] {
+        let theirs = output(
+            Command::new(perf)
+                .args(["report", "--stdio", children, "-g", "none"])
+                .args(["--sort", "comm,dso,sym", "-i"])
+                .arg(data),
+        );
+        let ours = output(
+            Command::new(example)
+                .args(["--report", children, "-i"])
+                .arg(data),
+        );
+        let (ours, theirs) = (perf_report_rows(&ours), perf_report_rows(&theirs));
+        writeln_stderr(format_args!(
+            "{TEST}: report {children}: {} rows, perf {}",
+            ours.len(),
+            theirs.len()
+        ));
+        let mut bad = Vec::new();
+        for key in theirs.keys().chain(ours.keys()) {
+            let (a, b) = (ours.get(key), theirs.get(key));
+            let same = match (a, b) {
+                (Some(a), Some(b)) => {
+                    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() <= 0.01001)
+                }
+                _ => false,
+            };
+            if !same {
+                bad.push(format!("{key:?}: ours {a:?}, perf's {b:?}"));
+            }
+        }
+        for line in bad.iter().take(10) {
+            writeln_stderr(format_args!("    {line}"));
+        }
+        assert!(bad.is_empty(), "report {children}: rows differ");
+        assert!(
+            theirs
+                .keys()
+                .any(|(_, dso, sym)| dso.starts_with("[JIT] tid ")
+                    && sym == "[.] jit_inner [tier 1]"),
+            "perf report has no JIT row?"
+        );
+    }
+}
+
+#[test]
+fn perf_unwind_names_jit_frames_of_an_exited_process_from_its_perf_map() {
+    if !cfg!(target_arch = "x86_64") {
+        return skip_or_fail(TEST, "the JIT writes x86-64 code");
+    }
+    let Some(perf) = find_tool("perf") else {
+        return skip_or_fail(TEST, "perf not found (apt-get install linux-perf)");
+    };
+    let program = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/unwind/jit-perfmap");
+    let dir = tempfile::tempdir().expect("a temporary dir");
+    let data = dir.path().join("jit.data");
+    let recorded = Command::new(&perf)
+        .args(["record", "-q", "--no-buildid-cache", "-e", "cpu-clock:u"])
+        .args(["--call-graph", "fp", "-o"])
+        .arg(&data)
+        .arg(&program)
+        .arg("200")
+        .stderr(Stdio::piped())
+        .output()
+        .expect("perf runs");
+    // The program prints its map's path last.
+    let stdout = String::from_utf8_lossy(&recorded.stdout);
+    let map = stdout
+        .lines()
+        .find(|l| l.starts_with("/tmp/perf-"))
+        .map(PathBuf::from);
+    let _remove = map.clone().map(RemoveOnDrop);
+    if !recorded.status.success() || !data.is_file() {
+        return skip_or_fail(
+            TEST,
+            &format!(
+                "perf record failed (needs root or kernel.perf_event_paranoid <= 1): {}",
+                String::from_utf8_lossy(&recorded.stderr).trim()
+            ),
+        );
+    }
+    let map = map.expect("jit-perfmap printed its perf map's path");
+    let pid: u32 = map
+        .to_str()
+        .and_then(|p| {
+            p.strip_prefix("/tmp/perf-")?
+                .strip_suffix(".map")?
+                .parse()
+                .ok()
+        })
+        .expect("/tmp/perf-PID.map");
+    assert!(map.is_file(), "{} is not there", map.display());
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "process {pid} still runs: the test is about one that exited"
+    );
+    let example = example_exe("perf_unwind");
+    let perf_script = || output(Command::new(&perf).arg("script").arg("-i").arg(&data));
+    let ours = || output(Command::new(&example).arg("-i").arg(&data));
+
+    let theirs = perf_script();
+    let dso = format!("({})", map.display());
+    for frame in [
+        format!("jit_inner [tier 1]+0xb {dso}"),
+        format!("jit_outer+0x9 {dso}"),
+    ] {
+        assert!(theirs.contains(&frame), "perf script shows no {frame}?");
+    }
+    assert_same("with the perf map", &ours(), &theirs);
+    compare_reports(&perf, &example, &data);
+
+    std::fs::remove_file(&map).expect("the map removed");
+    let theirs = perf_script();
+    assert!(
+        theirs.contains(&format!("[unknown] {dso}")),
+        "perf script shows no unnamed JIT frame?"
+    );
+    assert_same("without the perf map", &ours(), &theirs);
+}
