@@ -90,11 +90,15 @@ pub struct GoTable {
     /// The names frames hand out, each made once and then shared (as DWARF's are): by the
     /// name's table offset and, for a function's own frame, its entry (an inlined call's
     /// has none). At most one per name of the table, so bounded by its size.
-    frame_names: Mutex<HashMap<(u32, Option<VirtAddr>), Arc<FunctionName>>>,
+    frame_names: Mutex<FrameNames>,
     /// The file names frames hand out, by where the name lies in the mapped table (fixed
     /// for the table's life); at most one per file name of the table.
     file_names: Mutex<HashMap<usize, Arc<str>>>,
 }
+
+/// A frame's shared name by the name's table offset and the function's entry (see
+/// [`GoTable`]'s `frame_names`).
+type FrameNames = HashMap<(u32, Option<VirtAddr>), Arc<FunctionName>>;
 
 impl std::fmt::Debug for GoTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
