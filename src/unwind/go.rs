@@ -248,3 +248,154 @@ pub(crate) fn cgocallback_step<A: GoStep, M: Memory + ?Sized>(
 pub(crate) fn in_go_code(table: &GoTable, virt: u64) -> bool {
     matches!(table.find_function(VirtAddr(virt)), Ok(Some(_)))
 }
+
+#[cfg(test)]
+mod tests {
+    //! The switches on synthetic memory, for the layouts the live test (Go 1.19's, in
+    //! tests/gopclntab.rs) does not reach: later Go's asmcgocall slots and its `nosave`
+    //! path, and the frame-pointer way to g0 when g is unknown.
+    use super::*;
+    use crate::unwind::{Registers, RegsX86_64};
+    use std::collections::HashMap;
+
+    struct Words(HashMap<u64, u64>);
+
+    impl Memory for Words {
+        fn read_u64(&self, addr: u64) -> Option<u64> {
+            self.0.get(&addr).copied()
+        }
+    }
+
+    const G: u64 = 0xc0_0000_0100;
+    const G0: u64 = 0xc0_0000_0200;
+    const M: u64 = 0xc0_0000_0300;
+    const GOROUTINE_HI: u64 = 0xc0_0010_0000;
+    const GOROUTINE_LO: u64 = GOROUTINE_HI - 0x8000;
+    const SYSTEM_SP: u64 = 0x7ffd_0000_1000;
+    const GO_CALLER: u64 = 0x40_4665;
+
+    fn is_go(addr: u64) -> bool {
+        (0x40_0000..0x46_0000).contains(&addr)
+    }
+
+    /// asmcgocall's frame on g0 at `SYSTEM_SP` with g and depth at the given slots, the
+    /// goroutine's stack pointer at `old_sp` holding the return address into Go.
+    fn asmcgocall_memory(g_slot: u64, depth_slot: u64, old_sp: u64) -> Words {
+        Words(HashMap::from([
+            (SYSTEM_SP + g_slot, G),
+            (SYSTEM_SP + depth_slot, GOROUTINE_HI - old_sp),
+            (G + G_STACK_LO, GOROUTINE_LO),
+            (G + G_STACK_HI, GOROUTINE_HI),
+            (old_sp, GO_CALLER),
+        ]))
+    }
+
+    #[test]
+    fn asmcgocall_returns_to_the_goroutine_stack_in_both_layouts() {
+        let old_sp = GOROUTINE_HI - 0x1f8;
+        for (g_slot, depth_slot) in ASMCGOCALL_SLOTS {
+            let memory = asmcgocall_memory(g_slot, depth_slot, old_sp);
+            let mut regs = RegsX86_64::from_ip_sp(0x45_b1c4, SYSTEM_SP);
+            asmcgocall_step(&mut regs, &memory, 0x45_b1c3, is_go).unwrap();
+            assert_eq!(regs.ip(), GO_CALLER, "{g_slot}/{depth_slot}");
+            assert_eq!(regs.sp(), Some(old_sp + 8));
+            assert_eq!(
+                regs.get(RegsX86_64::R14),
+                Some(G),
+                "g for a callback further up"
+            );
+        }
+    }
+
+    #[test]
+    fn asmcgocall_refuses_what_does_not_check_out() {
+        let old_sp = GOROUTINE_HI - 0x1f8;
+        // The depth puts the stack pointer below the goroutine's stack.
+        let mut memory = asmcgocall_memory(48, 40, old_sp);
+        memory.0.insert(SYSTEM_SP + 40, 0x9000);
+        memory.0.insert(GOROUTINE_HI - 0x9000, GO_CALLER);
+        let mut regs = RegsX86_64::from_ip_sp(0x45_b1c4, SYSTEM_SP);
+        let stop = asmcgocall_step(&mut regs, &memory, 0x45_b1c3, is_go).unwrap_err();
+        // The other layout's slots are not there.
+        assert_eq!(
+            stop,
+            StopReason::MemoryUnreadable {
+                addr: SYSTEM_SP + 8
+            }
+        );
+        assert_eq!(regs.ip(), 0x45_b1c4, "registers left alone");
+        // A return address outside Go code.
+        let mut memory = asmcgocall_memory(48, 40, old_sp);
+        memory.0.insert(old_sp, 0x7f00_0000_1234);
+        let stop = asmcgocall_step(&mut regs, &memory, 0x45_b1c3, is_go).unwrap_err();
+        assert!(
+            matches!(stop, StopReason::MemoryUnreadable { .. }),
+            "{stop:?}"
+        );
+        // A perf copy of g0's stack: the g struct is not in it.
+        let memory = Words(HashMap::from([
+            (SYSTEM_SP + 48, G),
+            (SYSTEM_SP + 40, 0x1f8),
+        ]));
+        let stop = asmcgocall_step(&mut regs, &memory, 0x45_b1c3, is_go).unwrap_err();
+        assert!(
+            matches!(stop, StopReason::MemoryUnreadable { .. }),
+            "{stop:?}"
+        );
+    }
+
+    #[test]
+    fn asmcgocall_called_on_g0_reads_the_saved_stack_pointer() {
+        // The nosave path: g = 0 and the stack pointer itself, on the same stack.
+        let old_sp = SYSTEM_SP + 0x100;
+        let memory = Words(HashMap::from([
+            (SYSTEM_SP + 8, 0),
+            (SYSTEM_SP, old_sp),
+            (old_sp, GO_CALLER),
+        ]));
+        let mut regs = RegsX86_64::from_ip_sp(0x45_b1c4, SYSTEM_SP);
+        asmcgocall_step(&mut regs, &memory, 0x45_b1c3, is_go).unwrap();
+        assert_eq!((regs.ip(), regs.sp()), (GO_CALLER, Some(old_sp + 8)));
+    }
+
+    #[test]
+    fn cgocallback_goes_to_g0_through_g_or_the_frame_pointer() {
+        const CROSSCALL2: u64 = 0x45_f6dd;
+        const DELTA: i32 = 32;
+        let g0_sp = SYSTEM_SP - 0x40;
+        let crossing = |addr: u64| addr == CROSSCALL2 - 1;
+        let g0_memory = [
+            (g0_sp + 32, CROSSCALL2),
+            (g0_sp + 24, SYSTEM_SP + 0x28), // crosscall2's frame pointer
+        ];
+        // The goroutine's side: cgocallback's frame there, its return address the fake one.
+        let curg_sp = GOROUTINE_HI - 0x300;
+        let mut memory = Words(HashMap::from(g0_memory));
+        memory.0.insert(curg_sp + 32, 0x45_92e0);
+        // Neither g nor the frame pointer known: not found, registers left alone.
+        let mut regs = RegsX86_64::from_ip_sp(0x45_b2d4, curg_sp);
+        assert!(!cgocallback_step(&mut regs, &memory, DELTA, crossing).unwrap());
+        assert_eq!(regs.sp(), Some(curg_sp));
+        // Through g.m.g0.sched.sp.
+        memory
+            .0
+            .extend([(G + G_M, M), (M + M_G0, G0), (G0 + G_SCHED_SP, g0_sp)]);
+        let mut regs = RegsX86_64::from_ip_sp(0x45_b2d4, curg_sp).with(RegsX86_64::R14, G);
+        assert!(cgocallback_step(&mut regs, &memory, DELTA, crossing).unwrap());
+        assert_eq!((regs.ip(), regs.sp()), (CROSSCALL2, Some(g0_sp + 40)));
+        assert_eq!(regs.fp(), Some(SYSTEM_SP + 0x28));
+        // Through the frame pointer cgocallback set on g0 (g unknown).
+        let memory = Words(HashMap::from(g0_memory));
+        let mut regs = RegsX86_64::new(0x45_b2d4, curg_sp, g0_sp + 24);
+        assert!(cgocallback_step(&mut regs, &memory, DELTA, crossing).unwrap());
+        assert_eq!((regs.ip(), regs.sp()), (CROSSCALL2, Some(g0_sp + 40)));
+        // A g whose g0 frame returns elsewhere than crosscall2 is not taken.
+        let mut memory = Words(HashMap::from(g0_memory));
+        memory.0.insert(g0_sp + 32, 0x40_1000);
+        memory
+            .0
+            .extend([(G + G_M, M), (M + M_G0, G0), (G0 + G_SCHED_SP, g0_sp)]);
+        let mut regs = RegsX86_64::from_ip_sp(0x45_b2d4, curg_sp).with(RegsX86_64::R14, G);
+        assert!(!cgocallback_step(&mut regs, &memory, DELTA, crossing).unwrap());
+    }
+}
