@@ -612,13 +612,8 @@ impl Unwinder {
                     .is_some_and(|virt| runtime.and_then(|r| r.at(virt)) == Some(which))
             }
         };
-        let plain = |regs: &mut A, exact: bool| match regs.go_step(delta, memory) {
-            Ok(true) => Some(Step::Caller {
-                recovery: Recovery::GoTable,
-                signal: false,
-                exact,
-                switched: false,
-            }),
+        let plain = |regs: &mut A| match regs.go_step(delta, memory) {
+            Ok(true) => Some(Step::caller(Recovery::GoTable)),
             Ok(false) => None,
             Err(stop) => Some(Step::Stop(stop)),
         };
@@ -657,22 +652,20 @@ impl Unwinder {
                     Ok(false) => {}
                     Err(stop) => return Some(Step::Stop(stop)),
                 }
-                // Along the goroutine's stack, to the fake return address there.
-                let mut caller = regs.clone();
-                let step = plain(&mut caller, false)?;
-                let exact = is(GoRuntimeFn::SystemstackSwitch)(caller.ip());
-                *regs = caller;
-                Some(match step {
+                // Along the goroutine's stack, to the fake return address there: an exact
+                // address (Go 1.19 stores systemstack_switch's entry, at `addr - 1` the
+                // function before it).
+                Some(match plain(regs)? {
                     Step::Caller { recovery, .. } => Step::Caller {
                         recovery,
                         signal: false,
-                        exact,
+                        exact: is(GoRuntimeFn::SystemstackSwitch)(regs.ip()),
                         switched: false,
                     },
                     stop => stop,
                 })
             }
-            _ => plain(regs, false),
+            _ => plain(regs),
         }
     }
 
