@@ -751,6 +751,255 @@ fn unwinds_a_spinning_go_program() {
     }
 }
 
+/// Whether `name` matches `pattern`, where one `*` stands for any text (cgo's generated
+/// names carry a hash of the package: `_cgoexp_689b36a042b8_goSpin`).
+#[cfg(target_arch = "x86_64")]
+fn matches_glob(pattern: &str, name: &str) -> bool {
+    match pattern.split_once('*') {
+        Some((prefix, suffix)) => {
+            name.len() >= prefix.len() + suffix.len()
+                && name.starts_with(prefix)
+                && name.ends_with(suffix)
+        }
+        None => name == pattern,
+    }
+}
+
+/// The frames (name, pc) of thread `tid` in the output of `gdb ... -ex 'thread apply all
+/// bt'` (`Thread N (... (LWP tid) ...)` headers) or `eu-stack -p` (`TID tid:` headers).
+#[cfg(target_arch = "x86_64")]
+fn thread_frames(text: &str, tid: u32) -> support::Frames {
+    let (gdb, eu) = (format!("(LWP {tid})"), format!("TID {tid}:"));
+    let mut frames = Vec::new();
+    let mut inside = false;
+    for line in text.lines() {
+        if line.starts_with("Thread ") || line.starts_with("TID ") {
+            inside = line.contains(&gdb) || line == eu;
+        } else if inside {
+            frames.extend(support::parse_frame(line));
+        }
+    }
+    frames
+}
+
+/// cgo's two stack switches: go-cgo.stripped (testdata/build-go.sh) spins in Go called
+/// from C called from Go (`main.main` → `main.callC` → C `c_outer` → `c_inner` → the
+/// exported Go `goSpin` → `main.spinInner`). The Go frames above the callback are on the
+/// goroutine's stack, the C frames on the thread's system stack (g0's), the Go frames below
+/// the call into C on the goroutine's stack again. Stopped at random moments (ptrace, as
+/// `pstack` does), the spinning thread unwinds through both switches (the frames after
+/// them `Recovery::GoStackSwitch`: `crosscall2`, C's caller of `runtime.cgocallback`, and
+/// `runtime.cgocall`, Go's caller of `runtime.asmcgocall`) to `runtime.goexit`, every stop.
+///
+/// Against two independent answers: gdb on the unstripped twin (same code at the same
+/// addresses) follows the goroutine's stack with Go's DWARF CFI, as the Go runtime's
+/// traceback does: its frames up to `runtime.cgocallback`, and from the Go caller of the
+/// fake return address `runtime.systemstack_switch` (which gdb prints as `??`) to
+/// `main.main`, are ours, address for address; eu-stack on the stripped file reaches the C
+/// frames by the frame pointers Go keeps across the switch (no CFI for Go code): its
+/// addresses from `crosscall2` to `runtime.asmcgocall` (where it stops) are ours.
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn unwinds_a_cgo_stack_across_both_switches() {
+    use stacksym::process::Process;
+    use stacksym::unwind::{Recovery, RegsX86_64, StopReason};
+    let test = "unwinds_a_cgo_stack_across_both_switches";
+    let expected = [
+        "main.spinInner",
+        "_cgoexp_*_goSpin",
+        "runtime.cgocallbackg1",
+        "runtime.cgocallbackg",
+        "runtime.cgocallbackg",
+        "runtime.cgocallback",
+        "crosscall2",
+        "goSpin",
+        "c_inner",
+        "c_outer",
+        "_cgo_*_Cfunc_c_outer",
+        "runtime.asmcgocall",
+        "runtime.cgocall",
+        "main._Cfunc_c_outer",
+        "main.callC",
+        "main.main",
+        "runtime.main",
+        "runtime.goexit",
+    ];
+    // Where the two switches are in `expected`: the frame before each is the switch.
+    let (to_g0, to_goroutine) = (6, 12);
+    let (gdb, eu_stack) = (find_tool("gdb"), find_tool("eu-stack"));
+    let mut ours: Option<Vec<u64>> = None;
+    for name in ["go-cgo.stripped", "go-cgo"] {
+        /// The program, killed however the test ends (it spins forever).
+        struct Spinning(std::process::Child);
+        impl Drop for Spinning {
+            fn drop(&mut self) {
+                let _ = self.0.kill();
+                let _ = self.0.wait();
+            }
+        }
+        let child = Spinning(
+            Command::new(bin(name))
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        let pid = child.0.id();
+        // Let the runtime start its threads and the callback reach its loop.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let symbolizer = Symbolizer::builder().build();
+        let process = Process::new(pid);
+        let (mut stops, mut spinning) = (0, 0);
+        // The thread in the loop: the goroutine cannot leave it while inside the C call.
+        let mut spin_tid = None;
+        for _ in 0..20 {
+            for tid in threads(pid) {
+                let Some(words) = support::waiter::stopped_registers(tid) else {
+                    skip_or_fail(
+                        test,
+                        "cannot ptrace the child (kernel.yama.ptrace_scope, no CAP_SYS_PTRACE)",
+                    );
+                    return;
+                };
+                let result =
+                    symbolizer.unwind_process(&process, &RegsX86_64::from_user_regs(&words));
+                support::waiter::detach(tid);
+                let (stack, symbols) = result.unwrap();
+                stops += 1;
+                let names: Vec<&str> = (0..stack.frames.len())
+                    .map(|i| symbols.get(i).map_or("??", |s| s.name))
+                    .collect();
+                // A stop in the loop (not in a signal handler, the runtime's preemption).
+                if names.first() != Some(&"main.spinInner") {
+                    continue;
+                }
+                spinning += 1;
+                assert!(
+                    spin_tid.is_none() || spin_tid == Some(tid),
+                    "{name}: the loop moved from thread {spin_tid:?} to {tid}"
+                );
+                spin_tid = Some(tid);
+                let recovered: Vec<Recovery> = stack.frames.iter().map(|f| f.recovered).collect();
+                // The twin names ABI0 functions as its .symtab does
+                // (`runtime.cgocallback.abi0`): its addresses are held to the stripped
+                // file's below.
+                let chain_ok = names.len() == expected.len()
+                    && (name == "go-cgo"
+                        || expected
+                            .iter()
+                            .zip(&names)
+                            .all(|(pattern, name)| matches_glob(pattern, name)));
+                assert!(
+                    chain_ok,
+                    "{name} thread {tid}: {names:?}, recovered {recovered:?}, stop {:?}",
+                    stack.stop
+                );
+                assert_eq!(stack.stop, StopReason::Root, "{name}: {names:?}");
+                for (i, recovery) in recovered.iter().enumerate() {
+                    let switched = i == to_g0 || i == to_goroutine;
+                    assert_eq!(
+                        *recovery == Recovery::GoStackSwitch,
+                        switched,
+                        "{name} frame {i} ({}): {recovered:?}",
+                        names[i]
+                    );
+                }
+                // Above the loop the stack does not change: every stop gives the same
+                // return addresses.
+                let addrs: Vec<u64> = stack.frames[1..].iter().map(|f| f.addr).collect();
+                match &ours {
+                    Some(first) => assert_eq!(first, &addrs, "{name}: {names:?}"),
+                    None => {
+                        eprintln!("{name}: {names:?}, recovered {recovered:?}");
+                        ours = Some(addrs);
+                    }
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        eprintln!("{name}: {spinning} stops in main.spinInner of {stops} thread stops");
+        assert!(
+            spinning >= 15,
+            "{name}: only {spinning} of 20 rounds in the loop"
+        );
+        let ours = ours.as_ref().expect("a stop in the loop");
+        // The independent answers, on the same (still spinning) process.
+        let (tool, args): (_, Vec<String>) = if name == "go-cgo" {
+            let args = [
+                "-batch",
+                "-p",
+                &pid.to_string(),
+                "-ex",
+                "thread apply all bt",
+            ];
+            (&gdb, args.iter().map(|a| a.to_string()).collect())
+        } else {
+            (&eu_stack, vec!["-p".to_string(), pid.to_string()])
+        };
+        let Some(tool) = tool else {
+            skip_or_fail(test, "gdb or eu-stack not found; install gdb and elfutils");
+            continue;
+        };
+        let output = Command::new(tool).args(&args).output().unwrap();
+        drop(child);
+        let text = String::from_utf8_lossy(&output.stdout);
+        let spin_tid = u32::try_from(spin_tid.expect("a stop in the loop")).unwrap();
+        let theirs = thread_frames(&text, spin_tid);
+        // Their return addresses (frame 0 is the loop's pc, wherever it was).
+        let addrs: Vec<u64> = theirs.iter().skip(1).filter_map(|&(_, pc)| pc).collect();
+        let mut deduped = addrs.clone();
+        deduped.dedup(); // eu-stack has no inlined frames, gdb prints their pc once
+        if name == "go-cgo" {
+            // gdb: the goroutine's stack, through the fake return address, printed `??`.
+            let fake = theirs
+                .iter()
+                .position(|(function, _)| function == "??")
+                .unwrap_or_else(|| panic!("gdb shows no systemstack_switch: {theirs:?}"));
+            let fake_pc = theirs[fake].1.unwrap();
+            let split = deduped.iter().position(|&pc| pc == fake_pc).unwrap();
+            let (above, below) = (&deduped[..split], &deduped[split + 1..]);
+            assert_eq!(
+                above,
+                &ours[..to_g0 - 1],
+                "gdb up to runtime.cgocallback: {theirs:?}"
+            );
+            assert!(
+                ours[to_goroutine - 1..].starts_with(below),
+                "gdb from runtime.cgocall: {theirs:?}, ours {ours:x?}"
+            );
+            assert_eq!(
+                theirs.last().map(|(f, _)| f.as_str()),
+                Some("main.main"),
+                "{theirs:?}"
+            );
+            eprintln!(
+                "gdb on go-cgo: {} of its {} return addresses are ours (the {} before the \
+                 switch to C, the {} after it), the fake {fake_pc:#x} apart",
+                above.len() + below.len(),
+                deduped.len(),
+                above.len(),
+                below.len()
+            );
+        } else {
+            // eu-stack: the frame pointers into the system stack, to runtime.asmcgocall.
+            let c_part = &ours[to_g0 - 1..to_goroutine - 1];
+            let at = deduped
+                .iter()
+                .position(|&pc| pc == c_part[0])
+                .unwrap_or_else(|| panic!("eu-stack does not reach crosscall2: {theirs:?}"));
+            assert_eq!(
+                &deduped[at..],
+                c_part,
+                "eu-stack from crosscall2: {theirs:?}"
+            );
+            eprintln!(
+                "eu-stack on go-cgo.stripped: its {} return addresses from crosscall2 to \
+                 runtime.asmcgocall are ours",
+                c_part.len()
+            );
+        }
+    }
+}
+
 /// The function name of a traceback line `name(args)`: without its trailing argument list
 /// (which may hold braces, `...` and `?`, but no parentheses of its own).
 fn traceback_name(line: &str) -> Option<&str> {

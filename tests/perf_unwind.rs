@@ -444,3 +444,127 @@ fn perf_unwind_walks_a_stripped_go_program() {
         spinning.len()
     );
 }
+
+/// cgo's stack switches in a perf sample (`--call-graph dwarf`): go-cgo.stripped spins in Go
+/// called from C called from Go (testdata/build-go.sh). perf copies only the stack the
+/// sample was taken on, the goroutine's: the C frames, on the thread's system stack, are not
+/// in the copy. So at `runtime.cgocallback` the walk goes on along the goroutine's stack, as
+/// the Go runtime's own traceback does (and gdb, tests/gopclntab.rs): through the fake return
+/// address `runtime.systemstack_switch` (an exact address: at `addr - 1` it would name
+/// `runtime.mcall`) to `runtime.cgocall`, main.main and runtime.goexit. Of the samples in
+/// main.spinInner, at least 99.5 % must give exactly that chain; perf's own chains (it has no
+/// CFI for Go code) are counted beside ours.
+#[test]
+fn perf_unwind_walks_a_stripped_cgo_program_along_the_goroutine_stack() {
+    let test = "perf_unwind_walks_a_stripped_cgo_program_along_the_goroutine_stack";
+    let Some(perf) = find_tool("perf") else {
+        return skip(test, "perf not found (apt-get install linux-perf)");
+    };
+    let Some(timeout) = find_tool("timeout") else {
+        return skip(test, "timeout not found (coreutils)");
+    };
+    let dir = tempfile::tempdir().expect("a temporary dir");
+    let data = dir.path().join("cgo.data");
+    let record = Command::new(&perf)
+        .args(["record", "-q", "-e", "cpu-clock", "-F", "500"])
+        .args(["--call-graph", "dwarf,8192", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(&timeout)
+        .arg("1")
+        .arg(support::bin("go-cgo.stripped"))
+        .output()
+        .expect("perf runs");
+    if std::fs::metadata(&data).map_or(true, |m| m.len() == 0) {
+        return skip(
+            test,
+            &format!(
+                "perf record failed (permissions? kernel.perf_event_paranoid): {}",
+                String::from_utf8_lossy(&record.stderr)
+            ),
+        );
+    }
+    // The program's samples' user frames' names (perf's comm is cut to 15 bytes).
+    let user = |out: std::process::Output| {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        parse(&String::from_utf8_lossy(&out.stdout))
+            .into_iter()
+            .filter(|(head, _)| head.starts_with("go-cgo.stripped"))
+            .map(|(_, frames)| {
+                frames
+                    .into_iter()
+                    .filter(|f| !(f.0.len() == 16 && f.0.starts_with("ffff")))
+                    .map(|(_, sym, _)| sym)
+                    .collect::<Vec<_>>()
+            })
+            .collect::<Vec<_>>()
+    };
+    let args = ["-F", "comm,tid,ip,sym,dso", "--no-inline", "-i"];
+    let ours = user(
+        Command::new(example_exe("perf_unwind"))
+            .args(args)
+            .arg(&data)
+            .output()
+            .expect("the example runs"),
+    );
+    let theirs = user(
+        Command::new(&perf)
+            .arg("script")
+            .args(args)
+            .arg(&data)
+            .output()
+            .expect("perf script runs"),
+    );
+    assert_eq!(ours.len(), theirs.len(), "sample counts");
+    let expected = [
+        "main.spinInner",
+        "_cgoexp_*_goSpin",
+        "runtime.cgocallbackg1",
+        "runtime.cgocallbackg",
+        "runtime.cgocallbackg",
+        "runtime.cgocallback",
+        "runtime.systemstack_switch",
+        "runtime.cgocall",
+        "main._Cfunc_c_outer",
+        "main.callC",
+        "main.main",
+        "runtime.main",
+        "runtime.goexit",
+    ];
+    let matches = |pattern: &str, name: &str| match pattern.split_once('*') {
+        Some((prefix, suffix)) => name.starts_with(prefix) && name.ends_with(suffix),
+        None => name == pattern,
+    };
+    let whole_chain = |names: &[String]| {
+        names.len() == expected.len() && expected.iter().zip(names).all(|(p, n)| matches(p, n))
+    };
+    let spinning: Vec<&Vec<String>> = ours
+        .iter()
+        .filter(|n| n.first().is_some_and(|f| f == "main.spinInner"))
+        .collect();
+    let whole = spinning.iter().filter(|n| whole_chain(n)).count();
+    let mean = |chains: &[Vec<String>]| {
+        chains.iter().map(Vec::len).sum::<usize>() as f64 / chains.len().max(1) as f64
+    };
+    writeln_stderr(format_args!(
+        "{test}: {} samples of go-cgo.stripped; mean user frames: stacksym {:.2}, perf {:.2}; \
+         in main.spinInner: {} samples, {whole} with the whole chain to runtime.goexit",
+        ours.len(),
+        mean(&ours),
+        mean(&theirs),
+        spinning.len()
+    ));
+    if let Some(other) = spinning.iter().find(|n| !whole_chain(n)) {
+        writeln_stderr(format_args!("{test}: a chain that differs: {other:?}"));
+    }
+    assert!(spinning.len() > 100, "too few samples in main.spinInner");
+    assert!(
+        whole as f64 >= 0.995 * spinning.len() as f64,
+        "{whole} of {} samples in main.spinInner have the chain",
+        spinning.len()
+    );
+}

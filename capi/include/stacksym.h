@@ -489,6 +489,10 @@ typedef struct {
 // A Go function's stack-pointer deltas (`.gopclntab`'s pcsp table; Go code has no CFI).
 #define STACKSYM_RECOVERED_GO_TABLE 5
 
+// Across one of cgo's stack switches (a Go function called from C to its C caller, C
+// called from Go to its Go caller), from what the Go runtime saved where it switched.
+#define STACKSYM_RECOVERED_GO_STACK_SWITCH 6
+
 // The outermost frame (`_start`, a thread's start; the return address is undefined or 0).
 #define STACKSYM_STOP_ROOT 0
 

@@ -79,6 +79,9 @@ pub const STACKSYM_RECOVERED_LINK_REGISTER: stacksym_recovery = 3;
 pub const STACKSYM_RECOVERED_SIGNAL_CONTEXT: stacksym_recovery = 4;
 /// A Go function's stack-pointer deltas (`.gopclntab`'s pcsp table; Go code has no CFI).
 pub const STACKSYM_RECOVERED_GO_TABLE: stacksym_recovery = 5;
+/// Across one of cgo's stack switches (a Go function called from C to its C caller, C
+/// called from Go to its Go caller), from what the Go runtime saved where it switched.
+pub const STACKSYM_RECOVERED_GO_STACK_SWITCH: stacksym_recovery = 6;
 
 /// Why the walk stopped after the last frame: `STACKSYM_STOP_*`.
 pub type stacksym_stop = u32;
@@ -226,6 +229,7 @@ fn recovery(recovered: Recovery) -> stacksym_recovery {
         Recovery::LinkRegister => STACKSYM_RECOVERED_LINK_REGISTER,
         Recovery::SignalContext => STACKSYM_RECOVERED_SIGNAL_CONTEXT,
         Recovery::GoTable => STACKSYM_RECOVERED_GO_TABLE,
+        Recovery::GoStackSwitch => STACKSYM_RECOVERED_GO_STACK_SWITCH,
     }
 }
 

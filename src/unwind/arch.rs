@@ -83,6 +83,10 @@ pub trait UnwindArch: Registers + GoStep {
 /// answers `Ok(false)`; its Go step, which reads the link register at delta 0, may need
 /// more than the delta).
 pub trait GoStep: Registers {
+    /// The register Go code keeps the current goroutine (`g`) in, where the unwinder reads
+    /// it (cgo's stack switches, `go.rs`): amd64's `R14` (Go 1.17+, the register ABI).
+    const GO_G_REGISTER: Option<u16> = None;
+
     /// One step by a Go function's stack-pointer delta at the PC (its `pcsp` table, from
     /// `GoTable::sp_delta`): `Ok(true)` when the registers now are the caller's, `Ok(false)`
     /// where the architecture has no such rule here (the caller then tries frame pointers).
@@ -221,6 +225,8 @@ fn plt_expression(expr: &[u8]) -> Option<(u8, u8)> {
 }
 
 impl GoStep for RegsX86_64 {
+    const GO_G_REGISTER: Option<u16> = Some(RegsX86_64::R14);
+
     /// Go on amd64: the return address is at SP + delta (delta: what the function has
     /// pushed below it), the caller's SP just above it. Once the prologue has saved the
     /// caller's frame pointer (at SP + delta - 8) and pointed RBP at it, RBP restores from

@@ -17,6 +17,7 @@ use gimli::{
     RunTimeEndian, UnwindContext, UnwindExpression, UnwindSection, UnwindTableRow,
 };
 
+use super::go::{GoRuntime, GoRuntimeFn};
 use crate::debuginfo::DebugFinder;
 use crate::dwarf::SectionBytes;
 use crate::elf::{ElfFile, SectionContents};
@@ -106,6 +107,14 @@ pub struct ModuleCfi {
     rules: OnceLock<Box<dyn Any + Send + Sync>>,
     /// The file's Go table, looked for the first time an address of it has no CFI.
     go: OnceLock<Option<GoTable>>,
+    /// The Go table's runtime functions where the Go step switches stacks (cgo), found the
+    /// first time a Go frame is unwound.
+    go_runtime: OnceLock<GoRuntime>,
+    /// Whether the file has a Go table section (`.gopclntab`, a PIE's
+    /// `.data.rel.ro.gopclntab`): then its CFI (Go's `.debug_frame`) is set aside at cgo's
+    /// stack switches. Asked on a rule's first compilation, so only a section lookup: a
+    /// file without it is not searched for a Go table.
+    go_sections: OnceLock<bool>,
 }
 
 impl std::fmt::Debug for ModuleCfi {
@@ -162,6 +171,8 @@ impl ModuleCfi {
             finder,
             rules: OnceLock::new(),
             go: OnceLock::new(),
+            go_runtime: OnceLock::new(),
+            go_sections: OnceLock::new(),
         }
     }
 
@@ -176,6 +187,32 @@ impl ModuleCfi {
                 })
             })
             .as_ref()
+    }
+
+    /// The Go table's runtime functions where cgo switches stacks (see `go.rs`).
+    pub(crate) fn go_runtime(&self) -> Option<&GoRuntime> {
+        let table = self.go_table()?;
+        Some(self.go_runtime.get_or_init(|| GoRuntime::new(table)))
+    }
+
+    /// Whether `virt` is where cgo switches stacks (`runtime.asmcgocall`,
+    /// `runtime.cgocallback`) in a Go binary that has CFI for its Go code (Go's
+    /// `.debug_frame`, kept unless linked with `-w`): that CFI describes the frame on the
+    /// stack the function started on, and only the Go table's step (`go.rs`) crosses to the
+    /// other. Such addresses are treated as having no CFI.
+    pub(crate) fn is_go_stack_switch(&self, virt: u64) -> bool {
+        let go_sections = *self.go_sections.get_or_init(|| {
+            [".gopclntab", ".data.rel.ro.gopclntab"]
+                .iter()
+                .any(|name| matches!(self.elf.section_address(name), Ok(Some(_))))
+        });
+        go_sections
+            && self
+                .go_runtime()
+                .and_then(|runtime| runtime.at(virt))
+                .is_some_and(|which| {
+                    matches!(which, GoRuntimeFn::AsmCgoCall | GoRuntimeFn::CgoCallback)
+                })
     }
 
     /// The file's table of compiled rules of type `R` (`None` if it was made for another

@@ -44,6 +44,7 @@
 mod arch;
 mod cfi;
 mod expr;
+mod go;
 mod memory;
 mod module;
 mod regs;
@@ -57,6 +58,7 @@ pub use regs::{Arch, Registers, RegsAarch64, RegsX86_64};
 
 use arch::{apply_row, Applied};
 use cfi::CfiContext;
+use go::GoRuntimeFn;
 use table::RuleTable;
 
 /// How a frame's address was found.
@@ -80,6 +82,17 @@ pub enum Recovery {
     /// (Go code has no CFI), which gives the return address's slot exactly, also in a
     /// prologue or a leaf that keeps no frame pointer (x86_64).
     GoTable,
+    /// Across one of cgo's stack switches, from what the Go runtime saved where it switched
+    /// (x86_64, Go 1.17+): a Go function called from C (`runtime.cgocallback`, on the
+    /// goroutine's stack) to its C caller on the thread's system stack (through
+    /// `g.m.g0.sched.sp`, else the frame pointer), and C called from Go
+    /// (`runtime.asmcgocall`, on the system stack) to its Go caller on the goroutine's
+    /// stack (through the goroutine and stack depth asmcgocall stored). The stack pointer
+    /// may go down at such a step. Where the system stack cannot be read (a perf sample's
+    /// copy of the goroutine's stack), the walk follows the goroutine's stack instead, as the
+    /// Go runtime's traceback does, without the C frames (`Recovery::GoTable`, through
+    /// `runtime.systemstack_switch`, an exact address).
+    GoStackSwitch,
 }
 
 /// Why the walk stopped.
@@ -283,8 +296,30 @@ pub struct Unwinder {
 
 /// How one step went.
 enum Step {
-    Caller { recovery: Recovery, signal: bool },
+    /// The registers are the caller's.
+    Caller {
+        recovery: Recovery,
+        /// The frame left was a signal trampoline: the caller's address is exact.
+        signal: bool,
+        /// The caller's address is exact, though no signal: the fake return address
+        /// `runtime.systemstack_switch` the Go runtime leaves on a goroutine's stack.
+        exact: bool,
+        /// The caller is on another stack (cgo's switches): its stack pointer may be lower.
+        switched: bool,
+    },
     Stop(StopReason),
+}
+
+impl Step {
+    /// An ordinary caller, at a return address on the same stack.
+    fn caller(recovery: Recovery) -> Step {
+        Step::Caller {
+            recovery,
+            signal: false,
+            exact: false,
+            switched: false,
+        }
+    }
 }
 
 impl Unwinder {
@@ -359,17 +394,19 @@ impl Unwinder {
             let lookup = if exact { ip } else { ip.wrapping_sub(1) };
             let step = if frame_pointers_only {
                 match regs.frame_pointer_step(memory) {
-                    Ok(()) => Step::Caller {
-                        recovery: Recovery::FramePointer,
-                        signal: false,
-                    },
+                    Ok(()) => Step::caller(Recovery::FramePointer),
                     Err(stop) => Step::Stop(stop),
                 }
             } else {
                 self.cfi_step(&mut regs, lookup, memory, cache)
             };
-            let (recovery, signal) = match step {
-                Step::Caller { recovery, signal } => (recovery, signal),
+            let (recovery, signal, exact_caller, switched) = match step {
+                Step::Caller {
+                    recovery,
+                    signal,
+                    exact,
+                    switched,
+                } => (recovery, signal, exact, switched),
                 Step::Stop(stop) => break stop,
             };
             let new_ip = regs.ip();
@@ -378,10 +415,11 @@ impl Unwinder {
             }
             let new_sp = regs.sp();
             // The stack grows down, so a caller's stack pointer is above its callee's. A
-            // signal handler may run on another stack (sigaltstack), so a signal frame is
-            // exempt; nothing changing at all is a loop in any case.
+            // signal handler may run on another stack (sigaltstack), and cgo's switches go
+            // between a goroutine's stack and the thread's, so those frames are exempt;
+            // nothing changing at all is a loop in any case.
             let went_down = matches!((sp, new_sp), (Some(old), Some(new)) if new < old);
-            if (went_down && !signal) || (new_ip == ip && new_sp == sp) {
+            if (went_down && !signal && !switched) || (new_ip == ip && new_sp == sp) {
                 break StopReason::NoProgress;
             }
             if signal {
@@ -395,14 +433,14 @@ impl Unwinder {
             }
             frames.push(Frame {
                 addr: new_ip,
-                kind: if signal {
+                kind: if signal || exact_caller {
                     FrameKind::InstructionPointer
                 } else {
                     FrameKind::ReturnAddress
                 },
                 recovered: recovery,
             });
-            exact = signal;
+            exact = signal || exact_caller;
         };
         Stack { frames, stop }
     }
@@ -430,6 +468,8 @@ impl Unwinder {
             Some(rule) => rule,
             None => {
                 let rule = match self.locate(lookup) {
+                    // cgo's stack switches: the Go table's step, not Go's CFI.
+                    Some((_, cfi, virt)) if cfi.is_go_stack_switch(virt) => None,
                     Some((_, cfi, virt)) => match cfi.cached_rule::<A::Rule>(virt) {
                         Some(rule) => rule,
                         None => match cfi.find_row(virt, &mut cache.ctx, |row| A::compile(row)) {
@@ -473,6 +513,8 @@ impl Unwinder {
                     Ok(()) => Step::Caller {
                         recovery: Recovery::SignalContext,
                         signal: true,
+                        exact: false,
+                        switched: false,
                     },
                     Err(stop) => Step::Stop(stop),
                 };
@@ -489,33 +531,16 @@ impl Unwinder {
                     .is_some_and(|virt| elf.is_code_start(crate::addr::VirtAddr(virt)));
                 if at_entry {
                     match regs.go_step(0, memory) {
-                        Ok(true) => {
-                            return Step::Caller {
-                                recovery: Recovery::LinkRegister,
-                                signal: false,
-                            }
-                        }
+                        Ok(true) => return Step::caller(Recovery::LinkRegister),
                         Ok(false) => {}
                         Err(stop) => return Step::Stop(stop),
                     }
                 }
             }
-            // Go code: the table's SP delta at the PC.
+            // Go code: the table's SP delta at the PC, and cgo's stack switches.
             if let Some(go) = cfi.go_table() {
-                let virt = module.virt_addr(elf, lookup).map(crate::addr::VirtAddr);
-                match virt.map(|virt| go.sp_delta(virt)) {
-                    Some(Ok(Some(delta))) => match regs.go_step(delta, memory) {
-                        Ok(true) => {
-                            return Step::Caller {
-                                recovery: Recovery::GoTable,
-                                signal: false,
-                            }
-                        }
-                        Ok(false) => {}
-                        Err(stop) => return Step::Stop(stop),
-                    },
-                    Some(Err(e)) => log::debug!("unwinding at {ip:#x}: {e}"),
-                    _ => {}
+                if let Some(step) = Self::go_step(regs, lookup, memory, module, cfi, go) {
+                    return step;
                 }
             }
             return self.fallback(regs, memory, lookup);
@@ -542,13 +567,105 @@ impl Unwinder {
             other => other,
         };
         match applied {
-            Ok(Applied::Caller { recovery, signal }) => Step::Caller { recovery, signal },
+            Ok(Applied::Caller { recovery, signal }) => Step::Caller {
+                recovery,
+                signal,
+                exact: false,
+                switched: false,
+            },
             Ok(Applied::Root) => Step::Stop(StopReason::Root),
             Ok(Applied::Full) => Step::Stop(StopReason::InvalidUnwindInfo {
                 addr: ip,
                 what: UnwindProblem::UnsupportedRule,
             }),
             Err(stop) => Step::Stop(stop),
+        }
+    }
+
+    /// One step of Go code by the Go table (`None`: no table entry here, or the
+    /// architecture has no Go step; the caller then tries the frame pointer). At cgo's stack
+    /// switches, the runtime's saved state (see `go.rs`).
+    fn go_step<A: UnwindArch, M: Memory + ?Sized>(
+        regs: &mut A,
+        lookup: u64,
+        memory: &M,
+        module: &Module,
+        cfi: &cfi::ModuleCfi,
+        go: &crate::gopclntab::GoTable,
+    ) -> Option<Step> {
+        let elf = cfi.elf();
+        let virt = module.virt_addr(elf, lookup)?;
+        let delta = match go.sp_delta(crate::addr::VirtAddr(virt)) {
+            Ok(Some(delta)) => delta,
+            Ok(None) => return None,
+            Err(e) => {
+                log::debug!("unwinding at {:#x}: {e}", regs.ip());
+                return None;
+            }
+        };
+        let runtime = cfi.go_runtime();
+        // Whether an absolute address is in one of the runtime's functions `which`.
+        let is = |which: GoRuntimeFn| {
+            move |addr: u64| {
+                module
+                    .virt_addr(elf, addr)
+                    .is_some_and(|virt| runtime.and_then(|r| r.at(virt)) == Some(which))
+            }
+        };
+        let plain = |regs: &mut A| match regs.go_step(delta, memory) {
+            Ok(true) => Some(Step::caller(Recovery::GoTable)),
+            Ok(false) => None,
+            Err(stop) => Some(Step::Stop(stop)),
+        };
+        // The switches happen at the calls (a return address: `lookup` is `ip - 1`); a frame
+        // stopped elsewhere in these functions has its SP delta right.
+        let switch = Step::Caller {
+            recovery: Recovery::GoStackSwitch,
+            signal: false,
+            exact: false,
+            switched: true,
+        };
+        match runtime.and_then(|r| r.at(virt)) {
+            Some(GoRuntimeFn::AsmCgoCall) if lookup != regs.ip() => {
+                let in_go = |addr: u64| {
+                    module
+                        .virt_addr(elf, addr)
+                        .is_some_and(|virt| go::in_go_code(go, virt))
+                };
+                Some(match go::asmcgocall_step(regs, memory, lookup, in_go) {
+                    Ok(()) => switch,
+                    Err(stop) => Step::Stop(stop),
+                })
+            }
+            Some(GoRuntimeFn::CgoCallback) if lookup != regs.ip() => {
+                // Its calls of needm and dropm are on g0's stack already: the SP delta
+                // leads to crosscall2.
+                let mut on_g0 = regs.clone();
+                if matches!(on_g0.go_step(delta, memory), Ok(true))
+                    && is(GoRuntimeFn::Crosscall2)(on_g0.ip().wrapping_sub(1))
+                {
+                    *regs = on_g0;
+                    return Some(Step::caller(Recovery::GoTable));
+                }
+                match go::cgocallback_step(regs, memory, delta, is(GoRuntimeFn::Crosscall2)) {
+                    Ok(true) => return Some(switch),
+                    Ok(false) => {}
+                    Err(stop) => return Some(Step::Stop(stop)),
+                }
+                // Along the goroutine's stack, to the fake return address there: an exact
+                // address (Go 1.19 stores systemstack_switch's entry, at `addr - 1` the
+                // function before it).
+                Some(match plain(regs)? {
+                    Step::Caller { recovery, .. } => Step::Caller {
+                        recovery,
+                        signal: false,
+                        exact: is(GoRuntimeFn::SystemstackSwitch)(regs.ip()),
+                        switched: false,
+                    },
+                    stop => stop,
+                })
+            }
+            _ => plain(regs),
         }
     }
 
@@ -563,10 +680,7 @@ impl Unwinder {
             return Step::Stop(StopReason::NoUnwindInfo { addr: lookup });
         }
         match regs.frame_pointer_step(memory) {
-            Ok(()) => Step::Caller {
-                recovery: Recovery::FramePointer,
-                signal: false,
-            },
+            Ok(()) => Step::caller(Recovery::FramePointer),
             Err(StopReason::NoFramePointer) => {
                 Step::Stop(StopReason::NoUnwindInfo { addr: lookup })
             }

@@ -1,0 +1,3 @@
+module example.com/cgodemo
+
+go 1.19
