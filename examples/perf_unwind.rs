@@ -1099,6 +1099,11 @@ fn perf_name(name: &str) -> &str {
                 if head.is_empty() || name[i..].starts_with("(anonymous namespace)") {
                     continue;
                 }
+                // Go's pointer receivers (`runtime.(*mheap).allocSpan`), which perf prints
+                // whole: a C++ parameter list never follows a `.`.
+                if head.ends_with('.') {
+                    continue;
+                }
                 return head;
             }
             _ => {}

@@ -632,18 +632,32 @@ impl ElfFile {
         Ok(found)
     }
 
-    /// Whether `addr` is where code starts: a code symbol's start, or the start of `.init`,
-    /// `.fini` or `.text` (a stripped file's `_fini` has no symbol left). For the unwinder,
-    /// which at such an address without CFI finds the return address at the stack pointer.
-    pub(crate) fn is_code_start(&self, addr: VirtAddr) -> bool {
+    /// Where the code holding `addr` starts, as far as the file says: the start of the code
+    /// symbol covering it, else the nearest start of `.init`, `.fini` or `.text` at or below
+    /// it (a stripped file's `_fini` has no symbol left). For the unwinder, which reads the
+    /// short prologue of code without CFI from there (`unwind/prologue.rs`).
+    pub(crate) fn code_start(&self, addr: VirtAddr) -> Option<VirtAddr> {
         if let Ok(Some(symbol)) = self.find_symbol(addr) {
-            if symbol.addr == addr && symbol.kind == SymbolKind::Function {
-                return true;
+            if symbol.kind == SymbolKind::Function {
+                return Some(symbol.addr);
             }
         }
         [".init", ".fini", ".text"]
             .iter()
-            .any(|name| matches!(self.section_address(name), Ok(Some(start)) if start == addr))
+            .filter_map(|name| self.section_address(name).ok().flatten())
+            .filter(|start| start.0 <= addr.0)
+            .max()
+    }
+
+    /// Up to `len` bytes of the file from virtual address `addr` (fewer where the file
+    /// ends; none outside every segment).
+    pub(crate) fn code_at(&self, addr: VirtAddr, len: usize) -> &[u8] {
+        let data = self.data();
+        self.segments()
+            .virt_to_file_offset(addr)
+            .and_then(|offset| usize::try_from(offset.0).ok())
+            .and_then(|offset| data.get(offset..offset.saturating_add(len).min(data.len())))
+            .unwrap_or_default()
     }
 
     /// The symbol an id from an earlier lookup refers to.

@@ -47,6 +47,7 @@ mod expr;
 mod go;
 mod memory;
 mod module;
+mod prologue;
 mod regs;
 mod table;
 
@@ -72,8 +73,9 @@ pub enum Recovery {
     FramePointer,
     /// Where the call left the return address, before the callee saved anything: the link
     /// register (aarch64: the callee had not saved it, a leaf), or on x86_64 the word at the
-    /// stack pointer when the first frame stops at the first instruction of code without CFI
-    /// (a library's `_fini` called by the loader's `_dl_fini`).
+    /// stack pointer, above what the callee pushed, when the first frame stops in the short
+    /// prologue or epilogue of code without CFI that the unwinder decodes (a library's
+    /// `_fini` called by the loader's `_dl_fini`: `sub $8, %rsp` ... `add $8, %rsp; ret`).
     LinkRegister,
     /// The registers the kernel saved when it delivered a signal (a trampoline known by its
     /// code, without CFI).
@@ -519,18 +521,22 @@ impl Unwinder {
                     Err(stop) => Step::Stop(stop),
                 };
             }
-            // The first instruction of code without CFI (`.init`, `.fini`, hand-written
-            // entry points), in a frame whose registers are exact (the first, or one a signal
-            // interrupted: `lookup` is the address itself): nothing is pushed yet, so the
-            // return address is the word at the stack pointer. The frame pointer would skip
-            // the caller: glibc's `_dl_fini` calling libgmp's `_fini`, where framehop finds
-            // `_dl_fini` and perf prints garbage (tests/perf_system_wide.rs).
-            if lookup == ip {
-                let at_entry = module
-                    .virt_addr(elf, ip)
-                    .is_some_and(|virt| elf.is_code_start(crate::addr::VirtAddr(virt)));
-                if at_entry {
-                    match regs.go_step(0, memory) {
+            // The short prologue or epilogue of x86_64 code without CFI (`.init`, `.fini`,
+            // hand-written entry points), in a frame whose registers are exact (the first,
+            // or one a signal interrupted: `lookup` is the address itself): the return
+            // address is at the stack pointer plus what the code pushed so far (see
+            // prologue.rs). The frame pointer would skip the caller: glibc's `_dl_fini`
+            // calling libgmp's `_fini`, where framehop finds `_dl_fini` and perf prints
+            // garbage (tests/perf_system_wide.rs).
+            if lookup == ip && elf.header().machine == object::elf::EM_X86_64.0 {
+                let height = module.virt_addr(elf, ip).and_then(|virt| {
+                    let start = elf.code_start(crate::addr::VirtAddr(virt))?;
+                    let offset = usize::try_from(virt.checked_sub(start.0)?).ok()?;
+                    let code = elf.code_at(start, prologue::MAX_PROLOGUE);
+                    prologue::x86_64_stack_height(code, offset)
+                });
+                if let Some(height) = height.and_then(|h| i32::try_from(h).ok()) {
+                    match regs.go_step(height, memory) {
                         Ok(true) => return Step::caller(Recovery::LinkRegister),
                         Ok(false) => {}
                         Err(stop) => return Step::Stop(stop),
