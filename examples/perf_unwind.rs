@@ -1046,6 +1046,9 @@ impl Naming {
                         break;
                     }
                 }
+                if resolved.sym.is_none() {
+                    resolved.sym = unnamed_plt_entry(elf, virt.0).map(|off| ("@plt".into(), off));
+                }
             }
             resolved.srcline = Some(unknown_line());
             return resolved;
@@ -1079,6 +1082,25 @@ impl Naming {
             .or_else(|| Some(unknown_line()));
         resolved
     }
+}
+
+/// The offset into its entry of `virt` when it is in a `.plt` entry stacksym leaves
+/// unnamed: one whose relocation names no symbol (`R_X86_64_IRELATIVE`, as all of libc's
+/// are), which perf 6.1's `dso__synthesize_plt_symbols` names `@plt` (an empty name plus
+/// the suffix). Not the header entry (PLT0), which perf leaves unnamed; not in a file with
+/// `.plt.sec` (IBT), whose entries lie elsewhere. 16-byte entries (x86_64).
+fn unnamed_plt_entry(elf: &ElfFile, virt: u64) -> Option<u64> {
+    const ENTRY: u64 = 16;
+    if elf.header().machine != 62 || elf.section_address(".plt.sec").ok().flatten().is_some() {
+        return None;
+    }
+    let start = elf.section_address(".plt").ok()??.0;
+    let size = match elf.section_contents(".plt").ok()?? {
+        stacksym::elf::SectionContents::InFile(range) => range.len() as u64,
+        stacksym::elf::SectionContents::Owned(bytes) => bytes.len() as u64,
+    };
+    let offset = virt.checked_sub(start)?;
+    (offset >= ENTRY && offset < size).then_some(offset % ENTRY)
 }
 
 /// A demangled symbol name as perf prints it: without its parameter list (perf demangles
