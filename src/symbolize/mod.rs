@@ -579,11 +579,8 @@ impl Symbolizer {
                 (Some((_, start)), Some((_, entry))) if entry > start => None,
                 (hit, _) => hit,
             };
-            if let (None, Some((index, _))) = (hit, go_function) {
-                // A table of more than u32::MAX functions would not fit the file's u32
-                // offsets; saturating keeps it checked (`function` then fails, unnamed).
-                let index = u32::try_from(index).unwrap_or(u32::MAX);
-                answer = Answer::Go { part, index, addr };
+            if let (None, Some(_)) = (hit, go_function) {
+                answer = Answer::Go { part, addr };
             }
             if let (Some(file), Some((id, _))) = (file, hit) {
                 let found = match last_found {
