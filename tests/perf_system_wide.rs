@@ -443,6 +443,11 @@ enum Verdict {
     PerfFrameDiffers,
     /// The frames agree, and an inlined line differs (a naming matter, not the chain).
     InlinedLineDiffers,
+    /// framehop agrees with perf there, and both return into no mapping (`[unknown]` as
+    /// its dso: a return address outside all code cannot be right) where ours returns into
+    /// a mapped file: both read the wrong slot (seen at ld.so's `_dl_runtime_resolve_xsavec`,
+    /// whose CFA is `rbx + 32`, with perf's chain continuing at `7ffd71acf3e7ffff`).
+    PerfAndFramehopLeaveCode,
     /// framehop agrees with perf there, not with us: ours is wrong. Fails.
     FramehopSidesWithPerf,
     /// framehop agrees with neither there. Fails.
@@ -469,7 +474,17 @@ fn classify(ours: &[Line], perf: &[Line], framehop: &[(u64, String)]) -> Verdict
             Some(_) => Verdict::PerfFrameDiffers,
         }
     } else if f_perf {
-        Verdict::FramehopSidesWithPerf
+        let unmapped = |frame: Option<&Frame>| {
+            frame.is_some_and(|(_, dso)| dso.as_deref() == Some("[unknown]"))
+        };
+        let mapped = |frame: Option<&Frame>| {
+            frame.is_some_and(|(_, dso)| dso.as_deref().is_some_and(|d| d != "[unknown]"))
+        };
+        if unmapped(p) && mapped(o) {
+            Verdict::PerfAndFramehopLeaveCode
+        } else {
+            Verdict::FramehopSidesWithPerf
+        }
     } else {
         Verdict::FramehopAgreesWithNeither
     }
