@@ -265,24 +265,26 @@ impl GoTable {
         if pc < first || pc >= last {
             return Ok(None);
         }
-        // The greatest i with entry(i) <= pc; an unsorted (hostile) table gives some i,
-        // whose range is checked below.
-        let (mut lo, mut hi) = (0usize, n);
+        self.search_between(pc, 0, n)
+    }
+
+    /// The index in `lo..hi` of the function whose code holds `pc`, by a binary search for
+    /// the greatest i with entry(i) <= pc (the caller knows entry(lo) <= pc). An unsorted
+    /// (hostile) table gives some i, whose range is checked: never a wrong answer.
+    fn search_between(&self, pc: u64, mut lo: usize, mut hi: usize) -> Result<Option<usize>> {
+        let entry = |i: usize| {
+            self.entry(i)
+                .ok_or_else(|| self.malformed("its function table is truncated"))
+        };
         while hi - lo > 1 {
             let mid = lo + (hi - lo) / 2;
-            let entry = self
-                .entry(mid)
-                .ok_or_else(|| self.malformed("its function table is truncated"))?;
-            if entry <= pc {
+            if entry(mid)? <= pc {
                 lo = mid;
             } else {
                 hi = mid;
             }
         }
-        let (Some(entry), Some(end)) = (self.entry(lo), self.entry(lo + 1)) else {
-            return Err(self.malformed("its function table is truncated"));
-        };
-        Ok((entry <= pc && pc < end).then_some(lo))
+        Ok((entry(lo)? <= pc && pc < entry(lo + 1)?).then_some(lo))
     }
 
     /// Reads function `i`'s record.
@@ -371,7 +373,7 @@ impl GoTable {
         }
         // entry(lo) <= pc; find hi with entry(hi) > pc (or hi = n, the end).
         let (mut lo, mut step) = (hint, 1usize);
-        let mut hi = loop {
+        let hi = loop {
             let next = lo.saturating_add(step).min(n);
             if next == n || entry(next)? > pc {
                 break next;
@@ -379,17 +381,7 @@ impl GoTable {
             lo = next;
             step = step.saturating_mul(2);
         };
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            if entry(mid)? <= pc {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-        // Checked as index_of checks it: within the function's range (a hostile, unsorted
-        // table finds some index, never a wrong answer).
-        Ok((entry(lo)? <= pc && pc < entry(lo + 1)?).then_some(lo))
+        self.search_between(pc, lo, hi)
     }
 
     /// The function whose code holds `addr` (an ELF virtual address of the file).

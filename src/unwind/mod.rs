@@ -501,15 +501,8 @@ impl Unwinder {
                 return self.fallback(regs, memory, lookup);
             };
             let elf = cfi.elf();
-            let code = module
-                .virt_addr(elf, ip)
-                .and_then(|virt| {
-                    elf.segments()
-                        .virt_to_file_offset(crate::addr::VirtAddr(virt))
-                })
-                .and_then(|offset| usize::try_from(offset.0).ok())
-                .map(|offset| elf.bytes_in(offset..offset.saturating_add(16)))
-                .unwrap_or_default();
+            let virt = module.virt_addr(elf, ip).map(crate::addr::VirtAddr);
+            let code = virt.map_or(&[][..], |virt| elf.code_at(virt, 16));
             if A::is_sigreturn(code) {
                 return match regs.restore_signal_context(memory) {
                     Ok(()) => Step::Caller {
@@ -529,9 +522,9 @@ impl Unwinder {
             // calling libgmp's `_fini`, where framehop finds `_dl_fini` and perf prints
             // garbage (tests/perf_system_wide.rs).
             if lookup == ip && elf.header().machine == object::elf::EM_X86_64.0 {
-                let height = module.virt_addr(elf, ip).and_then(|virt| {
-                    let start = elf.code_start(crate::addr::VirtAddr(virt))?;
-                    let offset = usize::try_from(virt.checked_sub(start.0)?).ok()?;
+                let height = virt.and_then(|virt| {
+                    let start = elf.code_start(virt)?;
+                    let offset = usize::try_from(virt.0.checked_sub(start.0)?).ok()?;
                     let code = elf.code_at(start, prologue::MAX_PROLOGUE);
                     prologue::x86_64_stack_height(code, offset)
                 });
