@@ -1067,7 +1067,10 @@ impl Naming {
                     .function
                     .as_ref()
                     .map_or("??", |f| f.demangled.as_str());
-                let own = perf_name(function) == &**name;
+                // A line DWARF gives outside every function (`.fini` of libm's debug file)
+                // is the symbol's own frame, not an inlined `??`: perf prints the symbol.
+                let own =
+                    (frame.function.is_none() && !frame.inlined) || perf_name(function) == &**name;
                 resolved.inlines.push((
                     if own { name.clone() } else { function.into() },
                     own,
