@@ -6,6 +6,12 @@
 //! and the example's output is compared sample by sample with
 //! `perf script -F comm,tid,ip,sym,dso --no-inline` (perf's own DWARF unwinder).
 //!
+//! The fp program is recorded a second time with `LD_BIND_NOT=1`: ld.so then resolves every
+//! PLT call again, so samples land in glibc's lazy-binding trampoline
+//! `_dl_runtime_resolve_xsavec` (whose CFA is `rbx + 32`) below `_dl_fixup` (which saved
+//! rbx): the unwinder must restore a callee-saved register other than the stack and frame
+//! pointers. Those samples are counted apart and must all have perf's chain.
+//!
 //! What must agree: each sample's user-space chain of (address, file), for at least 99.5 % of
 //! samples. Names are counted apart (a differing alias, e.g. `random` for perf's `__random`,
 //! or a `@@GLIBC_2.34` version perf shows from a debug file's `.symtab`, is the symbolizer's
@@ -127,6 +133,33 @@ fn compare(ours: &str, theirs: &str) -> (usize, usize, BTreeMap<String, usize>) 
     (same, ours.len().min(theirs.len()), classes)
 }
 
+/// Of the samples whose chain (perf's) goes through ld.so's lazy-binding trampoline, how many
+/// have perf's user-space chain of (address, file) in ours; and how many there are.
+fn lazy_binding_samples(ours: &str, theirs: &str) -> (usize, usize) {
+    let user_chain = |frames: &[(String, String, String)]| -> Vec<(String, String)> {
+        frames
+            .iter()
+            .filter(|f| !(f.0.len() == 16 && f.0.starts_with("ffff")))
+            .map(|(addr, _, dso)| (addr.clone(), dso.clone()))
+            .collect()
+    };
+    let (ours, theirs) = (parse(ours), parse(theirs));
+    let resolving: Vec<_> = ours
+        .iter()
+        .zip(&theirs)
+        .filter(|(_, (_, frames))| {
+            frames
+                .iter()
+                .any(|f| f.1.starts_with("_dl_runtime_resolve"))
+        })
+        .collect();
+    let same = resolving
+        .iter()
+        .filter(|((_, a), (_, b))| user_chain(a) == user_chain(b))
+        .count();
+    (same, resolving.len())
+}
+
 #[test]
 fn perf_unwind_matches_perf_script_sample_by_sample() {
     let test = "perf_unwind_matches_perf_script_sample_by_sample";
@@ -137,12 +170,20 @@ fn perf_unwind_matches_perf_script_sample_by_sample() {
     let example = example_exe("perf_unwind");
     let mut total_same = 0;
     let mut total = 0;
-    for variant in ["fp", "nofp"] {
+    for (variant, lazy) in [("fp", false), ("nofp", false), ("fp", true)] {
         let program = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("testdata/unwind")
             .join(format!("unwind-demo-{variant}"));
-        let data = dir.path().join(format!("{variant}.data"));
-        let record = Command::new(&perf)
+        let name = format!(
+            "unwind-demo-{variant}{}",
+            if lazy { " LD_BIND_NOT=1" } else { "" }
+        );
+        let data = dir.path().join(format!("{variant}-{lazy}.data"));
+        let mut record = Command::new(&perf);
+        if lazy {
+            record.env("LD_BIND_NOT", "1");
+        }
+        let record = record
             .args([
                 "record",
                 "-q",
@@ -187,10 +228,24 @@ fn perf_unwind_matches_perf_script_sample_by_sample() {
             &String::from_utf8_lossy(&script.stdout),
         );
         writeln_stderr(format_args!(
-            "{test}: unwind-demo-{variant}: {same} of {samples} samples with perf's user-space \
-             chain ({:.2} %)",
+            "{test}: {name}: {same} of {samples} samples with perf's user-space chain ({:.2} %)",
             100.0 * same as f64 / samples.max(1) as f64
         ));
+        if lazy {
+            let (same, resolving) = lazy_binding_samples(
+                &String::from_utf8_lossy(&ours.stdout),
+                &String::from_utf8_lossy(&script.stdout),
+            );
+            writeln_stderr(format_args!(
+                "{test}: {name}: {same} of {resolving} samples in _dl_runtime_resolve* with \
+                 perf's user-space chain"
+            ));
+            assert!(
+                resolving >= 10,
+                "{name}: only {resolving} samples in lazy binding: the case is not exercised"
+            );
+            assert_eq!(same, resolving, "{name}: samples in lazy binding differ");
+        }
         for (class, count) in &classes {
             writeln_stderr(format_args!("    {count:6}  {class}"));
         }

@@ -10,7 +10,13 @@
 //! restores every register) compiles to `Full`: the row is then found again and evaluated
 //! in full, every register rule applied ([`apply_row`]). The fast path restores only the
 //! stack pointer, the frame pointer and the return address (and the link register); other
-//! registers keep their values, as a callee that saved nothing leaves them.
+//! registers keep their values, as a callee that saved nothing leaves them. A compiled rule
+//! also says which other callee-saved registers (x86_64's rbx, r12–r15; aarch64's x19–x28,
+//! all or none) its row restores from the stack: the fast path marks those unknown instead of keeping the
+//! callee's values, and [`UnwindArch::restores_others`] tells the unwinder which rules to
+//! evaluate in full when a later frame needs one of them (glibc's lazy-binding trampoline
+//! `_dl_runtime_resolve_xsavec`, whose CFA is `rbx + 32`, above `_dl_fixup`, which saved
+//! `rbx`).
 
 use super::cfi::Row;
 use super::expr::{evaluate, ExprError};
@@ -49,6 +55,14 @@ pub trait UnwindArch: Registers + GoStep {
 
     /// Compiles a CFI row.
     fn compile(row: &Row<'_>) -> Self::Rule;
+
+    /// Whether `rule`'s row restores registers its fast path only marks unknown (see the
+    /// module's comment): such a rule must be evaluated in full where a frame above needs
+    /// them.
+    fn restores_others(rule: &Self::Rule) -> bool {
+        let _ = rule;
+        false
+    }
 
     /// Moves the registers to the caller's by `rule`; `Err` when memory the rule needs
     /// cannot be read or a register it needs is unknown.
@@ -138,12 +152,15 @@ fn restore_or_forget<A: Registers, M: Memory + ?Sized>(
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RuleX86_64 {
     /// CFA = `rsp` + `cfa_offset`; the return address at CFA − 8; `rbp` unchanged
-    /// (`bp_offset` 0) or saved at CFA + `bp_offset`.
+    /// (`bp_offset` 0) or saved at CFA + `bp_offset`; the callee-saved registers of
+    /// `saved` restored from the stack (which the fast path leaves unknown).
     CfaSp {
         /// Added to `rsp`.
         cfa_offset: i32,
         /// Where `rbp` is saved, relative to the CFA; 0 when it is not.
         bp_offset: i16,
+        /// The other callee-saved registers the row restores ([`SavedX86_64`]).
+        saved: SavedX86_64,
     },
     /// CFA = `rbp` + `cfa_offset`, otherwise as `CfaSp`.
     CfaBp {
@@ -151,6 +168,8 @@ pub enum RuleX86_64 {
         cfa_offset: i32,
         /// Where `rbp` is saved, relative to the CFA; 0 when it is not.
         bp_offset: i16,
+        /// The other callee-saved registers the row restores ([`SavedX86_64`]).
+        saved: SavedX86_64,
     },
     /// The lazy-binding PLT's expression: CFA = `rsp` + `sp_offset`, plus 8 when
     /// `(rip & 15) >= threshold` (past the entry's `push`).
@@ -168,6 +187,68 @@ pub enum RuleX86_64 {
     Root,
     /// Evaluate the row in full.
     Full,
+}
+
+/// A set of x86_64's callee-saved registers other than `rbp` (rbx, r12, r13, r14, r15, one
+/// bit each in that order): the ones a compiled rule's row restores from CFA-relative
+/// slots. One byte, so that [`RuleX86_64`] stays 8.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SavedX86_64(u8);
+
+impl SavedX86_64 {
+    /// The registers, by DWARF number, in bit order.
+    const REGISTERS: [u16; 5] = [3, 12, 13, 14, 15];
+
+    /// None saved.
+    pub const NONE: SavedX86_64 = SavedX86_64(0);
+
+    /// The bit of `reg`, if it is one of the set's registers.
+    fn bit(reg: u16) -> Option<u8> {
+        let i = Self::REGISTERS.iter().position(|&r| r == reg)?;
+        Some(1 << i)
+    }
+
+    /// The set of the listed registers (DWARF numbers; others are ignored).
+    pub fn of(registers: &[u16]) -> SavedX86_64 {
+        SavedX86_64(
+            registers
+                .iter()
+                .filter_map(|&r| Self::bit(r))
+                .fold(0, |a, b| a | b),
+        )
+    }
+
+    fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// Marks the set's registers unknown in `regs`.
+    fn forget_in(self, regs: &mut RegsX86_64) {
+        for (i, &reg) in Self::REGISTERS.iter().enumerate() {
+            if self.0 & (1 << i) != 0 {
+                regs.forget(reg);
+            }
+        }
+    }
+}
+
+/// The callee-saved registers (other than `rbp`) a row restores from CFA-relative slots;
+/// `None` when it has a rule the fast path cannot honour by forgetting: a register other
+/// than those, or one of them restored otherwise than from a slot.
+fn saved_x86_64(row: &Row<'_>) -> Option<SavedX86_64> {
+    let mut saved = SavedX86_64::NONE;
+    for (reg, rule) in row.row.registers() {
+        let reg = reg.0;
+        if matches!(reg, RegsX86_64::RIP | RegsX86_64::RBP | RegsX86_64::RSP) {
+            continue;
+        }
+        match (rule, SavedX86_64::bit(reg)) {
+            (RegisterRule::SameValue, _) => {}
+            (RegisterRule::Offset(_), Some(bit)) => saved.0 |= bit,
+            _ => return None,
+        }
+    }
+    Some(saved)
 }
 
 /// Where the kernel's x86_64 ucontext keeps each register, relative to `rsp` at the signal
@@ -268,27 +349,41 @@ impl UnwindArch for RegsX86_64 {
         let Some(bp_offset) = slot_of(&row.register(RegsX86_64::RBP)) else {
             return RuleX86_64::Full;
         };
+        let Some(saved) = saved_x86_64(row) else {
+            return RuleX86_64::Full;
+        };
         match row.cfa() {
             CfaRule::RegisterAndOffset { register, offset } => {
                 match (register.0, offset_of(*offset)) {
                     (RegsX86_64::RSP, Some(cfa_offset)) => RuleX86_64::CfaSp {
                         cfa_offset,
                         bp_offset,
+                        saved,
                     },
                     (RegsX86_64::RBP, Some(cfa_offset)) => RuleX86_64::CfaBp {
                         cfa_offset,
                         bp_offset,
+                        saved,
                     },
                     _ => RuleX86_64::Full,
                 }
             }
             CfaRule::Expression(expr) => match plt_expression(row.expression(*expr)) {
-                Some((sp_offset, threshold)) if bp_offset == 0 => RuleX86_64::Plt {
-                    sp_offset,
-                    threshold,
-                },
+                Some((sp_offset, threshold)) if bp_offset == 0 && saved.is_empty() => {
+                    RuleX86_64::Plt {
+                        sp_offset,
+                        threshold,
+                    }
+                }
                 _ => RuleX86_64::Full,
             },
+        }
+    }
+
+    fn restores_others(rule: &RuleX86_64) -> bool {
+        match rule {
+            RuleX86_64::CfaSp { saved, .. } | RuleX86_64::CfaBp { saved, .. } => !saved.is_empty(),
+            _ => false,
         }
     }
 
@@ -301,20 +396,22 @@ impl UnwindArch for RegsX86_64 {
             addr: self.ip(),
             what: UnwindProblem::UnknownRegister(reg),
         };
-        let (cfa, bp_offset) = match rule {
+        let (cfa, bp_offset, saved) = match rule {
             RuleX86_64::CfaSp {
                 cfa_offset,
                 bp_offset,
+                saved,
             } => {
                 let sp = self.sp().ok_or_else(|| unknown(RegsX86_64::RSP))?;
-                (sp.wrapping_add(cfa_offset as i64 as u64), bp_offset)
+                (sp.wrapping_add(cfa_offset as i64 as u64), bp_offset, saved)
             }
             RuleX86_64::CfaBp {
                 cfa_offset,
                 bp_offset,
+                saved,
             } => {
                 let bp = self.fp().ok_or_else(|| unknown(RegsX86_64::RBP))?;
-                (bp.wrapping_add(cfa_offset as i64 as u64), bp_offset)
+                (bp.wrapping_add(cfa_offset as i64 as u64), bp_offset, saved)
             }
             RuleX86_64::Plt {
                 sp_offset,
@@ -326,7 +423,11 @@ impl UnwindArch for RegsX86_64 {
                 } else {
                     0
                 };
-                (sp.wrapping_add(u64::from(sp_offset) + extra), 0)
+                (
+                    sp.wrapping_add(u64::from(sp_offset) + extra),
+                    0,
+                    SavedX86_64::NONE,
+                )
             }
             RuleX86_64::SignalContext => {
                 self.restore_signal_context(memory)?;
@@ -342,6 +443,9 @@ impl UnwindArch for RegsX86_64 {
         if bp_offset != 0 {
             restore_or_forget(self, RegsX86_64::RBP, memory, cfa, bp_offset);
         }
+        // Not restored here (the slots are not in the compiled rule): unknown rather than
+        // the callee's values; a frame above that needs one has its walk redone in full.
+        saved.forget_in(self);
         self.set(RegsX86_64::RSP, cfa);
         self.set_ip(ra);
         Ok(Applied::Caller {
@@ -408,6 +512,9 @@ pub enum RuleAarch64 {
         fp_offset: i16,
         /// Where `x30` is saved, relative to the CFA; 0 when it is not.
         lr_offset: i16,
+        /// The row restores other callee-saved registers (x19–x28) from the stack, which
+        /// the fast path leaves unknown.
+        saves_others: bool,
     },
     /// The return address is undefined: the outermost frame.
     Root,
@@ -421,8 +528,21 @@ const AARCH64_ADDR_MASK: u64 = (1 << 48) - 1;
 /// The top byte of an aarch64 address (bits 56–63).
 const AARCH64_TOP_BYTE: u64 = 0xff << 56;
 
+/// aarch64's callee-saved registers other than the frame pointer and the link register.
+const AARCH64_CALLEE_SAVED: [u16; 10] = [19, 20, 21, 22, 23, 24, 25, 26, 27, 28];
+
 impl UnwindArch for RegsAarch64 {
     type Rule = RuleAarch64;
+
+    fn restores_others(rule: &RuleAarch64) -> bool {
+        matches!(
+            rule,
+            RuleAarch64::Cfa {
+                saves_others: true,
+                ..
+            }
+        )
+    }
 
     fn compile(row: &Row<'_>) -> RuleAarch64 {
         if row.signal {
@@ -441,6 +561,16 @@ impl UnwindArch for RegsAarch64 {
         else {
             return RuleAarch64::Full;
         };
+        let mut saves_others = false;
+        for (reg, rule) in row.row.registers() {
+            if AARCH64_CALLEE_SAVED.contains(&reg.0) {
+                match rule {
+                    RegisterRule::SameValue => {}
+                    RegisterRule::Offset(_) => saves_others = true,
+                    _ => return RuleAarch64::Full,
+                }
+            }
+        }
         match row.cfa() {
             CfaRule::RegisterAndOffset { register, offset } => {
                 let cfa_from_fp = match register.0 {
@@ -455,6 +585,7 @@ impl UnwindArch for RegsAarch64 {
                         cfa_offset,
                         fp_offset,
                         lr_offset,
+                        saves_others,
                     },
                     None => RuleAarch64::Full,
                 }
@@ -474,6 +605,7 @@ impl UnwindArch for RegsAarch64 {
             cfa_offset,
             fp_offset,
             lr_offset,
+            saves_others,
         } = rule
         else {
             return Ok(match rule {
@@ -503,6 +635,12 @@ impl UnwindArch for RegsAarch64 {
         };
         if fp_offset != 0 {
             restore_or_forget(self, RegsAarch64::X29, memory, cfa, fp_offset);
+        }
+        if saves_others {
+            // As on x86_64: unknown rather than the callee's values.
+            for reg in AARCH64_CALLEE_SAVED {
+                self.forget(reg);
+            }
         }
         // The pointer authentication code is stripped from every return address (signed
         // or not, the bits above the address are never part of it).

@@ -380,6 +380,36 @@ impl Unwinder {
         cache: &mut UnwindCache<A>,
         frame_pointers_only: bool,
     ) -> Stack {
+        let (stack, forgot) = self.walk_once(regs, memory, cache, frame_pointers_only, false);
+        // A frame's rule needed a register the walk had left unknown: compiled rules leave
+        // the callee-saved registers their rows restore unknown (see arch.rs). Walk again,
+        // those rows evaluated in full.
+        let lost = matches!(
+            stack.stop,
+            StopReason::InvalidUnwindInfo {
+                what: UnwindProblem::UnknownRegister(_)
+                    | UnwindProblem::Expression(expr::ExprError::UnknownRegister(_)),
+                ..
+            }
+        );
+        if lost && forgot {
+            log::trace!("{:?}: walking again, saved registers restored", stack.stop);
+            return self.walk_once(regs, memory, cache, false, true).0;
+        }
+        stack
+    }
+
+    /// One walk; `full`: rows whose compiled rule forgets registers are evaluated in full.
+    /// Also says whether a compiled rule forgot registers.
+    fn walk_once<A: UnwindArch, M: Memory + ?Sized>(
+        &self,
+        regs: &A,
+        memory: &M,
+        cache: &mut UnwindCache<A>,
+        frame_pointers_only: bool,
+        full: bool,
+    ) -> (Stack, bool) {
+        let mut forgot = false;
         let mut regs = regs.clone();
         let mut frames = Vec::with_capacity(32.min(self.options.max_frames.max(1)));
         frames.push(Frame {
@@ -400,7 +430,7 @@ impl Unwinder {
                     Err(stop) => Step::Stop(stop),
                 }
             } else {
-                self.cfi_step(&mut regs, lookup, memory, cache)
+                self.cfi_step(&mut regs, lookup, memory, cache, full, &mut forgot)
             };
             let (recovery, signal, exact_caller, switched) = match step {
                 Step::Caller {
@@ -444,7 +474,7 @@ impl Unwinder {
             });
             exact = signal || exact_caller;
         };
-        Stack { frames, stop }
+        (Stack { frames, stop }, forgot)
     }
 
     /// The module mapped at the absolute address `addr`, its CFI and the ELF virtual
@@ -456,6 +486,8 @@ impl Unwinder {
     }
 
     /// One step by CFI; the frame pointer or a signal frame's ucontext where there is none.
+    /// `full`: a rule that restores registers its fast path forgets is evaluated in full;
+    /// otherwise such a rule sets `forgot`.
     /// The compiled rule of `lookup` comes from the cache when it is there: only a miss,
     /// a row compiled to `Full` and an address without CFI look the module up.
     fn cfi_step<A: UnwindArch, M: Memory + ?Sized>(
@@ -464,6 +496,8 @@ impl Unwinder {
         lookup: u64,
         memory: &M,
         cache: &mut UnwindCache<A>,
+        full: bool,
+        forgot: &mut bool,
     ) -> Step {
         let ip = regs.ip();
         let rule = match cache.get(self.space, lookup) {
@@ -544,7 +578,15 @@ impl Unwinder {
             }
             return self.fallback(regs, memory, lookup);
         };
-        let applied = match regs.apply(rule, memory) {
+        let applied = match (full, A::restores_others(&rule)) {
+            (true, true) => Ok(Applied::Full),
+            (false, true) => {
+                *forgot = true;
+                regs.apply(rule, memory)
+            }
+            (_, false) => regs.apply(rule, memory),
+        };
+        let applied = match applied {
             Ok(Applied::Full) => {
                 let Some((_, cfi, virt)) = self.locate(lookup) else {
                     return Step::Stop(StopReason::NoUnwindInfo { addr: lookup });

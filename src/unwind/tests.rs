@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::elf::ElfFile;
-use arch::{RuleAarch64, RuleX86_64};
+use arch::{RuleAarch64, RuleX86_64, SavedX86_64};
 
 #[path = "../../tests/support/cfi_elf.rs"]
 mod cfi_elf;
@@ -61,6 +61,10 @@ const X86_CIE: &[u8] = &[0x0c, 7, 8, 0x90, 1];
 /// - 0x400..0x500 `absurd`: CFA = rsp + 2^40
 /// - 0x500..0x600 `looping`: a CFA expression that jumps to itself
 /// - 0x600..0x700: no FDE (frame pointer fallback; at 0x680 a sigreturn trampoline)
+/// - 0x700..0x800 `saves_rbx`: push rbx (1 byte); then CFA = rsp + 16, rbx at CFA − 16
+///   (as glibc's `_dl_fixup`)
+/// - 0x800..0x900 `rbx_frame`: CFA = rbx + 16, rbx at CFA − 16 (as glibc's
+///   `_dl_runtime_resolve_xsavec`, which keeps its realigned frame's base in rbx)
 fn x86_64_cfi(kind: CfiKind) -> Vec<u8> {
     let t = TEXT_OFFSET;
     let plt_expr = [
@@ -81,6 +85,8 @@ fn x86_64_cfi(kind: CfiKind) -> Vec<u8> {
             &[0x0e, 0x80, 0x80, 0x80, 0x80, 0x80, 0x20],
         ),
         (t + 0x500, 0x100, &[0x0f, 3, 0x2f, 0xfd, 0xff]),
+        (t + 0x700, 0x100, &[0x41, 0x0e, 16, 0x83, 2]),
+        (t + 0x800, 0x100, &[0x0c, 3, 16, 0x83, 2]),
     ];
     let augmentation = match kind {
         CfiKind::EhFrame => "z",
@@ -97,7 +103,7 @@ fn x86_64_cfi(kind: CfiKind) -> Vec<u8> {
 }
 
 fn x86_64_text() -> Vec<u8> {
-    let mut text = vec![0x90u8; 0x700];
+    let mut text = vec![0x90u8; 0x900];
     // `framed` starts with an instruction the prologue decoder does not know (int3), so
     // that a file without CFI falls back to the frame pointer inside it (unwind/prologue.rs
     // would otherwise read the NOPs as a prologue that pushed nothing).
@@ -136,6 +142,7 @@ fn x86_64_rows_compile_to_each_rule_kind() {
         let sp = |cfa_offset, bp_offset| RuleX86_64::CfaSp {
             cfa_offset,
             bp_offset,
+            saved: SavedX86_64::NONE,
         };
         assert_eq!(rule(0), Some(sp(8, 0)), "{kind:?}");
         assert_eq!(rule(1), Some(sp(16, -16)));
@@ -143,7 +150,8 @@ fn x86_64_rows_compile_to_each_rule_kind() {
             rule(4),
             Some(RuleX86_64::CfaBp {
                 cfa_offset: 16,
-                bp_offset: -16
+                bp_offset: -16,
+                saved: SavedX86_64::NONE,
             })
         );
         assert_eq!(rule(0x100), Some(RuleX86_64::Root));
@@ -162,6 +170,70 @@ fn x86_64_rows_compile_to_each_rule_kind() {
         );
         assert_eq!(rule(0x400), Some(RuleX86_64::Full), "offset beyond i32");
         assert_eq!(rule(0x600), None, "no FDE");
+        assert_eq!(rule(0x700), Some(sp(8, 0)));
+        assert_eq!(
+            rule(0x701),
+            Some(RuleX86_64::CfaSp {
+                cfa_offset: 16,
+                bp_offset: 0,
+                saved: SavedX86_64::of(&[RegsX86_64::RBX]),
+            }),
+            "rbx saved"
+        );
+        assert_eq!(rule(0x800), Some(RuleX86_64::Full), "CFA from rbx");
+    }
+}
+
+#[test]
+fn x86_64_register_saved_by_a_callee_is_restored_for_a_cfa_based_on_it() {
+    // glibc's lazy binding: `_dl_runtime_resolve_xsavec` (here `rbx_frame`, CFA = rbx + 16)
+    // calls `_dl_fixup` (here `saves_rbx`), which pushed the caller's rbx and then used the
+    // register for itself. The caller's CFA needs rbx as `saves_rbx`'s row restores it,
+    // not the value sampled inside `saves_rbx`. (Before, the compiled rule kept the
+    // sampled rbx: the walk read the return address at 0xdead + 8 and stopped, where perf
+    // went on; seen in a cc1 sample of tests/perf_system_wide.rs.)
+    for kind in [CfiKind::EhFrame, CfiKind::DebugFrame] {
+        let unwinder = x86_64_unwinder(kind);
+        let frame = SP + 0x40;
+        let bytes = stack(
+            0x100,
+            &[
+                (0, frame),
+                (8, code(0x810)),
+                (0x40, 0x7777),
+                (0x48, code(0x110)),
+            ],
+        );
+        let regs = RegsX86_64::new(code(0x710), SP, 0x1234).with(RegsX86_64::RBX, 0xdead);
+        let mut cache = UnwindCache::new();
+        for round in 0..2 {
+            let result = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut cache);
+            assert_eq!(
+                addrs(&result),
+                vec![
+                    (code(0x710), false, Recovery::Registers),
+                    (code(0x810), true, Recovery::Cfi),
+                    (code(0x110), true, Recovery::Cfi),
+                ],
+                "{kind:?}, round {round} (the second from the cache)"
+            );
+            assert_eq!(result.stop, StopReason::Root);
+        }
+        // Unsampled, rbx is still restored from `saves_rbx`'s slot; where nothing saved it, a
+        // clear stop.
+        let mut no_rbx = regs.clone();
+        no_rbx.forget_reg(RegsX86_64::RBX);
+        let result = unwinder.unwind(&no_rbx, &StackCopy::new(SP, &bytes), &mut cache);
+        assert_eq!(result.frames.len(), 3, "rbx is restored from the stack");
+        let lost = RegsX86_64::new(code(0x810), SP, 0x1234);
+        let result = unwinder.unwind(&lost, &StackCopy::new(SP, &bytes), &mut cache);
+        assert_eq!(
+            result.stop,
+            StopReason::InvalidUnwindInfo {
+                addr: code(0x810),
+                what: UnwindProblem::UnknownRegister(RegsX86_64::RBX)
+            }
+        );
     }
 }
 
@@ -507,6 +579,9 @@ fn garbage_registers_and_stacks_of_any_length_are_bounded() {
 /// - 0x400..0x500 `indirect`: CFA = [sp + 8] (an expression that reads memory: a `Full`
 ///   rule), x29 at CFA − 16, x30 at CFA − 8
 /// - 0x500..0x600: no FDE; at 0x580 the rt_sigreturn trampoline (mov x8, #139; svc #0)
+/// - 0x600..0x700 `saves_x19`: after one instruction CFA = sp + 16, x19 at CFA − 16, x30 at
+///   CFA − 8
+/// - 0x700..0x800 `x19_frame`: CFA = x19 + 16, x19 at CFA − 16, x30 at CFA − 8
 fn aarch64_unwinder() -> Unwinder {
     let t = TEXT_OFFSET;
     let framed: &[u8] = &[0x41, 0x0e, 32, 0x9d, 4, 0x9e, 3, 0x41, 0x0d, 29];
@@ -522,6 +597,8 @@ fn aarch64_unwinder() -> Unwinder {
             0x100,
             &[0x0f, 3, 0x8f, 8, 0x06, 0x9d, 2, 0x9e, 1],
         ),
+        (t + 0x600, 0x100, &[0x41, 0x0e, 16, 0x93, 2, 0x9e, 1]),
+        (t + 0x700, 0x100, &[0x0c, 19, 16, 0x93, 2, 0x9e, 1]),
     ];
     let cie = Cie {
         augmentation: "z",
@@ -531,7 +608,7 @@ fn aarch64_unwinder() -> Unwinder {
         instructions: &[0x0c, 31, 0],
     };
     let cfi = cfi_section(CfiKind::EhFrame, &cie, fdes);
-    let mut text = vec![0u8; 0x600];
+    let mut text = vec![0u8; 0x800];
     let sigreturn = [0x68, 0x11, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4];
     text[0x380..0x388].copy_from_slice(&sigreturn);
     text[0x580..0x588].copy_from_slice(&sigreturn);
@@ -556,6 +633,7 @@ fn aarch64_rows_compile_to_each_rule_kind() {
         cfa_offset,
         fp_offset,
         lr_offset,
+        saves_others: false,
     };
     assert_eq!(rule(0), Some(cfa(false, false, 0, 0, 0)));
     assert_eq!(rule(4), Some(cfa(false, false, 32, -32, -24)));
@@ -566,6 +644,46 @@ fn aarch64_rows_compile_to_each_rule_kind() {
     assert_eq!(rule(0x300), Some(RuleAarch64::Root));
     assert_eq!(rule(0x410), Some(RuleAarch64::Full));
     assert_eq!(rule(0x510), None, "no FDE");
+    assert_eq!(
+        rule(0x604),
+        Some(RuleAarch64::Cfa {
+            cfa_from_fp: false,
+            ra_signed: false,
+            cfa_offset: 16,
+            fp_offset: 0,
+            lr_offset: -8,
+            saves_others: true,
+        })
+    );
+    assert_eq!(rule(0x700), Some(RuleAarch64::Full), "CFA from x19");
+}
+
+#[test]
+fn aarch64_register_saved_by_a_callee_is_restored_for_a_cfa_based_on_it() {
+    // As x86_64's lazy-binding case: `x19_frame`'s CFA is x19 + 16, and its callee
+    // `saves_x19` saved x19 and then used the register.
+    let unwinder = aarch64_unwinder();
+    let frame = SP + 0x40;
+    let bytes = stack(
+        0x80,
+        &[
+            (0, frame),
+            (8, code(0x710)),
+            (0x40, 0x7777),
+            (0x48, code(0x310)),
+        ],
+    );
+    let regs = RegsAarch64::new(code(0x604), SP, 0x1111, 0x2222).with(19, 0xdead);
+    let result = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+    assert_eq!(
+        addrs(&result),
+        vec![
+            (code(0x604), false, Recovery::Registers),
+            (code(0x710), true, Recovery::Cfi),
+            (code(0x310), true, Recovery::Cfi),
+        ]
+    );
+    assert_eq!(result.stop, StopReason::Root);
 }
 
 #[test]
@@ -704,6 +822,7 @@ fn x86_64_saved_rbp_below_the_copy_is_forgotten_not_fatal() {
     let rule = RuleX86_64::CfaSp {
         cfa_offset: 8,
         bp_offset: -16,
+        saved: SavedX86_64::NONE,
     };
     let applied = regs.apply(rule, &StackCopy::new(SP, &bytes));
     assert_eq!(
