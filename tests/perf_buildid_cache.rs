@@ -37,41 +37,10 @@ mod support;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+use support::perf::{assert_same_samples, output};
 use support::{example_exe, find_tool, skip_or_fail, writeln_stderr};
 
 const TEST: &str = "perf_buildid_cache";
-
-fn output(command: &mut Command) -> String {
-    let out = command.output().expect("runs");
-    assert!(
-        out.status.success(),
-        "{command:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn assert_same(what: &str, ours: &str, theirs: &str) {
-    let (a, b): (Vec<&str>, Vec<&str>) =
-        (ours.split("\n\n").collect(), theirs.split("\n\n").collect());
-    let differing: Vec<usize> = (0..a.len().max(b.len()))
-        .filter(|&i| a.get(i) != b.get(i))
-        .collect();
-    writeln_stderr(format_args!(
-        "{TEST}: {what}: {} samples, perf {}; {} differ",
-        a.len(),
-        b.len(),
-        differing.len()
-    ));
-    if let Some(&i) = differing.first() {
-        writeln_stderr(format_args!(
-            "--- sample {i}, ours:\n{}\n--- perf's:\n{}",
-            a.get(i).unwrap_or(&"(none)"),
-            b.get(i).unwrap_or(&"(none)")
-        ));
-    }
-    assert!(ours == theirs, "{what}: not perf's bytes");
-}
 
 /// Copies `from` to `to` through a new file renamed over it (a running program keeps its
 /// inode).
@@ -148,7 +117,7 @@ fn perf_unwind_reads_changed_files_from_perfs_buildid_cache() {
         theirs.contains(&named) && theirs.contains(&format!("({})", program.display())),
         "perf script names no frame of the program from its cache?"
     );
-    assert_same("$HOME/.debug", &ours, &theirs);
+    assert_same_samples(&format!("{TEST}: $HOME/.debug"), &ours, &theirs);
 
     // perf archive (a script reading PERF_BUILDID_DIR) packs the cached files the recording
     // needs; unpacked elsewhere, they are a cache of their own.
@@ -172,7 +141,11 @@ fn perf_unwind_reads_changed_files_from_perfs_buildid_cache() {
         );
         let (ours, theirs) = both(&[("HOME", &elsewhere)], Some(&unpacked));
         assert!(theirs.contains(&named), "nothing named from the archive?");
-        assert_same("perf archive, --buildid-dir", &ours, &theirs);
+        assert_same_samples(
+            &format!("{TEST}: perf archive, --buildid-dir"),
+            &ours,
+            &theirs,
+        );
     } else {
         skip_or_fail(TEST, "perf archive failed (is bzip2 installed?)");
     }

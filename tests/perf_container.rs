@@ -31,6 +31,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use support::perf::output;
 use support::{example_exe, find_tool, skip_or_fail, writeln_stderr};
 
 const TEST: &str = "perf_container";
@@ -103,16 +104,6 @@ fn container_pid(parent: u32) -> Option<u32> {
         std::thread::sleep(Duration::from_millis(20));
     }
     None
-}
-
-fn output(command: &mut Command) -> String {
-    let out = command.output().expect("runs");
-    assert!(
-        out.status.success(),
-        "{command:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 #[test]

@@ -24,7 +24,8 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use support::{example_exe, find_tool, perf_report_rows, skip_or_fail, writeln_stderr};
+use support::perf::{assert_same_samples, compare_reports, output};
+use support::{example_exe, find_tool, skip_or_fail};
 
 const TEST: &str = "perf_jit_map";
 
@@ -34,87 +35,6 @@ struct RemoveOnDrop(PathBuf);
 impl Drop for RemoveOnDrop {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-fn output(command: &mut Command) -> String {
-    let out = command.output().expect("runs");
-    assert!(
-        out.status.success(),
-        "{command:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Asserts the two outputs are the same bytes; on a difference prints the first differing
-/// sample of each.
-fn assert_same(what: &str, ours: &str, theirs: &str) {
-    let (a, b): (Vec<&str>, Vec<&str>) =
-        (ours.split("\n\n").collect(), theirs.split("\n\n").collect());
-    let differing: Vec<usize> = (0..a.len().max(b.len()))
-        .filter(|&i| a.get(i) != b.get(i))
-        .collect();
-    writeln_stderr(format_args!(
-        "{TEST}: {what}: {} samples, perf {}; {} differ",
-        a.len(),
-        b.len(),
-        differing.len()
-    ));
-    if let Some(&i) = differing.first() {
-        writeln_stderr(format_args!(
-            "--- sample {i}, ours:\n{}\n--- perf's:\n{}",
-            a.get(i).unwrap_or(&"(none)"),
-            b.get(i).unwrap_or(&"(none)")
-        ));
-    }
-    assert!(ours == theirs, "{what}: not perf's bytes");
-}
-
-/// `perf_unwind --report` against `perf report`, row by row to 0.01 %.
-fn compare_reports(perf: &Path, example: &Path, data: &Path) {
-    for children in ["--children", "--no-children"] {
-        let theirs = output(
-            Command::new(perf)
-                .args(["report", "--stdio", children, "-g", "none"])
-                .args(["--sort", "comm,dso,sym", "-i"])
-                .arg(data),
-        );
-        let ours = output(
-            Command::new(example)
-                .args(["--report", children, "-i"])
-                .arg(data),
-        );
-        let (ours, theirs) = (perf_report_rows(&ours), perf_report_rows(&theirs));
-        writeln_stderr(format_args!(
-            "{TEST}: report {children}: {} rows, perf {}",
-            ours.len(),
-            theirs.len()
-        ));
-        let mut bad = Vec::new();
-        for key in theirs.keys().chain(ours.keys()) {
-            let (a, b) = (ours.get(key), theirs.get(key));
-            let same = match (a, b) {
-                (Some(a), Some(b)) => {
-                    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() <= 0.01001)
-                }
-                _ => false,
-            };
-            if !same {
-                bad.push(format!("{key:?}: ours {a:?}, perf's {b:?}"));
-            }
-        }
-        for line in bad.iter().take(10) {
-            writeln_stderr(format_args!("    {line}"));
-        }
-        assert!(bad.is_empty(), "report {children}: rows differ");
-        assert!(
-            theirs
-                .keys()
-                .any(|(_, dso, sym)| dso.starts_with("[JIT] tid ")
-                    && sym == "[.] jit_inner [tier 1]"),
-            "perf report has no JIT row?"
-        );
     }
 }
 
@@ -181,8 +101,17 @@ fn perf_unwind_names_jit_frames_of_an_exited_process_from_its_perf_map() {
     ] {
         assert!(theirs.contains(&frame), "perf script shows no {frame}?");
     }
-    assert_same("with the perf map", &ours(), &theirs);
-    compare_reports(&perf, &example, &data);
+    assert_same_samples(&format!("{TEST}: with the perf map"), &ours(), &theirs);
+    let runs = [("--children", "0"), ("--no-children", "0")];
+    for theirs in compare_reports(TEST, &perf, &data, &runs) {
+        assert!(
+            theirs
+                .keys()
+                .any(|(_, dso, sym)| dso.starts_with("[JIT] tid ")
+                    && sym == "[.] jit_inner [tier 1]"),
+            "perf report has no JIT row?"
+        );
+    }
 
     std::fs::remove_file(&map).expect("the map removed");
     let theirs = perf_script();
@@ -190,5 +119,5 @@ fn perf_unwind_names_jit_frames_of_an_exited_process_from_its_perf_map() {
         theirs.contains(&format!("[unknown] {dso}")),
         "perf script shows no unnamed JIT frame?"
     );
-    assert_same("without the perf map", &ours(), &theirs);
+    assert_same_samples(&format!("{TEST}: without the perf map"), &ours(), &theirs);
 }

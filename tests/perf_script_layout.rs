@@ -27,12 +27,19 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use support::{example_exe, find_tool, perf_report_rows, skip_or_fail, writeln_stderr};
+use support::perf::{assert_same_samples, compare_reports, output};
+use support::{example_exe, find_tool, skip_or_fail, writeln_stderr};
 
 const RECORDING: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/testdata/recordings/perf-nofp.data.zst"
 );
+/// The report runs compared with perf report: (`--children` or not, `--percent-limit`).
+const REPORT_RUNS: &[(&str, &str)] = &[
+    ("--no-children", "0"),
+    ("--children", "0"),
+    ("--no-children", "1"),
+];
 const RUN_DIR: &str = "/tmp/stacksym-unwind-bench";
 const RUN_FILES: [&str; 2] = ["unwind-demo-nofp", "libunwind-demo-nofp.so"];
 
@@ -67,45 +74,6 @@ fn prepare_recording(dir: &Path, recording: &str, run_files: &[&str]) -> PathBuf
         }
     }
     data
-}
-
-fn output(command: &mut Command) -> String {
-    let out = command.output().expect("runs");
-    assert!(
-        out.status.success(),
-        "{command:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8")
-}
-
-/// Asserts `ours` equals `theirs`; on a difference, prints how many samples differ and
-/// the first few of them side by side.
-fn assert_same(what: &str, ours: &str, theirs: &str) {
-    let split = |text: &str| -> Vec<String> { text.split("\n\n").map(str::to_string).collect() };
-    let (a, b) = (split(ours), split(theirs));
-    let differing: Vec<usize> = (0..a.len().max(b.len()))
-        .filter(|&i| a.get(i) != b.get(i))
-        .collect();
-    writeln_stderr(format_args!(
-        "{what}: {} samples, perf {}; {} differ; {} bytes, perf {}",
-        a.len(),
-        b.len(),
-        differing.len(),
-        ours.len(),
-        theirs.len()
-    ));
-    for &i in differing.iter().take(3) {
-        writeln_stderr(format_args!(
-            "--- sample {i}, ours:\n{}\n--- perf's:\n{}",
-            a.get(i).map_or("(none)", String::as_str),
-            b.get(i).map_or("(none)", String::as_str)
-        ));
-    }
-    assert!(
-        differing.is_empty() && ours == theirs,
-        "{what}: not perf's bytes"
-    );
 }
 
 /// `-F +srcline`: every line but srclines is perf's; a srcline is perf's wherever perf's
@@ -199,14 +167,14 @@ fn perf_unwind_prints_perf_scripts_bytes() {
     compare_srclines(&ours(&["-F", "+srcline"]), &with_srcline);
     // Not that output less its srcline lines: with `+srcline` perf marks an inlined frame on
     // its srcline line, not after the name as its default layout does.
-    assert_same("default", &ours(&[]), &perf_script(&[]));
-    assert_same(
+    assert_same_samples("default", &ours(&[]), &perf_script(&[]));
+    assert_same_samples(
         "--no-inline",
         &ours(&["--no-inline"]),
         &perf_script(&["--no-inline"]),
     );
     let fields = "comm,tid,pid,time,ip,sym,dso,symoff";
-    assert_same(
+    assert_same_samples(
         &format!("-F {fields}"),
         &ours(&["-F", fields]),
         &perf_script(&["-F", fields]),
@@ -263,19 +231,19 @@ fn perf_unwind_prints_perf_scripts_bytes_for_fp_callchains() {
     ] {
         assert!(default.contains(frame), "perf script shows no {frame}?");
     }
-    assert_same("fp: default", &ours(&[]), &default);
-    assert_same(
+    assert_same_samples("fp: default", &ours(&[]), &default);
+    assert_same_samples(
         "fp: --no-inline",
         &ours(&["--no-inline"]),
         &perf_script(&["--no-inline"]),
     );
     let fields = "comm,tid,pid,time,ip,sym,dso,symoff";
-    assert_same(
+    assert_same_samples(
         &format!("fp: -F {fields}"),
         &ours(&["-F", fields]),
         &perf_script(&["-F", fields]),
     );
-    compare_reports(test, &perf, &data);
+    compare_reports(test, &perf, &data, REPORT_RUNS);
 }
 
 /// `--report --no-children`: every row's percentage equals perf report's to 0.01 %, and the
@@ -290,64 +258,7 @@ fn perf_unwind_report_is_perf_reports_table() {
     };
     let dir = tempfile::tempdir().expect("a temporary dir");
     let data = prepare(dir.path());
-    compare_reports(test, &perf, &data);
-}
-
-/// `perf_unwind --report` against `perf report --stdio -g none --sort comm,dso,sym` on
-/// `data`: `--no-children`, `--children`, and `--no-children --percent-limit 1`, every row's
-/// percentages equal to 0.01 %.
-fn compare_reports(test: &str, perf: &Path, data: &Path) {
-    let example = example_exe("perf_unwind");
-    for (children, limit) in [
-        ("--no-children", "0"),
-        ("--children", "0"),
-        ("--no-children", "1"),
-    ] {
-        let theirs = output(
-            Command::new(perf)
-                .args([
-                    "report",
-                    "--stdio",
-                    children,
-                    "-g",
-                    "none",
-                    "--sort",
-                    "comm,dso,sym",
-                ])
-                .args(["--percent-limit", limit, "-i"])
-                .arg(data),
-        );
-        let ours = output(
-            Command::new(&example)
-                .args(["--report", children, "--sort", "comm,dso,sym"])
-                .args(["--percent-limit", limit, "-i"])
-                .arg(data),
-        );
-        let (ours, theirs) = (perf_report_rows(&ours), perf_report_rows(&theirs));
-        writeln_stderr(format_args!(
-            "{test}: {children} --percent-limit {limit}: {} rows, perf {}",
-            ours.len(),
-            theirs.len()
-        ));
-        let mut bad = Vec::new();
-        for key in theirs.keys().chain(ours.keys()) {
-            let (a, b) = (ours.get(key), theirs.get(key));
-            let same = match (a, b) {
-                (Some(a), Some(b)) => {
-                    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() <= 0.01001)
-                }
-                _ => false,
-            };
-            if !same {
-                bad.push(format!("{key:?}: ours {a:?}, perf's {b:?}"));
-            }
-        }
-        bad.dedup();
-        for line in bad.iter().take(10) {
-            writeln_stderr(format_args!("    {line}"));
-        }
-        assert!(bad.is_empty(), "{children}: {} rows differ", bad.len());
-    }
+    compare_reports(test, &perf, &data, REPORT_RUNS);
 }
 
 /// `--folded` is what inferno's collapse-perf (the `inferno` crate's `Folder`, which

@@ -36,6 +36,7 @@ use object::{Object, ObjectSection, ObjectSegment};
 use stacksym::elf::ElfFile;
 use stacksym::process::Process;
 use stacksym::unwind::{Memory, Registers, RegsX86_64, StackCopy};
+use support::perf::output;
 use support::{example_exe, find_tool, perf_report_rows, skip_or_fail, writeln_stderr};
 
 #[path = "../examples/perf_data/mod.rs"]
@@ -86,16 +87,6 @@ fn record(perf: &Path, dir: &Path) -> Option<PathBuf> {
         return None;
     }
     Some(data)
-}
-
-fn output(command: &mut Command) -> String {
-    let out = command.output().expect("runs");
-    assert!(
-        out.status.success(),
-        "{command:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// What a callchain line says, as the rule compares it: a frame's address and dso, or an

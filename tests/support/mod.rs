@@ -4,6 +4,7 @@
 //! with tools that share none of it. Each test file uses a part of it.
 #![allow(dead_code)]
 
+pub mod perf;
 pub mod uprobe;
 pub mod waiter;
 
