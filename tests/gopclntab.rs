@@ -1249,3 +1249,162 @@ fn esbuild_agrees_with_its_runtime_traceback() {
     let text = String::from_utf8_lossy(&output.stderr);
     agrees_with_traceback(test, &path, &text);
 }
+
+/// Whether something listens on TCP `port` (any local address), by `/proc/net/tcp`.
+fn listening(port: u16) -> bool {
+    let state_listen = "0A";
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|table| {
+        std::fs::read_to_string(table).is_ok_and(|text| {
+            text.lines().skip(1).any(|line| {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                fields.get(3) == Some(&state_listen)
+                    && fields.get(1).and_then(|local| local.rsplit(':').next())
+                        == Some(format!("{port:04X}").as_str())
+            })
+        })
+    })
+}
+
+/// Unwinding arm64 Go code by the Go table's SP deltas (a frameless leaf and a prologue's
+/// link register, then `str x30, [sp, #-N]!` slots): `go-demo-arm64.stripped spin` runs
+/// under `qemu-aarch64 -g`, and `gdb-multiarch` stops it at `main.spinMiddle`'s entry and
+/// then after each instruction (`stepi`) through its prologue, its call and into
+/// `main.spinInner`'s loop, printing the registers and dumping 4 KB of stack at each stop.
+/// Every stop must unwind to exactly the known chain (`main.spinMiddle` or
+/// `main.spinInner`, then up to `runtime.goexit`, where the walk ends at the root), every
+/// caller recovered by the Go table. gdb itself cannot unwind the stripped file (no CFI,
+/// no symbols); the chain is the program's source's (testdata/src/go/main.go).
+#[test]
+fn unwinds_arm64_go_code_stopped_by_gdb_under_qemu() {
+    use stacksym::unwind::{
+        Modules, Recovery, RegsAarch64, StackCopy, StopReason, UnwindCache, Unwinder,
+    };
+    let test = "unwinds_arm64_go_code_stopped_by_gdb_under_qemu";
+    let Some(qemu) = find_tool("qemu-aarch64").or_else(|| find_tool("qemu-aarch64-static")) else {
+        return skip_or_fail(test, "qemu-aarch64 not found (apt-get install qemu-user)");
+    };
+    let Some(gdb) = find_tool("gdb-multiarch") else {
+        return skip_or_fail(
+            test,
+            "gdb-multiarch not found (apt-get install gdb-multiarch)",
+        );
+    };
+    let path = bin("go-demo-arm64.stripped");
+    let symbolizer = Symbolizer::builder().build();
+    let entry = |name: &str| -> u64 {
+        let found = symbolizer
+            .find_addresses(&Source::Elf { path: &path }, &NamePattern::parse(name))
+            .unwrap();
+        assert_eq!(found.len(), 1, "{name}: {found:?}");
+        found[0].addr.0
+    };
+    let middle = entry("main.spinMiddle");
+    const STOPS: usize = 14;
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut script = format!(
+        "set pagination off\nset confirm off\ntarget remote 127.0.0.1:{port}\n\
+         break *{middle:#x}\ncontinue\ndelete\n"
+    );
+    for i in 0..STOPS {
+        script += &format!(
+            "printf \"STOP {i} %lx %lx %lx %lx\\n\", $pc, $sp, $x29, $x30\n\
+             dump binary memory {dir}/stop{i}.bin $sp $sp+4096\nstepi\n",
+            dir = dir.path().display()
+        );
+    }
+    script += "kill\n";
+    let script_path = dir.path().join("stops.gdb");
+    std::fs::write(&script_path, script).unwrap();
+    let mut qemu = Command::new(qemu)
+        .args(["-g", &port.to_string()])
+        .arg(&path)
+        .arg("spin")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !listening(port) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = Command::new(gdb)
+        .args(["-batch", "-nx", "-x"])
+        .arg(&script_path)
+        .output()
+        .unwrap();
+    let _ = qemu.kill();
+    let _ = qemu.wait();
+    let text = String::from_utf8_lossy(&out.stdout);
+
+    let elf = Arc::new(ElfFile::open(&path).unwrap());
+    let mut modules = Modules::new();
+    for (offset, vaddr, size) in support::readelf_loads(&path) {
+        modules.add(vaddr..vaddr + size, offset, elf.clone());
+    }
+    let unwinder = Unwinder::new(modules);
+    let chain = [
+        "main.spinMiddle",
+        "main.spinOuter",
+        "main.main",
+        "runtime.main",
+        "runtime.goexit",
+    ];
+    let mut stops = 0;
+    let mut pcs = Vec::new();
+    for line in text.lines().filter_map(|l| l.strip_prefix("STOP ")) {
+        let (i, registers) = line.split_once(' ').unwrap();
+        let words: Vec<u64> = registers
+            .split_whitespace()
+            .map(|w| u64::from_str_radix(w, 16).unwrap())
+            .collect();
+        let [pc, sp, fp, lr] = words[..] else {
+            panic!("{line}");
+        };
+        let bytes = std::fs::read(dir.path().join(format!("stop{i}.bin"))).unwrap();
+        let regs = RegsAarch64::new(pc, sp, fp, lr);
+        let stack = unwinder.unwind(&regs, &StackCopy::new(sp, &bytes), &mut UnwindCache::new());
+        let addrs: Vec<VirtAddr> = stack
+            .frames
+            .iter()
+            .map(|f| VirtAddr(f.lookup_addr()))
+            .collect();
+        let symbols = symbolizer
+            .symbolize(&Source::Elf { path: &path }, Input::VirtAddrs(&addrs))
+            .unwrap();
+        let names: Vec<&str> = (0..addrs.len())
+            .map(|k| support::name_of(&symbols, k))
+            .collect();
+        let expected: Vec<&str> = if names.first() == Some(&"main.spinInner") {
+            std::iter::once("main.spinInner").chain(chain).collect()
+        } else {
+            chain.to_vec()
+        };
+        assert_eq!(names, expected, "stop {i} at pc {pc:#x}: {stack:?}");
+        assert_eq!(stack.stop, StopReason::Root, "stop {i} at pc {pc:#x}");
+        for frame in &stack.frames[1..] {
+            assert_eq!(frame.recovered, Recovery::GoTable, "stop {i} at pc {pc:#x}");
+        }
+        stops += 1;
+        pcs.push(pc);
+    }
+    pcs.dedup();
+    eprintln!(
+        "{test}: {stops} stops of {STOPS}, each the whole chain; pcs {:x?}",
+        pcs
+    );
+    assert_eq!(
+        stops,
+        STOPS,
+        "gdb-multiarch stopped fewer times: {}\n{}",
+        text,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        pcs.iter().any(|&pc| pc == entry("main.spinInner")),
+        "the stops did not reach main.spinInner: {pcs:x?}"
+    );
+}

@@ -93,9 +93,8 @@ pub trait UnwindArch: Registers + GoStep {
 /// The Go table's step, crate-internal: `pub` in this private module, so that it can be a
 /// supertrait of [`UnwindArch`] without being part of the public API (a "sealed" trait).
 /// Kept out of the public surface because an embedder gets it through [`super::Unwinder`]
-/// (frames `Recovery::GoTable`), and because its contract is still x86_64's alone (aarch64
-/// answers `Ok(false)`; its Go step, which reads the link register at delta 0, may need
-/// more than the delta).
+/// (frames `Recovery::GoTable`). x86_64 and aarch64 implement the step; cgo's stack
+/// switches (`GO_G_REGISTER`) are x86_64's only.
 pub trait GoStep: Registers {
     /// The register Go code keeps the current goroutine (`g`) in, where the unwinder reads
     /// it (cgo's stack switches, `go.rs`): amd64's `R14` (Go 1.17+, the register ABI).
@@ -110,7 +109,40 @@ pub trait GoStep: Registers {
     }
 }
 
-impl GoStep for RegsAarch64 {}
+impl GoStep for RegsAarch64 {
+    /// Go on arm64: a function with a frame stores the return address at its SP + 0 with
+    /// the instruction that moves SP down by the frame's size (`MOVD.W R30, -size(RSP)`, or
+    /// `STP` then `MOVD R20, RSP` for large frames: the SP delta changes only once it is
+    /// stored), then the caller's frame pointer just below, at SP − 8, and points R29 at
+    /// it. Before that (delta 0), and in a function without a frame, the return address is
+    /// still in the link register. The caller's SP is SP + delta; its link register is not
+    /// known (the caller has a frame and keeps its own return address in it).
+    fn go_step<M: Memory + ?Sized>(&mut self, delta: i32, memory: &M) -> Result<bool, StopReason> {
+        let (Some(sp), Ok(delta)) = (self.sp(), u64::try_from(delta)) else {
+            return Ok(false);
+        };
+        let ra = if delta == 0 {
+            match self.lr() {
+                Some(lr) => lr,
+                None => return Ok(false),
+            }
+        } else {
+            let ra = read(memory, sp)?;
+            let fp_slot = sp.wrapping_sub(8);
+            if self.fp() == Some(fp_slot) {
+                match memory.read_u64(fp_slot) {
+                    Some(fp) => self.set(RegsAarch64::X29, fp),
+                    None => self.forget(RegsAarch64::X29),
+                }
+            }
+            ra
+        };
+        self.forget(RegsAarch64::X30);
+        self.set(RegsAarch64::SP_REG, sp.wrapping_add(delta));
+        self.set_ip(ra);
+        Ok(true)
+    }
+}
 
 fn read<M: Memory + ?Sized>(memory: &M, addr: u64) -> Result<u64, StopReason> {
     memory

@@ -51,6 +51,10 @@ pub(crate) enum GoRuntimeFn {
     SystemstackSwitch,
     /// `crosscall2`: C's way into `cgocallback` (checks that a switch found g0's frame).
     Crosscall2,
+    /// `runtime.goexit`: the outermost frame of every goroutine, where Go's own traceback
+    /// stops (its return address is 0 on amd64; on arm64 it is in a link register no frame
+    /// saved).
+    Goexit,
 }
 
 /// The [`GoRuntimeFn`]s of one Go table, by their code ranges (ELF virtual addresses).
@@ -79,6 +83,7 @@ impl GoRuntime {
                 "runtime.cgocallback" => GoRuntimeFn::CgoCallback,
                 "runtime.systemstack_switch" => GoRuntimeFn::SystemstackSwitch,
                 "crosscall2" => GoRuntimeFn::Crosscall2,
+                "runtime.goexit" => GoRuntimeFn::Goexit,
                 _ => continue,
             };
             frames.clear();

@@ -667,6 +667,7 @@ impl Unwinder {
             switched: true,
         };
         match runtime.and_then(|r| r.at(virt)) {
+            Some(GoRuntimeFn::Goexit) => Some(Step::Stop(StopReason::Root)),
             Some(GoRuntimeFn::AsmCgoCall) if lookup != regs.ip() => {
                 let in_go = |addr: u64| {
                     module

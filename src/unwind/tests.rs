@@ -927,3 +927,36 @@ fn x86_64_entry_of_code_without_cfi_returns_through_the_stack_pointer() {
         );
     }
 }
+
+#[test]
+fn aarch64_go_step_reads_the_link_register_then_the_frame_slots() {
+    use arch::GoStep;
+    // A Go arm64 frame of 32 bytes: the return address at SP + 0, the caller's frame
+    // pointer at SP − 8, x29 pointing at that slot once the prologue has set it.
+    let below = SP - 8;
+    let bytes = stack(0x40, &[(0, 0xcafe), (8, code(0x110))]);
+    let memory = StackCopy::new(below, &bytes);
+    let mut framed = RegsAarch64::new(code(0x20), SP, below, 0x2222);
+    assert_eq!(framed.go_step(32, &memory), Ok(true));
+    assert_eq!(framed.ip(), code(0x110));
+    assert_eq!(framed.sp(), Some(SP + 32));
+    assert_eq!(framed.fp(), Some(0xcafe), "the caller's frame pointer");
+    assert_eq!(framed.lr(), None, "the caller's link register is not known");
+    // Before the prologue points x29 at the slot, x29 still is the caller's.
+    let mut early = RegsAarch64::new(code(0x20), SP, 0x7777, 0x2222);
+    assert_eq!(early.go_step(32, &memory), Ok(true));
+    assert_eq!((early.ip(), early.fp()), (code(0x110), Some(0x7777)));
+    // Delta 0 (a frameless function, or the prologue before it stores x30): the link
+    // register; without one, no step.
+    let mut leaf = RegsAarch64::new(code(0x20), SP, 0x7777, code(0x130));
+    assert_eq!(leaf.go_step(0, &memory), Ok(true));
+    assert_eq!((leaf.ip(), leaf.sp()), (code(0x130), Some(SP)));
+    let mut lost = leaf.clone();
+    assert_eq!(lost.go_step(0, &memory), Ok(false));
+    // A slot outside the copy ends the walk there.
+    let mut outside = RegsAarch64::new(code(0x20), SP + 0x100, 0, 0);
+    assert_eq!(
+        outside.go_step(32, &memory),
+        Err(StopReason::MemoryUnreadable { addr: SP + 0x100 })
+    );
+}
