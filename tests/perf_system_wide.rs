@@ -436,8 +436,9 @@ enum Verdict {
     InlinedLineDiffers,
     /// framehop agrees with perf there, and both return into no mapping (`[unknown]` as
     /// its dso: a return address outside all code cannot be right) where ours returns into
-    /// a mapped file: both read the wrong slot (seen at ld.so's `_dl_runtime_resolve_xsavec`,
-    /// whose CFA is `rbx + 32`, with perf's chain continuing at `7ffd71acf3e7ffff`).
+    /// a mapped file or ends: both read the wrong slot (seen at ld.so's
+    /// `_dl_runtime_resolve_xsavec`, whose CFA is `rbx + 32`, with perf's chain continuing
+    /// at `7ffd71acf3e7ffff`).
     PerfAndFramehopLeaveCode,
     /// framehop agrees with perf there, not with us: ours is wrong. Fails.
     FramehopSidesWithPerf,
@@ -471,7 +472,7 @@ fn classify(ours: &[Line], perf: &[Line], framehop: &[(u64, String)]) -> Verdict
         let mapped = |frame: Option<&Frame>| {
             frame.is_some_and(|(_, dso)| dso.as_deref().is_some_and(|d| d != "[unknown]"))
         };
-        if unmapped(p) && mapped(o) {
+        if unmapped(p) && (mapped(o) || o.is_none()) {
             Verdict::PerfAndFramehopLeaveCode
         } else {
             Verdict::FramehopSidesWithPerf
@@ -730,5 +731,56 @@ fn perf_unwind_on_a_system_wide_recording() {
         bad.is_empty(),
         "--report --no-children: {} rows differ",
         bad.len()
+    );
+}
+
+/// The classification rule on made-up chains (addresses and dsos only).
+#[test]
+fn classify_explains_each_kind_of_difference() {
+    let line = |addr: u64, dso: &str| Line {
+        key: Key::Frame(addr, dso.to_string()),
+        name: String::new(),
+    };
+    let fh = |chain: &[(u64, &str)]| -> Vec<(u64, String)> {
+        chain.iter().map(|&(a, d)| (a, d.to_string())).collect()
+    };
+    let (libc, ld, unknown) = ("/libc.so.6", "/ld.so", "[unknown]");
+    let ours = [line(0x10, ld), line(0x20, ld)];
+    // perf and framehop go on into no mapping; ours ends, or goes on in a file.
+    let perf = [line(0x10, ld), line(0x20, ld), line(0x7fff_0000, unknown)];
+    let framehop = fh(&[(0x10, ld), (0x20, ld), (0x7fff_0000, unknown)]);
+    assert_eq!(
+        classify(&ours, &perf, &framehop),
+        Verdict::PerfAndFramehopLeaveCode
+    );
+    let longer = [line(0x10, ld), line(0x20, ld), line(0x30, libc)];
+    assert_eq!(
+        classify(&longer, &perf, &framehop),
+        Verdict::PerfAndFramehopLeaveCode
+    );
+    // perf and framehop go on in a file where ours ends: ours is wrong.
+    let perf_mapped = [line(0x10, ld), line(0x20, ld), line(0x30, libc)];
+    let framehop_mapped = fh(&[(0x10, ld), (0x20, ld), (0x30, libc)]);
+    assert_eq!(
+        classify(&ours, &perf_mapped, &framehop_mapped),
+        Verdict::FramehopSidesWithPerf
+    );
+    // perf goes on where ours and framehop end.
+    assert_eq!(
+        classify(&ours, &perf_mapped, &fh(&[(0x10, ld), (0x20, ld)])),
+        Verdict::PerfLongerFramehopStopsWithUs
+    );
+    // perf skips a frame ours and framehop have.
+    let full = [line(0x10, ld), line(0x20, ld), line(0x30, libc)];
+    let skipping = [line(0x10, ld), line(0x30, libc)];
+    let framehop_full = fh(&[(0x10, ld), (0x20, ld), (0x30, libc)]);
+    assert_eq!(
+        classify(&full, &skipping, &framehop_full),
+        Verdict::PerfDropsFrame
+    );
+    // framehop agrees with neither at the first difference: nothing explains it.
+    assert_eq!(
+        classify(&full, &skipping, &fh(&[(0x10, ld), (0x90, libc)])),
+        Verdict::FramehopAgreesWithNeither
     );
 }
