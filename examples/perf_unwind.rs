@@ -211,6 +211,37 @@ struct KernelTable {
     aliases: perf_symbols::KernelAliases,
 }
 
+/// Reads and indexes the kallsyms file at `path`, and perf's pick among its aliases from the
+/// same bytes (read here, as `Kallsyms::open` reads them, so that the aliases' pass reads
+/// the text the index is built from).
+fn read_kallsyms(path: &Path) -> Result<KernelTable, String> {
+    use std::io::Read;
+    let read = || -> std::io::Result<Option<Vec<u8>>> {
+        let mut file = std::fs::File::open(path)?;
+        if !file.metadata()?.is_file() {
+            return Ok(None);
+        }
+        // /proc/kallsyms says its size is 0: room for a typical one (4-8 MB), as
+        // `Kallsyms::open` makes.
+        let mut bytes = Vec::with_capacity(8 << 20);
+        file.read_to_end(&mut bytes)?;
+        Ok(Some(bytes))
+    };
+    let Ok(Some(bytes)) = read() else {
+        // `Kallsyms::open` says what is wrong (not a regular file, unreadable).
+        return Err(match Kallsyms::open(path) {
+            Err(e) => e.to_string(),
+            Ok(_) => format!("{}: unreadable", path.display()),
+        });
+    };
+    let candidates = perf_symbols::AliasCandidates::new(&bytes);
+    let kallsyms = Kallsyms::from_bytes(path, bytes).map_err(|e| e.to_string())?;
+    Ok(KernelTable {
+        aliases: perf_symbols::KernelAliases::new(candidates, &kallsyms),
+        kallsyms,
+    })
+}
+
 /// What the unwinding thread hands the naming thread, in the recording's order.
 enum Unwound {
     Sample(SampleOut),
@@ -343,7 +374,7 @@ fn gnu_build_id(mut notes: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// Prints every sample of `recording`, unwound with registers of type `A`.
-fn unwind_all<A: UnwindArch + FromPerfRegs + Send, R: std::io::Read + Send>(
+fn unwind_all<A: UnwindArch + FromPerfRegs + Send, R: AsRef<[u8]> + Send>(
     recording: &mut perf_data::PerfData<R>,
     args: &Args,
     out: &mut impl Write,
@@ -694,11 +725,8 @@ impl Naming {
         if let KernelNames::NotNeeded(path) = &mut self.kernel {
             self.kernel = match path.take() {
                 Some(path) => {
-                    KernelNames::Loading(std::thread::spawn(move || match Kallsyms::open(&path) {
-                        Ok(kallsyms) => Some(KernelTable {
-                            aliases: perf_symbols::KernelAliases::new(&kallsyms),
-                            kallsyms,
-                        }),
+                    KernelNames::Loading(std::thread::spawn(move || match read_kallsyms(&path) {
+                        Ok(table) => Some(table),
                         Err(e) => {
                             eprintln!("perf_unwind: note: kernel frames unnamed: {e}");
                             None
