@@ -112,19 +112,14 @@ impl Sorter {
     }
 
     fn finish_round(&mut self) {
-        let prev_max = self.prev_max;
-        let mut ready: Vec<_> = Vec::new();
-        self.incoming.retain(|&(key, record)| {
-            if key <= prev_max {
-                ready.push((key, record));
-                false
-            } else {
-                true
-            }
-        });
-        ready.sort_unstable_by_key(|&(key, _)| key);
+        // Sorted, the ready ones first (what stays is sorted again with the next round's:
+        // a sorted run the sort sees as one).
+        self.incoming.sort_unstable_by_key(|&(key, _)| key);
+        let ready = self
+            .incoming
+            .partition_point(|&(key, _)| key <= self.prev_max);
         self.outgoing
-            .extend(ready.into_iter().map(|(_, record)| record));
+            .extend(self.incoming.drain(..ready).map(|(_, record)| record));
         self.prev_max = self.cur_max;
     }
 
@@ -778,6 +773,8 @@ impl<B: AsRef<[u8]>> PerfData<B> {
                 };
                 let (mut kernel_callchain, mut user_callchain) = (Vec::new(), Vec::new());
                 if let Some(callchain) = &sample.callchain {
+                    // A dwarf recording's chains are all kernel frames (no user part).
+                    kernel_callchain.reserve(callchain.len());
                     let mut in_user = false;
                     for i in 0..callchain.len() {
                         let Some(ip) = callchain.get(i) else { break };
@@ -793,6 +790,7 @@ impl<B: AsRef<[u8]>> PerfData<B> {
                 let (mut regs_mask, mut regs) = (0u64, Vec::new());
                 if let Some(user_regs) = &sample.user_regs {
                     let mask = self.regs_masks.get(attr_index).copied().unwrap_or(u64::MAX);
+                    regs.reserve(mask.count_ones() as usize);
                     for reg in (0..64).filter(|reg| mask & (1 << reg) != 0) {
                         if let Some(value) = user_regs.get(reg) {
                             regs_mask |= 1 << reg;
