@@ -229,24 +229,45 @@ impl AliasCandidates {
     /// library reads them (`parse_line` in src/kernel/kallsyms.rs): a line it skips as
     /// malformed, or that is not UTF-8, is skipped here too.
     pub fn new(text: &[u8]) -> AliasCandidates {
-        // (address, name) of every text line, in file order.
-        let mut lines: Vec<(u64, &str)> = match std::str::from_utf8(text) {
-            // Lines found by `str`'s word-at-a-time newline search.
-            Ok(text) => text
-                .split('\n')
-                .filter_map(|line| text_line(line.as_bytes()))
-                .collect(),
-            Err(_) => text.split(|&b| b == b'\n').filter_map(text_line).collect(),
+        // (address, name) of every text line, in file order; lines found by `str`'s
+        // word-at-a-time newline search where the text is UTF-8.
+        let utf8 = std::str::from_utf8(text).ok();
+        let lines = || -> Box<dyn Iterator<Item = (u64, &str)> + '_> {
+            match utf8 {
+                Some(text) => Box::new(text.split('\n').filter_map(|l| text_line(l.as_bytes()))),
+                None => Box::new(text.split(|&b| b == b'\n').filter_map(text_line)),
+            }
         };
-        // Lines at one address together, in file order (a stable sort; a running kernel's
-        // file is sorted already, which the sort sees in one pass).
-        lines.sort_by_key(|&(addr, _)| addr);
-        let candidates = lines
-            .chunk_by(|a, b| a.0 == b.0)
-            .filter(|run| run.len() > 1)
-            .filter_map(|run| run.last())
-            .map(|&(addr, name)| (addr, name.to_string()))
-            .collect();
+        // A running kernel's text lines are in address order (its modules' may not be):
+        // then the lines of one address are together, taken as they come.
+        let mut candidates = Vec::new();
+        let mut run: Option<((u64, &str), usize)> = None;
+        for line in lines() {
+            run = match run {
+                Some(((addr, _), _)) if line.0 < addr => {
+                    // Not in order: all of them, sorted (stably: file order within an address).
+                    let mut all: Vec<(u64, &str)> = lines().collect();
+                    all.sort_by_key(|&(addr, _)| addr);
+                    let runs = all.chunk_by(|a, b| a.0 == b.0);
+                    let last = runs
+                        .filter(|run| run.len() > 1)
+                        .filter_map(|run| run.last());
+                    let candidates = last.map(|&(addr, name)| (addr, name.to_string()));
+                    return AliasCandidates(candidates.collect());
+                }
+                Some(((addr, _), count)) if line.0 == addr => Some((line, count + 1)),
+                Some((last, count)) => {
+                    if count > 1 {
+                        candidates.push((last.0, last.1.to_string()));
+                    }
+                    Some((line, 1))
+                }
+                None => Some((line, 1)),
+            };
+        }
+        if let Some((last, _)) = run.filter(|&(_, count)| count > 1) {
+            candidates.push((last.0, last.1.to_string()));
+        }
         AliasCandidates(candidates)
     }
 }
@@ -262,9 +283,26 @@ fn text_line(line: &[u8]) -> Option<(u64, &str)> {
     if line.len() > MAX_LINE_LEN {
         return None;
     }
+    let space = |b: &u8| matches!(b, b' ' | b'\t' | b'\r');
+    // The kernel's own layout, `%016lx %c %s`: the address and the type at their places, the
+    // name to the end (a module's line goes on with a tab: read below).
+    if let (Some(digits), Some(&[b' ', kind, b' '])) = (line.get(..16), line.get(16..19)) {
+        let addr = digits.iter().try_fold(0u64, |value, &b| {
+            Some(value << 4 | u64::from(char::from(b).to_digit(16)?))
+        });
+        if let (Some(addr), false) = (addr, space(&kind)) {
+            if !matches!(kind, b't' | b'T' | b'w' | b'W') {
+                return None;
+            }
+            let name = line.get(19..).unwrap_or_default();
+            if !name.is_empty() && name.len() <= MAX_NAME_LEN && !name.iter().any(space) {
+                // The line is UTF-8 when its name is (the rest is ASCII).
+                return Some((addr, std::str::from_utf8(name).ok()?));
+            }
+        }
+    }
     let mut rest = line;
     let mut fields = std::iter::from_fn(|| {
-        let space = |b: &u8| matches!(b, b' ' | b'\t' | b'\r');
         let start = rest.iter().position(|b| !space(b))?;
         let field = rest.get(start..)?;
         let len = field.iter().position(space).unwrap_or(field.len());
@@ -273,7 +311,7 @@ fn text_line(line: &[u8]) -> Option<(u64, &str)> {
         Some(field)
     });
     let (addr, kind) = (fields.next()?, fields.next()?);
-    // Most lines are rejected here, or their name taken as it is (ASCII, as a kernel writes).
+    // Another symbol's line is rejected here, before its name is looked at.
     if !matches!(kind, b"t" | b"T" | b"w" | b"W") {
         return None;
     }
