@@ -157,7 +157,11 @@ struct Proc<A: UnwindArch> {
     /// recording have none (short-lived, or left out by `--comms`), and a cache's
     /// allocation (its CFI context) for each took fresh pages.
     cache: Option<UnwindCache<A>>,
-    /// Sorted by start, not overlapping (a later mapping replaces what it overlaps).
+    /// Sorted by start, highest first, not overlapping (a later mapping replaces what it
+    /// overlaps). Highest first because the kernel places a process's libraries top-down,
+    /// each below the last: its next mapping goes near the end (in ascending order, each
+    /// insertion moved every library mapped before; with the vector's growth, 4.5 % of a
+    /// system-wide run, all on the unwinding thread).
     maps: Vec<Map>,
 }
 
@@ -951,13 +955,14 @@ impl<A: UnwindArch> Unwinding<A> {
                 .modules_mut()
                 .add(range.clone(), pgoff, elf.clone());
         }
-        // Sorted and not overlapping, so the ends are sorted too: the mappings the new one
-        // overlaps (and replaces) are one run, found by two binary searches (a `retain` over
-        // every mapping took 2.5 % of a system-wide run).
-        let first = proc.maps.partition_point(|m| m.range.end <= range.start);
-        let last = proc.maps.partition_point(|m| m.range.start < range.end);
-        proc.maps.drain(first..last.max(first));
-        proc.maps.insert(first, Map { range, pgoff, file });
+        // Sorted (highest first) and not overlapping, so the ends are sorted too: the
+        // mappings the new one overlaps (and replaces) are one run, found by two binary
+        // searches (a `retain` over every mapping took 2.5 % of a system-wide run), after
+        // those above it.
+        let first = proc.maps.partition_point(|m| m.range.start >= range.end);
+        let last = proc.maps.partition_point(|m| m.range.end > range.start);
+        let map = Map { range, pgoff, file };
+        proc.maps.splice(first..last.max(first), std::iter::once(map));
     }
 
     /// Whether `elf` is the file the recording saw at `path`: its build-id, where the
@@ -1019,8 +1024,9 @@ impl<A: UnwindArch> Unwinding<A> {
         let Some(proc) = self.procs.get(&pid) else {
             return unknown;
         };
-        let at = proc.maps.partition_point(|m| m.range.start <= addr);
-        let Some(map) = at.checked_sub(1).and_then(|i| proc.maps.get(i)) else {
+        // The highest mapping starting at or below `addr` (the maps are highest first).
+        let at = proc.maps.partition_point(|m| m.range.start > addr);
+        let Some(map) = proc.maps.get(at) else {
             return unknown;
         };
         if !map.range.contains(&addr) {
