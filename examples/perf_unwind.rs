@@ -306,12 +306,12 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &Args) -> Result<(), String> {
-    let mut recording = perf_data::open(&args.input)?;
+    let recording = perf_data::open(&args.input)?;
     let stdout = std::io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
     match recording.arch() {
-        RecordedArch::Aarch64 => unwind_all::<RegsAarch64, _>(&mut recording, args, &mut out)?,
-        RecordedArch::X86_64 => unwind_all::<RegsX86_64, _>(&mut recording, args, &mut out)?,
+        RecordedArch::Aarch64 => unwind_all::<RegsAarch64, _>(recording, args, &mut out)?,
+        RecordedArch::X86_64 => unwind_all::<RegsX86_64, _>(recording, args, &mut out)?,
     }
     out.flush().map_err(|e| format!("writing: {e}"))
 }
@@ -398,7 +398,7 @@ fn gnu_build_id(mut notes: &[u8]) -> Option<Vec<u8>> {
 
 /// Prints every sample of `recording`, unwound with registers of type `A`.
 fn unwind_all<A: UnwindArch + FromPerfRegs + Send, R: AsRef<[u8]> + Send>(
-    recording: &mut perf_data::PerfData<R>,
+    mut recording: perf_data::PerfData<R>,
     args: &Args,
     out: &mut impl Write,
 ) -> Result<(), String> {
@@ -457,15 +457,20 @@ fn unwind_all<A: UnwindArch + FromPerfRegs + Send, R: AsRef<[u8]> + Send>(
         line: String::new(),
     };
     let io = |e: std::io::Error| format!("writing: {e}");
-    // Batches bound what is in flight (the stack copies stay on the unwinding side).
+    // Batches bound what is in flight (the stack copies stay on the unwinding side). The
+    // first ones are small (1, 2, 4... samples): the naming side, and the reading of
+    // kallsyms it starts at the first kernel frame, begin at the first sample instead of
+    // the 64th (on a system-wide recording, 20 ms in, one core idle until then).
     const BATCH: usize = 64;
     let (send, receive) = std::sync::mpsc::sync_channel::<Vec<Unwound>>(16);
     std::thread::scope(|scope| -> Result<(), String> {
         let unwinder = scope.spawn(move || -> Result<(), String> {
             let mut batch = Vec::with_capacity(BATCH);
+            let mut limit = 1;
             while let Some(event) = recording.next_event()? {
                 unwinding.record(event, args, &mut batch);
-                if batch.len() >= BATCH {
+                if batch.len() >= limit {
+                    limit = (limit * 2).min(BATCH);
                     let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
                     if send.send(full).is_err() {
                         // The naming side stopped; it reports why.
@@ -478,6 +483,9 @@ fn unwind_all<A: UnwindArch + FromPerfRegs + Send, R: AsRef<[u8]> + Send>(
             // soon (as for the naming side's, below), and the naming side waits for this
             // thread's end (1.4 % of a system-wide run, at its end).
             std::mem::forget(unwinding);
+            // Unmapped here, while the naming side finishes, rather than by the main thread
+            // after it.
+            drop(recording);
             Ok(())
         });
         let named = receive
@@ -962,7 +970,8 @@ impl<A: UnwindArch> Unwinding<A> {
         let first = proc.maps.partition_point(|m| m.range.start >= range.end);
         let last = proc.maps.partition_point(|m| m.range.end > range.start);
         let map = Map { range, pgoff, file };
-        proc.maps.splice(first..last.max(first), std::iter::once(map));
+        proc.maps
+            .splice(first..last.max(first), std::iter::once(map));
     }
 
     /// Whether `elf` is the file the recording saw at `path`: its build-id, where the
