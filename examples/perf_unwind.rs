@@ -196,7 +196,14 @@ enum FrameOut {
 struct SampleOut {
     comm: Arc<str>,
     period: u64,
-    header: String,
+    /// The header's fields, printed by the naming side (`--report` and `--folded` print
+    /// none; formatting them took 4 % of the unwinding thread).
+    pid: i32,
+    tid: i32,
+    cpu: Option<u32>,
+    time: Option<u64>,
+    recorded_period: Option<u64>,
+    attr_index: usize,
     frames: Vec<FrameOut>,
     /// Its user frames are a callchain the kernel recorded (`--call-graph fp`): perf 6.1
     /// adds inlined frames only to chains it unwinds itself (`unwind_entry`), not to a
@@ -261,9 +268,6 @@ enum Unwound {
 struct Unwinding<A: UnwindArch> {
     /// Shared with the naming side: files are opened once, for both.
     symbolizer: Arc<Symbolizer>,
-    fields: Fields,
-    event_names: Arc<[String]>,
-    event_width: usize,
     procs: HashMap<i32, Proc<A>>,
     comms: HashMap<i32, Arc<str>>,
     /// A path's file, opened once.
@@ -283,6 +287,8 @@ struct Naming {
     symbolizer: Arc<Symbolizer>,
     fields: Fields,
     event_names: Arc<[String]>,
+    /// The longest event name (perf pads the event to it).
+    event_width: usize,
     kernel: KernelNames,
     /// Samples waiting for kallsyms (in order).
     pending: VecDeque<SampleOut>,
@@ -433,9 +439,6 @@ fn unwind_all<A: UnwindArch + FromPerfRegs + Send, R: AsRef<[u8]> + Send>(
     let event_names: Arc<[String]> = event_names.into();
     let mut unwinding: Unwinding<A> = Unwinding {
         symbolizer: Arc::clone(&symbolizer),
-        fields,
-        event_names: Arc::clone(&event_names),
-        event_width,
         procs: HashMap::new(),
         comms: HashMap::new(),
         files: HashMap::new(),
@@ -448,6 +451,7 @@ fn unwind_all<A: UnwindArch + FromPerfRegs + Send, R: AsRef<[u8]> + Send>(
         symbolizer,
         fields,
         event_names,
+        event_width,
         kernel: KernelNames::NotNeeded(kallsyms_path(args, kernel_build_id.as_deref())),
         pending: VecDeque::new(),
         names: HashMap::new(),
@@ -572,7 +576,11 @@ impl<A: UnwindArch + FromPerfRegs> Unwinding<A> {
                 if pid != ppid {
                     if let Some(parent) = self.procs.get(&ppid) {
                         let modules = parent.unwinder.modules().clone();
-                        let maps = parent.maps.clone();
+                        // Room for what an exec maps next: a clone is exactly full, and
+                        // growing it at the child's first mapping copied it again (most of
+                        // the time add_mapping took).
+                        let mut maps = Vec::with_capacity(parent.maps.len() + 64);
+                        maps.extend(parent.maps.iter().cloned());
                         let mut proc = new_proc(modules);
                         proc.maps = maps;
                         self.procs.insert(pid, proc);
@@ -609,25 +617,6 @@ impl<A: UnwindArch + FromPerfRegs> Unwinding<A> {
                         return;
                     }
                 }
-                let mut header = String::new();
-                let event = self
-                    .event_names
-                    .get(sample.attr_index)
-                    .map_or("[unknown]", String::as_str);
-                perf_script::header(
-                    &mut header,
-                    self.fields,
-                    &perf_script::Header {
-                        comm: &comm,
-                        pid,
-                        tid,
-                        cpu: sample.cpu,
-                        time: sample.time,
-                        period: sample.period,
-                        event,
-                        event_width: self.event_width,
-                    },
-                );
                 let mut frames: Vec<FrameOut> = Vec::new();
                 let mut user_from_callchain = false;
                 if !args.no_kernel {
@@ -691,7 +680,12 @@ impl<A: UnwindArch + FromPerfRegs> Unwinding<A> {
                 batch.push(Unwound::Sample(SampleOut {
                     comm,
                     period: sample.period.unwrap_or(1),
-                    header,
+                    pid,
+                    tid,
+                    cpu: sample.cpu,
+                    time: sample.time,
+                    recorded_period: sample.period,
+                    attr_index: sample.attr_index,
                     frames,
                     user_from_callchain,
                 }));
@@ -882,7 +876,24 @@ impl Naming {
             *self.folded.entry(stack).or_default() += sample.period;
             return Ok(());
         }
-        line.push_str(&sample.header);
+        let event = self
+            .event_names
+            .get(sample.attr_index)
+            .map_or("[unknown]", String::as_str);
+        perf_script::header(
+            line,
+            fields,
+            &perf_script::Header {
+                comm: &sample.comm,
+                pid: sample.pid,
+                tid: sample.tid,
+                cpu: sample.cpu,
+                time: sample.time,
+                period: sample.recorded_period,
+                event,
+                event_width: self.event_width,
+            },
+        );
         line.push('\n');
         for frame in &sample.frames {
             for_each_line(frame, kallsyms, inline, |l| {

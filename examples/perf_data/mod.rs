@@ -112,14 +112,21 @@ impl Sorter {
     }
 
     fn finish_round(&mut self) {
-        // Sorted, the ready ones first (what stays is sorted again with the next round's:
-        // a sorted run the sort sees as one).
-        self.incoming.sort_unstable_by_key(|&(key, _)| key);
+        // The ready ones are the smallest keys: selected, then sorted (only they).
+        let prev_max = self.prev_max;
         let ready = self
             .incoming
-            .partition_point(|&(key, _)| key <= self.prev_max);
-        self.outgoing
-            .extend(self.incoming.drain(..ready).map(|(_, record)| record));
+            .iter()
+            .filter(|&&(key, _)| key <= prev_max)
+            .count();
+        if let Some(last) = ready.checked_sub(1) {
+            let (first, _, _) = self
+                .incoming
+                .select_nth_unstable_by_key(last, |&(key, _)| key);
+            first.sort_unstable_by_key(|&(key, _)| key);
+            self.outgoing
+                .extend(self.incoming.drain(..ready).map(|(_, record)| record));
+        }
         self.prev_max = self.cur_max;
     }
 
