@@ -1,10 +1,14 @@
-//! Reading a `perf record --call-graph dwarf` recording (perf.data) for the unwinder, through
-//! the linux-perf-data crate: the header checked here first (so a wrong or truncated file is
-//! named with the offset of what is missing), then the records the unwinder needs as plain
-//! values ([`PerfEvent`]): COMM, FORK, MMAP/MMAP2 (a mapping of a file: what
+//! Reading a `perf record --call-graph dwarf` recording (perf.data) for the unwinder: the
+//! header checked here first (so a wrong or truncated file is named with the offset of what
+//! is missing), the header, attributes and feature sections read through the
+//! linux-perf-data crate, then the records found, attributed to their event and ordered
+//! here ([`Records`], as that crate's record iterator does) and parsed by
+//! linux-perf-event-reader where they lie in the file's bytes, into the values the unwinder
+//! needs ([`PerfEvent`]): COMM, FORK, MMAP/MMAP2 (a mapping of a file: what
 //! `stacksym::unwind::Modules::add` takes) and SAMPLE (the user registers as perf's `perf_regs`
-//! mask and values, the stack copy cut to its `dyn_size`, the kernel part of the callchain).
-//! [`Sample::unwind_input`] makes registers and a `StackCopy` of a sample.
+//! mask and values, the stack copy cut to its `dyn_size` and borrowed from the file's bytes,
+//! the kernel part of the callchain). [`Sample::unwind_input`] makes registers and a
+//! `StackCopy` of a sample.
 //!
 //! Shared by examples/perf_unwind.rs, benches/unwind.rs and the `perf_data` fuzz target
 //! (`#[path]`), so all three read recordings the same way. Errors are messages naming the
