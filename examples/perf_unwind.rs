@@ -153,8 +153,15 @@ struct Map {
 /// One process: its mappings, an unwinder over the ELF ones and its cache.
 struct Proc<A: UnwindArch> {
     unwinder: Unwinder,
-    cache: UnwindCache<A>,
-    /// Sorted by start, not overlapping (a later mapping replaces what it overlaps).
+    /// Made when the process's first sample is unwound: most processes of a system-wide
+    /// recording have none (short-lived, or left out by `--comms`), and a cache's
+    /// allocation (its CFI context) for each took fresh pages.
+    cache: Option<UnwindCache<A>>,
+    /// Sorted by start, highest first, not overlapping (a later mapping replaces what it
+    /// overlaps). Highest first because the kernel places a process's libraries top-down,
+    /// each below the last: its next mapping goes near the end (in ascending order, each
+    /// insertion moved every library mapped before; with the vector's growth, 4.5 % of a
+    /// system-wide run, all on the unwinding thread).
     maps: Vec<Map>,
 }
 
@@ -189,7 +196,14 @@ enum FrameOut {
 struct SampleOut {
     comm: Arc<str>,
     period: u64,
-    header: String,
+    /// The header's fields, printed by the naming side (`--report` and `--folded` print
+    /// none; formatting them took 4 % of the unwinding thread).
+    pid: i32,
+    tid: i32,
+    cpu: Option<u32>,
+    time: Option<u64>,
+    recorded_period: Option<u64>,
+    attr_index: usize,
     frames: Vec<FrameOut>,
     /// Its user frames are a callchain the kernel recorded (`--call-graph fp`): perf 6.1
     /// adds inlined frames only to chains it unwinds itself (`unwind_entry`), not to a
@@ -211,6 +225,37 @@ struct KernelTable {
     aliases: perf_symbols::KernelAliases,
 }
 
+/// Reads and indexes the kallsyms file at `path`, and perf's pick among its aliases from the
+/// same bytes (read here, as `Kallsyms::open` reads them, so that the aliases' pass reads
+/// the text the index is built from).
+fn read_kallsyms(path: &Path) -> Result<KernelTable, String> {
+    use std::io::Read;
+    let read = || -> std::io::Result<Option<Vec<u8>>> {
+        let mut file = std::fs::File::open(path)?;
+        if !file.metadata()?.is_file() {
+            return Ok(None);
+        }
+        // /proc/kallsyms says its size is 0: room for a typical one (4-8 MB), as
+        // `Kallsyms::open` makes.
+        let mut bytes = Vec::with_capacity(8 << 20);
+        file.read_to_end(&mut bytes)?;
+        Ok(Some(bytes))
+    };
+    let Ok(Some(bytes)) = read() else {
+        // `Kallsyms::open` says what is wrong (not a regular file, unreadable).
+        return Err(match Kallsyms::open(path) {
+            Err(e) => e.to_string(),
+            Ok(_) => format!("{}: unreadable", path.display()),
+        });
+    };
+    let candidates = perf_symbols::AliasCandidates::new(&bytes);
+    let kallsyms = Kallsyms::from_bytes(path, bytes).map_err(|e| e.to_string())?;
+    Ok(KernelTable {
+        aliases: perf_symbols::KernelAliases::new(candidates, &kallsyms),
+        kallsyms,
+    })
+}
+
 /// What the unwinding thread hands the naming thread, in the recording's order.
 enum Unwound {
     Sample(SampleOut),
@@ -223,9 +268,6 @@ enum Unwound {
 struct Unwinding<A: UnwindArch> {
     /// Shared with the naming side: files are opened once, for both.
     symbolizer: Arc<Symbolizer>,
-    fields: Fields,
-    event_names: Arc<[String]>,
-    event_width: usize,
     procs: HashMap<i32, Proc<A>>,
     comms: HashMap<i32, Arc<str>>,
     /// A path's file, opened once.
@@ -245,6 +287,8 @@ struct Naming {
     symbolizer: Arc<Symbolizer>,
     fields: Fields,
     event_names: Arc<[String]>,
+    /// The longest event name (perf pads the event to it).
+    event_width: usize,
     kernel: KernelNames,
     /// Samples waiting for kallsyms (in order).
     pending: VecDeque<SampleOut>,
@@ -256,6 +300,7 @@ struct Naming {
 }
 
 fn main() -> ExitCode {
+    keep_freed_memory();
     let args = Args::parse();
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
@@ -267,14 +312,29 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &Args) -> Result<(), String> {
-    let mut recording = perf_data::open(&args.input)?;
+    let recording = perf_data::open(&args.input)?;
     let stdout = std::io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
     match recording.arch() {
-        RecordedArch::Aarch64 => unwind_all::<RegsAarch64, _>(&mut recording, args, &mut out)?,
-        RecordedArch::X86_64 => unwind_all::<RegsX86_64, _>(&mut recording, args, &mut out)?,
+        RecordedArch::Aarch64 => unwind_all::<RegsAarch64, _>(recording, args, &mut out)?,
+        RecordedArch::X86_64 => unwind_all::<RegsX86_64, _>(recording, args, &mut out)?,
     }
     out.flush().map_err(|e| format!("writing: {e}"))
+}
+
+/// Tells glibc's malloc to keep memory it is given back rather than return it to the kernel:
+/// the unwinding thread allocates each sample's frames and header and the naming thread
+/// frees them, so the unwinding thread's arena kept shrinking and growing again (trimmed
+/// back, then `mprotect` and a fresh zeroed page at each fault): a tenth of that thread's
+/// time on a system-wide recording. A process that lives a second can keep it.
+fn keep_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt sets malloc's parameters; it is called before any other thread starts
+    // (and glibc takes its lock for it). A parameter it refuses stays at its default.
+    unsafe {
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 256 << 20);
+        libc::mallopt(libc::M_TOP_PAD, 16 << 20);
+    }
 }
 
 /// perf's build-id cache: `--buildid-dir`, else `~/.debug` (perf's default; its config's
@@ -343,8 +403,8 @@ fn gnu_build_id(mut notes: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// Prints every sample of `recording`, unwound with registers of type `A`.
-fn unwind_all<A: UnwindArch + FromPerfRegs + Send, R: std::io::Read + Send>(
-    recording: &mut perf_data::PerfData<R>,
+fn unwind_all<A: UnwindArch + FromPerfRegs + Send, R: AsRef<[u8]> + Send>(
+    mut recording: perf_data::PerfData<R>,
     args: &Args,
     out: &mut impl Write,
 ) -> Result<(), String> {
@@ -379,9 +439,6 @@ fn unwind_all<A: UnwindArch + FromPerfRegs + Send, R: std::io::Read + Send>(
     let event_names: Arc<[String]> = event_names.into();
     let mut unwinding: Unwinding<A> = Unwinding {
         symbolizer: Arc::clone(&symbolizer),
-        fields,
-        event_names: Arc::clone(&event_names),
-        event_width,
         procs: HashMap::new(),
         comms: HashMap::new(),
         files: HashMap::new(),
@@ -394,6 +451,7 @@ fn unwind_all<A: UnwindArch + FromPerfRegs + Send, R: std::io::Read + Send>(
         symbolizer,
         fields,
         event_names,
+        event_width,
         kernel: KernelNames::NotNeeded(kallsyms_path(args, kernel_build_id.as_deref())),
         pending: VecDeque::new(),
         names: HashMap::new(),
@@ -403,15 +461,20 @@ fn unwind_all<A: UnwindArch + FromPerfRegs + Send, R: std::io::Read + Send>(
         line: String::new(),
     };
     let io = |e: std::io::Error| format!("writing: {e}");
-    // Batches bound what is in flight (the stack copies stay on the unwinding side).
+    // Batches bound what is in flight (the stack copies stay on the unwinding side). The
+    // first ones are small (1, 2, 4... samples): the naming side, and the reading of
+    // kallsyms it starts at the first kernel frame, begin at the first sample instead of
+    // the 64th (on a system-wide recording, 20 ms in, one core idle until then).
     const BATCH: usize = 64;
     let (send, receive) = std::sync::mpsc::sync_channel::<Vec<Unwound>>(16);
     std::thread::scope(|scope| -> Result<(), String> {
         let unwinder = scope.spawn(move || -> Result<(), String> {
             let mut batch = Vec::with_capacity(BATCH);
+            let mut limit = 1;
             while let Some(event) = recording.next_event()? {
                 unwinding.record(event, args, &mut batch);
-                if batch.len() >= BATCH {
+                if batch.len() >= limit {
+                    limit = (limit * 2).min(BATCH);
                     let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
                     if send.send(full).is_err() {
                         // The naming side stopped; it reports why.
@@ -420,12 +483,21 @@ fn unwind_all<A: UnwindArch + FromPerfRegs + Send, R: std::io::Read + Send>(
                 }
             }
             let _ = send.send(batch);
+            // Its processes, mappings and caches are not freed one by one: the process ends
+            // soon (as for the naming side's, below), and the naming side waits for this
+            // thread's end (1.4 % of a system-wide run, at its end).
+            std::mem::forget(unwinding);
+            // Unmapped here, while the naming side finishes, rather than by the main thread
+            // after it.
+            drop(recording);
             Ok(())
         });
-        let named = receive
-            .into_iter()
-            .flatten()
-            .try_for_each(|unwound| naming.take(unwound, args, out));
+        let named = receive.into_iter().try_for_each(|batch| {
+            naming.name_batch(&batch);
+            batch
+                .into_iter()
+                .try_for_each(|unwound| naming.take(unwound, args, out))
+        });
         // `receive` is gone: an unwinding side still sending stops at its next batch.
         let unwound = unwinder
             .join()
@@ -506,7 +578,11 @@ impl<A: UnwindArch + FromPerfRegs> Unwinding<A> {
                 if pid != ppid {
                     if let Some(parent) = self.procs.get(&ppid) {
                         let modules = parent.unwinder.modules().clone();
-                        let maps = parent.maps.clone();
+                        // Room for what an exec maps next: a clone is exactly full, and
+                        // growing it at the child's first mapping copied it again (most of
+                        // the time add_mapping took).
+                        let mut maps = Vec::with_capacity(parent.maps.len() + 64);
+                        maps.extend(parent.maps.iter().cloned());
                         let mut proc = new_proc(modules);
                         proc.maps = maps;
                         self.procs.insert(pid, proc);
@@ -543,25 +619,6 @@ impl<A: UnwindArch + FromPerfRegs> Unwinding<A> {
                         return;
                     }
                 }
-                let mut header = String::new();
-                let event = self
-                    .event_names
-                    .get(sample.attr_index)
-                    .map_or("[unknown]", String::as_str);
-                perf_script::header(
-                    &mut header,
-                    self.fields,
-                    &perf_script::Header {
-                        comm: &comm,
-                        pid,
-                        tid,
-                        cpu: sample.cpu,
-                        time: sample.time,
-                        period: sample.period,
-                        event,
-                        event_width: self.event_width,
-                    },
-                );
                 let mut frames: Vec<FrameOut> = Vec::new();
                 let mut user_from_callchain = false;
                 if !args.no_kernel {
@@ -575,7 +632,8 @@ impl<A: UnwindArch + FromPerfRegs> Unwinding<A> {
                 if let Some((regs, memory)) = sample.unwind_input::<A>() {
                     let user = match self.procs.get_mut(&pid) {
                         Some(proc) => {
-                            let stack = proc.unwinder.unwind(&regs, &memory, &mut proc.cache);
+                            let cache = proc.cache.get_or_insert_with(UnwindCache::new);
+                            let stack = proc.unwinder.unwind(&regs, &memory, cache);
                             if args.stop_reasons {
                                 eprintln!(
                                     "{tid}: {} frames, {:?} sp {:#x} copy {}",
@@ -592,6 +650,7 @@ impl<A: UnwindArch + FromPerfRegs> Unwinding<A> {
                         // unwinds nothing and shows no user frame, and neither do we.
                         None => Vec::new(),
                     };
+                    frames.reserve(user.len());
                     for frame in user {
                         // perf script shows every frame after the first at `addr - 1`, a
                         // signal trampoline too (where `lookup_addr` keeps the address, so
@@ -623,7 +682,12 @@ impl<A: UnwindArch + FromPerfRegs> Unwinding<A> {
                 batch.push(Unwound::Sample(SampleOut {
                     comm,
                     period: sample.period.unwrap_or(1),
-                    header,
+                    pid,
+                    tid,
+                    cpu: sample.cpu,
+                    time: sample.time,
+                    recorded_period: sample.period,
+                    attr_index: sample.attr_index,
                     frames,
                     user_from_callchain,
                 }));
@@ -694,11 +758,8 @@ impl Naming {
         if let KernelNames::NotNeeded(path) = &mut self.kernel {
             self.kernel = match path.take() {
                 Some(path) => {
-                    KernelNames::Loading(std::thread::spawn(move || match Kallsyms::open(&path) {
-                        Ok(kallsyms) => Some(KernelTable {
-                            aliases: perf_symbols::KernelAliases::new(&kallsyms),
-                            kallsyms,
-                        }),
+                    KernelNames::Loading(std::thread::spawn(move || match read_kallsyms(&path) {
+                        Ok(table) => Some(table),
                         Err(e) => {
                             eprintln!("perf_unwind: note: kernel frames unnamed: {e}");
                             None
@@ -817,7 +878,24 @@ impl Naming {
             *self.folded.entry(stack).or_default() += sample.period;
             return Ok(());
         }
-        line.push_str(&sample.header);
+        let event = self
+            .event_names
+            .get(sample.attr_index)
+            .map_or("[unknown]", String::as_str);
+        perf_script::header(
+            line,
+            fields,
+            &perf_script::Header {
+                comm: &sample.comm,
+                pid: sample.pid,
+                tid: sample.tid,
+                cpu: sample.cpu,
+                time: sample.time,
+                period: sample.recorded_period,
+                event,
+                event_width: self.event_width,
+            },
+        );
         line.push('\n');
         for frame in &sample.frames {
             for_each_line(frame, kallsyms, inline, |l| {
@@ -898,13 +976,15 @@ impl<A: UnwindArch> Unwinding<A> {
                 .modules_mut()
                 .add(range.clone(), pgoff, elf.clone());
         }
-        // Sorted and not overlapping, so the ends are sorted too: the mappings the new one
-        // overlaps (and replaces) are one run, found by two binary searches (a `retain` over
-        // every mapping took 2.5 % of a system-wide run).
-        let first = proc.maps.partition_point(|m| m.range.end <= range.start);
-        let last = proc.maps.partition_point(|m| m.range.start < range.end);
-        proc.maps.drain(first..last.max(first));
-        proc.maps.insert(first, Map { range, pgoff, file });
+        // Sorted (highest first) and not overlapping, so the ends are sorted too: the
+        // mappings the new one overlaps (and replaces) are one run, found by two binary
+        // searches (a `retain` over every mapping took 2.5 % of a system-wide run), after
+        // those above it.
+        let first = proc.maps.partition_point(|m| m.range.start >= range.end);
+        let last = proc.maps.partition_point(|m| m.range.end > range.start);
+        let map = Map { range, pgoff, file };
+        proc.maps
+            .splice(first..last.max(first), std::iter::once(map));
     }
 
     /// Whether `elf` is the file the recording saw at `path`: its build-id, where the
@@ -966,8 +1046,9 @@ impl<A: UnwindArch> Unwinding<A> {
         let Some(proc) = self.procs.get(&pid) else {
             return unknown;
         };
-        let at = proc.maps.partition_point(|m| m.range.start <= addr);
-        let Some(map) = at.checked_sub(1).and_then(|i| proc.maps.get(i)) else {
+        // The highest mapping starting at or below `addr` (the maps are highest first).
+        let at = proc.maps.partition_point(|m| m.range.start > addr);
+        let Some(map) = proc.maps.get(at) else {
             return unknown;
         };
         if !map.range.contains(&addr) {
@@ -1026,65 +1107,131 @@ impl Naming {
             &Source::Elf { path: elf.path() },
             Input::FileOffsets(stacksym::FileOffset::from_raw_slice(&[offset])),
         );
-        let Some(sym) = symbols.as_ref().ok().and_then(|s| s.get(0)) else {
-            // perf names some addresses stacksym does not: labels, in the file's own table
-            // or its debug file's (found by build-id, as perf finds it).
-            let tables = [
-                Some(elf.path().to_path_buf()),
-                elf.build_id().map(|id| {
-                    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
-                    Path::new("/usr/lib/debug/.build-id")
-                        .join(hex.get(..2).unwrap_or_default())
-                        .join(format!("{}.debug", hex.get(2..).unwrap_or_default()))
-                }),
-            ];
-            if let Some(virt) = virt {
-                for table in tables.iter().flatten() {
-                    if let Some((name, off)) = self.perf_names.containing(table, virt.0) {
-                        let name = stacksym::demangle::demangle(name);
-                        resolved.sym = Some((perf_name(&name).into(), off));
-                        break;
+        let sym = symbols.as_ref().ok().and_then(|s| s.get(0));
+        name_in_elf(&mut self.perf_names, file, elf, offset, sym)
+    }
+
+    /// Names the user frames of `batch` that are not named yet and that stacksym names
+    /// (in ELF files): one `symbolize` call per file for all of them (one per address took
+    /// a file-identity `stat` each: 8 % of the naming thread).
+    fn name_batch(&mut self, batch: &[Unwound]) {
+        let mut misses: Vec<(usize, u64, &Arc<FileInfo>)> = Vec::new();
+        for unwound in batch {
+            let Unwound::Sample(sample) = unwound else {
+                continue;
+            };
+            for frame in &sample.frames {
+                if let FrameOut::User {
+                    ip,
+                    file: Some(file),
+                    ..
+                } = frame
+                {
+                    let in_elf = file.jit.is_none() && !file.is_vdso && file.elf.is_some();
+                    if in_elf && !self.names.contains_key(&(file.id, *ip)) {
+                        misses.push((file.id, *ip, file));
                     }
                 }
-                if resolved.sym.is_none() {
-                    resolved.sym = unnamed_plt_entry(elf, virt.0).map(|off| ("@plt".into(), off));
-                }
-            }
-            resolved.srcline = Some(unknown_line());
-            return resolved;
-        };
-        let base: Option<Arc<str>> = match sym.origin {
-            NameOrigin::Dwarf => None,
-            _ => Some(match self.perf_names.at(sym.symbol_file, sym.addr.0) {
-                Some(name) => perf_name(&stacksym::demangle::demangle(name)).into(),
-                None => perf_name(sym.name).into(),
-            }),
-        };
-        if let Some(name) = &base {
-            resolved.sym = Some((name.clone(), sym.offset));
-            for frame in sym.frames {
-                let function = frame
-                    .function
-                    .as_ref()
-                    .map_or("??", |f| f.demangled.as_str());
-                // A line DWARF gives outside every function (`.fini` of libm's debug file)
-                // is the symbol's own frame, not an inlined `??`: perf prints the symbol.
-                let own =
-                    (frame.function.is_none() && !frame.inlined) || perf_name(function) == &**name;
-                resolved.inlines.push((
-                    if own { name.clone() } else { function.into() },
-                    own,
-                    frame_srcline(frame),
-                ));
             }
         }
-        resolved.srcline = sym
-            .frames
-            .first()
-            .and_then(frame_srcline)
-            .or_else(|| Some(unknown_line()));
-        resolved
+        misses.sort_unstable_by_key(|&(id, ip, _)| (id, ip));
+        misses.dedup_by_key(|&mut (id, ip, _)| (id, ip));
+        for group in misses.chunk_by(|a, b| a.0 == b.0) {
+            let Some(&(_, _, file)) = group.first() else {
+                continue;
+            };
+            let Some(elf) = &file.elf else { continue };
+            let offsets: Vec<u64> = group.iter().map(|&(_, ip, _)| ip).collect();
+            let symbols = self.symbolizer.symbolize(
+                &Source::Elf { path: elf.path() },
+                Input::FileOffsets(stacksym::FileOffset::from_raw_slice(&offsets)),
+            );
+            for (i, &offset) in offsets.iter().enumerate() {
+                let sym = symbols.as_ref().ok().and_then(|s| s.get(i));
+                let resolved = name_in_elf(&mut self.perf_names, file, elf, offset, sym);
+                self.names.insert((file.id, offset), Arc::new(resolved));
+            }
+        }
     }
+}
+
+/// Names the address at `offset` of the ELF file `elf` (`file`'s) as perf does, from what
+/// stacksym answered for it (`sym`).
+fn name_in_elf(
+    perf_names: &mut perf_symbols::PerfNames,
+    file: &FileInfo,
+    elf: &ElfFile,
+    offset: u64,
+    sym: Option<stacksym::Sym<'_>>,
+) -> Resolved {
+    let mut resolved = Resolved {
+        sym: None,
+        inlines: Vec::new(),
+        srcline: None,
+    };
+    let virt = elf
+        .segments()
+        .file_offset_to_virt(stacksym::FileOffset(offset));
+    let unknown_line =
+        || -> Arc<str> { format!("{}[{:x}]", file.short, virt.map_or(offset, |v| v.0)).into() };
+    let Some(sym) = sym else {
+        // perf names some addresses stacksym does not: labels, in the file's own table
+        // or its debug file's (found by build-id, as perf finds it).
+        let tables = [
+            Some(elf.path().to_path_buf()),
+            elf.build_id().map(|id| {
+                let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+                Path::new("/usr/lib/debug/.build-id")
+                    .join(hex.get(..2).unwrap_or_default())
+                    .join(format!("{}.debug", hex.get(2..).unwrap_or_default()))
+            }),
+        ];
+        if let Some(virt) = virt {
+            for table in tables.iter().flatten() {
+                if let Some((name, off)) = perf_names.containing(table, virt.0) {
+                    let name = stacksym::demangle::demangle(name);
+                    resolved.sym = Some((perf_name(&name).into(), off));
+                    break;
+                }
+            }
+            if resolved.sym.is_none() {
+                resolved.sym = unnamed_plt_entry(elf, virt.0).map(|off| ("@plt".into(), off));
+            }
+        }
+        resolved.srcline = Some(unknown_line());
+        return resolved;
+    };
+    let base: Option<Arc<str>> = match sym.origin {
+        NameOrigin::Dwarf => None,
+        _ => Some(match perf_names.at(sym.symbol_file, sym.addr.0) {
+            Some(name) => perf_name(&stacksym::demangle::demangle(name)).into(),
+            None => perf_name(sym.name).into(),
+        }),
+    };
+    if let Some(name) = &base {
+        resolved.sym = Some((name.clone(), sym.offset));
+        for frame in sym.frames {
+            let function = frame
+                .function
+                .as_ref()
+                .map_or("??", |f| f.demangled.as_str());
+            // A line DWARF gives outside every function (`.fini` of libm's debug file)
+            // is the symbol's own frame, not an inlined `??`: perf prints the symbol.
+            let own =
+                (frame.function.is_none() && !frame.inlined) || perf_name(function) == &**name;
+            resolved.inlines.push((
+                if own { name.clone() } else { function.into() },
+                own,
+                frame_srcline(frame),
+            ));
+        }
+    }
+    resolved.srcline = sym
+        .frames
+        .first()
+        .and_then(frame_srcline)
+        .or_else(|| Some(unknown_line()));
+    resolved
 }
 
 /// The offset into its entry of `virt` when it is in a `.plt` entry stacksym leaves
@@ -1237,7 +1384,7 @@ fn report_levels(frames: &[FrameOut]) -> Vec<bool> {
 fn new_proc<A: UnwindArch>(modules: Modules) -> Proc<A> {
     Proc {
         unwinder: Unwinder::new(modules),
-        cache: UnwindCache::new(),
+        cache: None,
         maps: Vec::new(),
     }
 }

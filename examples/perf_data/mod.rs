@@ -1,10 +1,14 @@
-//! Reading a `perf record --call-graph dwarf` recording (perf.data) for the unwinder, through
-//! the linux-perf-data crate: the header checked here first (so a wrong or truncated file is
-//! named with the offset of what is missing), then the records the unwinder needs as plain
-//! values ([`PerfEvent`]): COMM, FORK, MMAP/MMAP2 (a mapping of a file: what
+//! Reading a `perf record --call-graph dwarf` recording (perf.data) for the unwinder: the
+//! header checked here first (so a wrong or truncated file is named with the offset of what
+//! is missing), the header, attributes and feature sections read through the
+//! linux-perf-data crate, then the records found, attributed to their event and ordered
+//! here ([`Records`], as that crate's record iterator does) and parsed by
+//! linux-perf-event-reader where they lie in the file's bytes, into the values the unwinder
+//! needs ([`PerfEvent`]): COMM, FORK, MMAP/MMAP2 (a mapping of a file: what
 //! `stacksym::unwind::Modules::add` takes) and SAMPLE (the user registers as perf's `perf_regs`
-//! mask and values, the stack copy cut to its `dyn_size`, the kernel part of the callchain).
-//! [`Sample::unwind_input`] makes registers and a `StackCopy` of a sample.
+//! mask and values, the stack copy cut to its `dyn_size` and borrowed from the file's bytes,
+//! the kernel part of the callchain). [`Sample::unwind_input`] makes registers and a
+//! `StackCopy` of a sample.
 //!
 //! Shared by examples/perf_unwind.rs, benches/unwind.rs and the `perf_data` fuzz target
 //! (`#[path]`), so all three read recordings the same way. Errors are messages naming the
@@ -12,13 +16,15 @@
 #![allow(dead_code)] // each user takes what it needs
 
 use std::borrow::Cow;
+use std::collections::{HashMap, VecDeque};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use linux_perf_data::linux_perf_event_reader::{
-    CpuMode, EventRecord, RawEventRecord, ReadFormat, RecordType, SampleFormat,
+    CpuMode, Endianness, EventRecord, RawData, RawEventRecord, ReadFormat, RecordIdParseInfo,
+    RecordParseInfo, RecordType, SampleFormat,
 };
-use linux_perf_data::{PerfFile, PerfFileReader, PerfFileRecord, PerfRecordIter};
+use linux_perf_data::{PerfFile, PerfFileReader};
 use stacksym::unwind::{Registers, RegsAarch64, RegsX86_64, StackCopy};
 
 /// perf's callchain context markers (`PERF_CONTEXT_*`), as u64.
@@ -35,15 +41,104 @@ pub enum RecordedArch {
     Aarch64,
 }
 
-/// An open recording.
-pub struct PerfData<R: Read> {
+/// An open recording: its bytes (mapped, or held by the caller), whose records are parsed
+/// where they lie — a sample's stack copy and registers are borrowed, not copied (copying
+/// each record into a buffer of its own, as linux-perf-data's record iterator does, with the
+/// memset, the fresh pages and the heap growing and shrinking it brings, was half of the
+/// unwinding thread on a system-wide recording).
+pub struct PerfData<B: AsRef<[u8]>> {
     path: PathBuf,
     perf_file: PerfFile,
-    records: PerfRecordIter<R>,
+    bytes: B,
+    records: Records,
     /// Records read so far (for errors).
     count: u64,
     /// The user registers' mask of each event attribute (`sample_regs_user`).
     regs_masks: Vec<u64>,
+}
+
+/// How records are found, attributed to their event and ordered: linux-perf-data 0.12's
+/// `PerfRecordIter` over the data section, with records kept as their place in the file
+/// instead of copies.
+struct Records {
+    /// The data section's offset and size in the file (inside it: `check_layout`).
+    data_offset: u64,
+    data_size: u64,
+    /// The next record's offset in the data section.
+    read_offset: u64,
+    /// How each event's records are parsed, by attr index (at least one: linux-perf-data's
+    /// `parse_file` fails without an attr).
+    parse_infos: Vec<RecordParseInfo>,
+    /// How a record's event is found when there are several.
+    ids: EventIds,
+    event_id_to_attr_index: HashMap<u64, usize>,
+    sorter: Sorter,
+}
+
+/// linux-perf-data's `IdParseInfos`.
+enum EventIds {
+    /// One event: every record is its.
+    OnlyOne,
+    /// Several events whose records place their id alike.
+    Same(RecordIdParseInfo),
+    /// Several events, each recording `PERF_SAMPLE_IDENTIFIER`; whether `sample_id_all`.
+    Identifier(bool),
+}
+
+/// A record read but not yet handed out: where its body lies in the file.
+#[derive(Clone, Copy)]
+struct Pending {
+    record_type: RecordType,
+    misc: u16,
+    body: (usize, usize),
+    attr_index: Option<usize>,
+}
+
+/// Orders records by (time, offset) as perf's `FINISHED_ROUND` records allow, as
+/// linux-perf-data 0.12's `Sorter` does: when a round finishes, every record read so far
+/// whose key is at most the largest key read before the previous round finished goes out,
+/// in key order; at the end, all of them. (The keys are unique, offsets differ, so the
+/// order is the same as that sorter's.)
+#[derive(Default)]
+struct Sorter {
+    outgoing: VecDeque<Pending>,
+    incoming: Vec<((Option<u64>, u64), Pending)>,
+    /// The largest key read before the previous round finished.
+    prev_max: (Option<u64>, u64),
+    /// The largest key read so far.
+    cur_max: (Option<u64>, u64),
+}
+
+impl Sorter {
+    fn insert(&mut self, key: (Option<u64>, u64), record: Pending) {
+        self.cur_max = self.cur_max.max(key);
+        self.incoming.push((key, record));
+    }
+
+    fn finish_round(&mut self) {
+        // The ready ones are the smallest keys: selected, then sorted (only they).
+        let prev_max = self.prev_max;
+        let ready = self
+            .incoming
+            .iter()
+            .filter(|&&(key, _)| key <= prev_max)
+            .count();
+        if let Some(last) = ready.checked_sub(1) {
+            let (first, _, _) = self
+                .incoming
+                .select_nth_unstable_by_key(last, |&(key, _)| key);
+            first.sort_unstable_by_key(|&(key, _)| key);
+            self.outgoing
+                .extend(self.incoming.drain(..ready).map(|(_, record)| record));
+        }
+        self.prev_max = self.cur_max;
+    }
+
+    fn finish(&mut self) {
+        self.incoming.sort_unstable_by_key(|&(key, _)| key);
+        self.outgoing
+            .extend(self.incoming.drain(..).map(|(_, record)| record));
+    }
 }
 
 /// One record the unwinder uses.
@@ -142,27 +237,19 @@ impl FromPerfRegs for RegsAarch64 {
 /// (read through a buffer, the kernel's copy and the syscalls took about a fifth of the
 /// unwinding thread on a system-wide recording; mapped, `perf_unwind --no-inline` ran
 /// 0.178 s instead of 0.187-0.206 s, `perf stat -r 5`).
-pub fn open(path: &Path) -> Result<PerfData<std::io::Cursor<memmap2::Mmap>>, String> {
+pub fn open(path: &Path) -> Result<PerfData<memmap2::Mmap>, String> {
     let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     // SAFETY: a recording is not written while it is read (perf writes it to a new file);
     // one truncated by another process meanwhile would fault, a risk this example accepts
     // (the library guards its own maps: src/elf/sigbus.rs).
     let map =
         unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("{}: {e}", path.display()))?;
-    let len = map.len() as u64;
-    let mut reader = std::io::Cursor::new(map);
-    check_layout(path, &mut reader, len)?;
-    PerfData::new(path, reader)
+    PerfData::new(path, map)
 }
 
 /// Reads a recording held in memory; `name` names it in errors.
-pub fn from_bytes<'a>(
-    name: &Path,
-    bytes: &'a [u8],
-) -> Result<PerfData<std::io::Cursor<&'a [u8]>>, String> {
-    let mut reader = std::io::Cursor::new(bytes);
-    check_layout(name, &mut reader, bytes.len() as u64)?;
-    PerfData::new(name, reader)
+pub fn from_bytes<'a>(name: &Path, bytes: &'a [u8]) -> Result<PerfData<&'a [u8]>, String> {
+    PerfData::new(name, bytes)
 }
 
 /// `perf_file_header.attr_size` and `HEADER_EVENT_DESC`'s: at least `PERF_ATTR_SIZE_VER0`;
@@ -379,29 +466,193 @@ fn read_up_to(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> 
     Ok(filled)
 }
 
-impl<R: Read + Seek> PerfData<R> {
-    fn new(path: &Path, reader: R) -> Result<PerfData<R>, String> {
-        let PerfFileReader {
-            perf_file,
-            record_iter,
-        } = PerfFileReader::parse_file(reader)
+impl<B: AsRef<[u8]>> PerfData<B> {
+    fn new(path: &Path, bytes: B) -> Result<PerfData<B>, String> {
+        let all = bytes.as_ref();
+        let len = all.len() as u64;
+        let mut reader = std::io::Cursor::new(all);
+        check_layout(path, &mut reader, len)?;
+        // linux-perf-data reads the header, the attributes and the feature sections (and
+        // checks that several events can be told apart); the records are read here.
+        let PerfFileReader { perf_file, .. } = PerfFileReader::parse_file(reader)
             .map_err(|e| format!("{}: not a readable perf.data file: {e}", path.display()))?;
-        let regs_masks = perf_file
-            .event_attributes()
+        let attributes = perf_file.event_attributes();
+        let regs_masks = attributes
             .iter()
             .map(|attr| attr.attr.sample_regs_user)
             .collect();
+        // `check_layout` accepts only "PERFILE2": little-endian.
+        let parse_infos: Vec<RecordParseInfo> = attributes
+            .iter()
+            .map(|attr| RecordParseInfo::new(&attr.attr, Endianness::LittleEndian))
+            .collect();
+        let mut event_id_to_attr_index = HashMap::new();
+        for (attr_index, attr) in attributes.iter().enumerate() {
+            for &id in &attr.event_ids {
+                event_id_to_attr_index.insert(id, attr_index);
+            }
+        }
+        // As linux-perf-data decides it (its parse_file has refused the other cases).
+        let ids = match parse_infos.split_first() {
+            Some((_, [])) | None => EventIds::OnlyOne,
+            Some((first, rest)) if rest.iter().all(|i| i.id_parse_info == first.id_parse_info) => {
+                EventIds::Same(first.id_parse_info)
+            }
+            Some(_) => EventIds::Identifier(attributes.first().is_some_and(|attr| {
+                attr.attr
+                    .flags
+                    .contains(linux_perf_data::linux_perf_event_reader::AttrFlags::SAMPLE_ID_ALL)
+            })),
+        };
+        // The header's data section (offset 40), inside the file (`check_layout`).
+        let header = all.get(..HEADER_SIZE).unwrap_or_default();
+        let records = Records {
+            data_offset: le_u64(header.get(40..48).unwrap_or_default()),
+            data_size: le_u64(header.get(48..56).unwrap_or_default()),
+            read_offset: 0,
+            parse_infos,
+            ids,
+            event_id_to_attr_index,
+            sorter: Sorter::default(),
+        };
         Ok(PerfData {
             path: path.to_path_buf(),
             perf_file,
-            records: record_iter,
+            bytes,
+            records,
             count: 0,
             regs_masks,
         })
     }
 }
 
-impl<R: Read> PerfData<R> {
+impl Records {
+    /// The next record in order: its type, misc, body and attr index; `Ok(None)` at the end,
+    /// `Err` (what is wrong) for a record header or body past the file's end.
+    fn next<'a>(&mut self, file: &'a [u8]) -> Result<Option<(Pending, &'a [u8])>, String> {
+        if self.sorter.outgoing.is_empty() {
+            self.read_round(file)?;
+        }
+        Ok(self.sorter.outgoing.pop_front().map(|pending| {
+            let (start, end) = pending.body;
+            // Checked when it was read.
+            (pending, file.get(start..end).unwrap_or_default())
+        }))
+    }
+
+    /// Reads records up to the next `FINISHED_ROUND` that makes some of them ready, or to
+    /// the end of the data section.
+    fn read_round(&mut self, file: &[u8]) -> Result<(), String> {
+        const PERF_RECORD_FINISHED_ROUND: u32 = 68;
+        while self.read_offset < self.data_size {
+            let offset = self.read_offset;
+            let at = self.data_offset + offset;
+            let header = usize::try_from(at)
+                .ok()
+                .and_then(|at| file.get(at..at.checked_add(8)?))
+                .ok_or_else(|| {
+                    format!("the record header at offset {at:#x} runs past the file's end")
+                })?;
+            let record_type = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
+            let misc = u16::from_le_bytes([header[4], header[5]]);
+            let size = u16::from_le_bytes([header[6], header[7]]);
+            if size < 8 {
+                return Err(format!(
+                    "the record at offset {at:#x} says it is {size} bytes, less than its header"
+                ));
+            }
+            self.read_offset += u64::from(size);
+            if record_type == PERF_RECORD_FINISHED_ROUND {
+                self.sorter.finish_round();
+                if !self.sorter.outgoing.is_empty() {
+                    return Ok(());
+                }
+                continue;
+            }
+            // `at` fits in usize: its header is in the file.
+            let start = at as usize + 8;
+            let end = start + usize::from(size) - 8;
+            let Some(body) = file.get(start..end) else {
+                return Err(format!(
+                    "the record at offset {at:#x} ({size} bytes) runs past the file's end"
+                ));
+            };
+            let record_type = RecordType(record_type);
+            let (attr_index, time) = if record_type.is_builtin_type() {
+                let id = match &self.ids {
+                    EventIds::OnlyOne => None,
+                    EventIds::Same(info) => record_id(record_type, body, info),
+                    EventIds::Identifier(sample_id_all) => {
+                        record_identifier(record_type, body, *sample_id_all)
+                    }
+                };
+                let attr_index = id
+                    .and_then(|id| self.event_id_to_attr_index.get(&id).copied())
+                    .unwrap_or(0);
+                let time = self
+                    .parse_infos
+                    .get(attr_index)
+                    .and_then(|info| record_time(record_type, body, info));
+                (Some(attr_index), time)
+            } else {
+                (None, None)
+            };
+            let pending = Pending {
+                record_type,
+                misc,
+                body: (start, end),
+                attr_index,
+            };
+            self.sorter.insert((time, offset), pending);
+        }
+        self.sorter.finish();
+        Ok(())
+    }
+}
+
+/// The little-endian u64 at `at` of `body`, if it has one there.
+fn u64_at(body: &[u8], at: usize) -> Option<u64> {
+    let bytes: [u8; 8] = body.get(at..at.checked_add(8)?)?.try_into().ok()?;
+    Some(u64::from_le_bytes(bytes))
+}
+
+/// A record's event id where its events place it alike (linux-perf-event-reader's
+/// `get_record_id`).
+fn record_id(record_type: RecordType, body: &[u8], info: &RecordIdParseInfo) -> Option<u64> {
+    if record_type == RecordType::SAMPLE {
+        u64_at(body, usize::from(info.sample_record_id_offset_from_start?))
+    } else {
+        let from_end = usize::from(info.nonsample_record_id_offset_from_end?);
+        u64_at(body, body.len().checked_sub(from_end)?)
+    }
+}
+
+/// A record's `PERF_SAMPLE_IDENTIFIER` (linux-perf-event-reader's `get_record_identifier`):
+/// a sample's first word, another record's last when `sample_id_all`.
+fn record_identifier(record_type: RecordType, body: &[u8], sample_id_all: bool) -> Option<u64> {
+    if record_type == RecordType::SAMPLE {
+        u64_at(body, 0)
+    } else if sample_id_all {
+        u64_at(body, body.len().checked_sub(8)?)
+    } else {
+        None
+    }
+}
+
+/// A record's time (linux-perf-event-reader's `get_record_timestamp`).
+fn record_time(record_type: RecordType, body: &[u8], info: &RecordParseInfo) -> Option<u64> {
+    if record_type == RecordType::SAMPLE {
+        u64_at(
+            body,
+            usize::from(info.sample_record_time_offset_from_start?),
+        )
+    } else {
+        let from_end = usize::from(info.nonsample_record_time_offset_from_end?);
+        u64_at(body, body.len().checked_sub(from_end)?)
+    }
+}
+
+impl<B: AsRef<[u8]>> PerfData<B> {
     /// The architecture recorded in the header (x86_64 when it says none).
     pub fn arch(&self) -> RecordedArch {
         match self.perf_file.arch() {
@@ -451,7 +702,8 @@ impl<R: Read> PerfData<R> {
 
     /// The next record; `Ok(None)` at the end.
     pub fn next_event(&mut self) -> Result<Option<PerfEvent<'_>>, String> {
-        let record = match self.records.next_record(&mut self.perf_file) {
+        let file = self.bytes.as_ref();
+        let (pending, body) = match self.records.next(file) {
             Ok(Some(record)) => record,
             Ok(None) => return Ok(None),
             Err(e) => {
@@ -463,9 +715,21 @@ impl<R: Read> PerfData<R> {
             }
         };
         self.count += 1;
-        let PerfFileRecord::EventRecord { record, attr_index } = record else {
+        let (Some(attr_index), Some(&parse_info)) = (
+            pending.attr_index,
+            pending
+                .attr_index
+                .and_then(|index| self.records.parse_infos.get(index)),
+        ) else {
+            // A user record (perf's own: FINISHED_INIT, build-ids, ...).
             return Ok(Some(PerfEvent::Other));
         };
+        let record = RawEventRecord::new(
+            pending.record_type,
+            pending.misc,
+            RawData::from(body),
+            parse_info,
+        );
         if let Err(what) = check_record(&record) {
             return Err(format!(
                 "{}: record {}: malformed: {what}",
@@ -520,6 +784,8 @@ impl<R: Read> PerfData<R> {
                 };
                 let (mut kernel_callchain, mut user_callchain) = (Vec::new(), Vec::new());
                 if let Some(callchain) = &sample.callchain {
+                    // A dwarf recording's chains are all kernel frames (no user part).
+                    kernel_callchain.reserve(callchain.len());
                     let mut in_user = false;
                     for i in 0..callchain.len() {
                         let Some(ip) = callchain.get(i) else { break };
@@ -535,6 +801,7 @@ impl<R: Read> PerfData<R> {
                 let (mut regs_mask, mut regs) = (0u64, Vec::new());
                 if let Some(user_regs) = &sample.user_regs {
                     let mask = self.regs_masks.get(attr_index).copied().unwrap_or(u64::MAX);
+                    regs.reserve(mask.count_ones() as usize);
                     for reg in (0..64).filter(|reg| mask & (1 << reg) != 0) {
                         if let Some(value) = user_regs.get(reg) {
                             regs_mask |= 1 << reg;

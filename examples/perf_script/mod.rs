@@ -177,7 +177,8 @@ pub struct Line<'a> {
 /// Appends one callchain line, newline included.
 pub fn line(out: &mut String, fields: Fields, l: &Line<'_>) {
     if fields.has(Field::Ip) {
-        let _ = write!(out, "\t{:16x}", l.ip);
+        out.push('\t');
+        push_hex(out, l.ip, 16);
     }
     if fields.has(Field::Sym) {
         out.push(' ');
@@ -185,7 +186,8 @@ pub fn line(out: &mut String, fields: Fields, l: &Line<'_>) {
             Some((name, offset)) => {
                 out.push_str(name);
                 if fields.has(Field::SymOff) {
-                    let _ = write!(out, "+{offset:#x}");
+                    out.push_str("+0x");
+                    push_hex(out, offset, 0);
                 }
             }
             None => out.push_str("[unknown]"),
@@ -208,4 +210,32 @@ pub fn line(out: &mut String, fields: Fields, l: &Line<'_>) {
         out.push_str(" (inlined)");
     }
     out.push('\n');
+}
+
+/// Appends `value` in lowercase hex, right-aligned in `width` columns, as
+/// `{value:width$x}` formats it, without `core::fmt` (whose padding and hex digits took
+/// several per cent of the naming thread: most of the output's numbers are these).
+fn push_hex(out: &mut String, value: u64, width: usize) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut buf = [b'0'; 16];
+    let mut len = 0;
+    let mut rest = value;
+    while let Some(slot) = buf
+        .len()
+        .checked_sub(len + 1)
+        .and_then(|at| buf.get_mut(at))
+    {
+        *slot = DIGITS[(rest & 15) as usize];
+        len += 1;
+        rest >>= 4;
+        if rest == 0 {
+            break;
+        }
+    }
+    for _ in len..width {
+        out.push(' ');
+    }
+    let digits = buf.get(buf.len() - len..).unwrap_or_default();
+    // ASCII digits.
+    out.push_str(std::str::from_utf8(digits).unwrap_or_default());
 }
