@@ -48,7 +48,9 @@ use clap::Parser;
 use stacksym::elf::ElfFile;
 use stacksym::kernel::Kallsyms;
 use stacksym::process::Process;
-use stacksym::unwind::{Modules, RegsAarch64, RegsX86_64, UnwindArch, UnwindCache, Unwinder};
+use stacksym::unwind::{
+    FileCfi, Modules, RegsAarch64, RegsX86_64, UnwindArch, UnwindCache, Unwinder,
+};
 use stacksym::{Input, NameOrigin, Source, Symbolizer};
 
 mod perf_container;
@@ -128,6 +130,9 @@ struct FileInfo {
     /// srcline shows for an address without a line and its report's dso column.
     short: Arc<str>,
     elf: Option<Arc<ElfFile>>,
+    /// The ELF file's CFI, shared by every process that maps it (its compiled rules serve
+    /// them all).
+    cfi: Option<FileCfi>,
     is_vdso: bool,
     /// The recording lists a build-id for this path and no file with it was found (not the
     /// file at the path, not perf's build-id cache): perf neither names nor unwinds through
@@ -952,10 +957,12 @@ impl<A: UnwindArch> Unwinding<A> {
                     true => Arc::from(format!("[JIT] tid {pid}")),
                     false => Arc::from(dso.rsplit('/').next().unwrap_or(&dso)),
                 };
+                let cfi = elf.as_ref().map(|elf| FileCfi::new(elf.clone(), None));
                 let file = Arc::new(FileInfo {
                     dso,
                     short,
                     elf,
+                    cfi,
                     is_vdso,
                     missing_recorded,
                     id: self.files.len(),
@@ -971,10 +978,10 @@ impl<A: UnwindArch> Unwinding<A> {
             .entry(pid)
             .or_insert_with(|| new_proc(Modules::new()));
         let range = start..start.saturating_add(len);
-        if let Some(elf) = &file.elf {
+        if let Some(cfi) = &file.cfi {
             proc.unwinder
                 .modules_mut()
-                .add(range.clone(), pgoff, elf.clone());
+                .add_shared(range.clone(), pgoff, cfi);
         }
         // Sorted (highest first) and not overlapping, so the ends are sorted too: the
         // mappings the new one overlaps (and replaces) are one run, found by two binary

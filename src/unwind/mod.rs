@@ -54,7 +54,7 @@ mod table;
 pub use arch::{UnwindArch, UnwindProblem};
 pub use cfi::MODULE_RULE_SLOTS;
 pub use memory::{Memory, ProcessMemory, StackCopy};
-pub use module::{Module, Modules};
+pub use module::{FileCfi, Module, Modules};
 pub use regs::{Arch, Registers, RegsAarch64, RegsX86_64};
 
 use arch::{apply_row, Applied};

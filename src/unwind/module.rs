@@ -43,6 +43,25 @@ impl Module {
     }
 }
 
+/// The CFI of one ELF file (`.eh_frame`, `.debug_frame`, its Go table), parsed lazily
+/// and with its compiled rules cached, to share between several [`Modules`]
+/// ([`Modules::add_shared`]). Cloning shares it.
+#[derive(Debug, Clone)]
+pub struct FileCfi(Arc<ModuleCfi>);
+
+impl FileCfi {
+    /// The CFI of `elf`; `finder` finds its debug companion for `.debug_frame` when the file
+    /// has none (`None`: do not look).
+    pub fn new(elf: Arc<ElfFile>, finder: Option<DebugFinder>) -> FileCfi {
+        FileCfi(Arc::new(ModuleCfi::new(elf, finder)))
+    }
+
+    /// The file.
+    pub fn elf(&self) -> &Arc<ElfFile> {
+        self.0.elf()
+    }
+}
+
 /// The mapped files of one address space, sorted by address. Cloning is cheap (the files'
 /// parsed CFI is shared): a forked process starts with its parent's.
 #[derive(Debug, Default, Clone)]
@@ -84,6 +103,31 @@ impl Modules {
                 self.cfis.len() - 1
             }
         };
+        self.insert(range, file_offset, cfi);
+    }
+
+    /// Adds a mapping of `cfi`'s file at `range` from `file_offset`, as [`Modules::add`]
+    /// does, with the file's CFI made once by the caller and shared: every `Modules` given
+    /// the same [`FileCfi`] (the processes of a system-wide recording mapping one libc)
+    /// shares its parsed tables and compiled rules, where `add` makes them anew for each
+    /// `Modules` (shared only by its clones). The `FileCfi`'s debug finder is used for it,
+    /// not this `Modules`' own.
+    pub fn add_shared(&mut self, range: Range<u64>, file_offset: u64, cfi: &FileCfi) {
+        if range.start >= range.end {
+            return;
+        }
+        let index = match self.cfis.iter().position(|c| Arc::ptr_eq(c, &cfi.0)) {
+            Some(i) => i,
+            None => {
+                self.cfis.push(Arc::clone(&cfi.0));
+                self.cfis.len() - 1
+            }
+        };
+        self.insert(range, file_offset, index);
+    }
+
+    /// Maps `range` (not empty) to the CFI at `cfi`, replacing what it overlaps.
+    fn insert(&mut self, range: Range<u64>, file_offset: u64, cfi: usize) {
         self.modules
             .retain(|m| m.range.end <= range.start || m.range.start >= range.end);
         let at = self

@@ -960,3 +960,36 @@ fn aarch64_go_step_reads_the_link_register_then_the_frame_slots() {
         Err(StopReason::MemoryUnreadable { addr: SP + 0x100 })
     );
 }
+
+#[test]
+fn modules_given_one_file_cfi_share_its_compiled_rules() {
+    let bytes = cfi_elf::elf_with_cfi(
+        62,
+        &x86_64_text(),
+        CfiKind::EhFrame,
+        &x86_64_cfi(CfiKind::EhFrame),
+    );
+    let len = bytes.len() as u64;
+    let elf = Arc::new(ElfFile::from_bytes("synthetic", bytes).expect("valid ELF"));
+    let shared = FileCfi::new(elf.clone(), None);
+    let (mut first, mut second, mut apart) = (Modules::new(), Modules::new(), Modules::new());
+    first.add_shared(BASE..BASE + len, 0, &shared);
+    second.add_shared(BASE..BASE + len, 0, &shared);
+    apart.add(BASE..BASE + len, 0, elf);
+    let virt = TEXT_OFFSET + 0x20;
+    let rule_of = |modules: &Modules| {
+        let module = modules.find(code(0x20)).expect("mapped");
+        modules
+            .cfi(module)
+            .expect("its CFI")
+            .cached_rule::<RuleX86_64>(virt)
+    };
+    // Frame 0 at `framed` after its prologue (CFA = rbp + 16) returns into `root`.
+    let memory = stack(0x40, &[(0x10, 0x1111), (0x18, code(0x110))]);
+    let regs = RegsX86_64::new(code(0x20), SP, SP + 0x10);
+    let walked =
+        Unwinder::new(first).unwind(&regs, &StackCopy::new(SP, &memory), &mut UnwindCache::new());
+    assert_eq!(walked.frames.len(), 2, "{walked:?}");
+    assert!(rule_of(&second).is_some(), "compiled once, for both");
+    assert_eq!(rule_of(&apart), None, "a CFI of its own");
+}
