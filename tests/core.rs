@@ -1072,14 +1072,8 @@ fn gdb_multiarch(gdb: &Path, core: &Path, exe: &Path) -> (String, BTreeMap<u32, 
 #[test]
 fn qemu_aarch64_cores_unwind_with_and_without_pac_ret() {
     let test = "qemu_aarch64_cores_unwind_with_and_without_pac_ret";
-    let Some(qemu) = find_tool("qemu-aarch64").or_else(|| find_tool("qemu-aarch64-static")) else {
-        return skip_or_fail(test, "qemu-aarch64 not found (apt-get install qemu-user)");
-    };
-    let Some(gdb) = find_tool("gdb-multiarch") else {
-        return skip_or_fail(
-            test,
-            "gdb-multiarch not found (apt-get install gdb-multiarch)",
-        );
+    let Some((qemu, gdb)) = support::qemu_aarch64_and_gdb(test) else {
+        return;
     };
     let Some(eu_stack) = find_tool("eu-stack") else {
         return skip_or_fail(test, "eu-stack not found (apt-get install elfutils)");

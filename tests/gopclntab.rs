@@ -1280,14 +1280,8 @@ fn unwinds_arm64_go_code_stopped_by_gdb_under_qemu() {
         Modules, Recovery, RegsAarch64, StackCopy, StopReason, UnwindCache, Unwinder,
     };
     let test = "unwinds_arm64_go_code_stopped_by_gdb_under_qemu";
-    let Some(qemu) = find_tool("qemu-aarch64").or_else(|| find_tool("qemu-aarch64-static")) else {
-        return skip_or_fail(test, "qemu-aarch64 not found (apt-get install qemu-user)");
-    };
-    let Some(gdb) = find_tool("gdb-multiarch") else {
-        return skip_or_fail(
-            test,
-            "gdb-multiarch not found (apt-get install gdb-multiarch)",
-        );
+    let Some((qemu, gdb)) = support::qemu_aarch64_and_gdb(test) else {
+        return;
     };
     let path = bin("go-demo-arm64.stripped");
     let symbolizer = Symbolizer::builder().build();

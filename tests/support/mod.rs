@@ -452,6 +452,23 @@ pub fn skip_or_fail(test: &str, why: &str) {
     writeln_stderr(format_args!("{test}: SKIPPED: {why}"));
 }
 
+/// `qemu-aarch64` (or `-static`) and `gdb-multiarch`, the tools that run and inspect an
+/// aarch64 program here; `None` after [`skip_or_fail`] when one is missing.
+pub fn qemu_aarch64_and_gdb(test: &str) -> Option<(PathBuf, PathBuf)> {
+    let Some(qemu) = find_tool("qemu-aarch64").or_else(|| find_tool("qemu-aarch64-static")) else {
+        skip_or_fail(test, "qemu-aarch64 not found (apt-get install qemu-user)");
+        return None;
+    };
+    let Some(gdb) = find_tool("gdb-multiarch") else {
+        skip_or_fail(
+            test,
+            "gdb-multiarch not found (apt-get install gdb-multiarch)",
+        );
+        return None;
+    };
+    Some((qemu, gdb))
+}
+
 /// The example binary: `target/<profile>/examples/symbolize`, next to this test's
 /// `target/<profile>/deps/<test>-HASH`. See [`example_exe`].
 pub fn symbolize_exe() -> &'static Path {
