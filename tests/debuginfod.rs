@@ -822,29 +822,6 @@ fn http_status(port: u16, path: &str) -> Option<u16> {
     status_line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// The local addresses of the sockets listening on `port` (`/proc/net/tcp` and `tcp6`, as
-/// the kernel writes them: hex, in network order per 32-bit word).
-fn listening_addresses(port: u16) -> Vec<String> {
-    let mut found = Vec::new();
-    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        let Ok(text) = std::fs::read_to_string(table) else {
-            continue;
-        };
-        for line in text.lines().skip(1) {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            let (Some(local), Some(&"0A")) = (fields.get(1), fields.get(3)) else {
-                continue;
-            };
-            if let Some((addr, p)) = local.rsplit_once(':') {
-                if u16::from_str_radix(p, 16).ok() == Some(port) {
-                    found.push(addr.to_string());
-                }
-            }
-        }
-    }
-    found
-}
-
 /// elfutils' `debuginfod -F` serving a temporary directory, bound to 127.0.0.1 (through
 /// `tests/support/loopback_bind.c`: Debian 12's server has no listen-address option).
 struct RealServer {
@@ -917,7 +894,7 @@ impl RealServer {
                 std::thread::sleep(Duration::from_millis(100));
             }
         }
-        let addresses = listening_addresses(port);
+        let addresses = support::listening_addresses(port);
         assert!(!addresses.is_empty(), "nothing listens on {port}");
         for address in &addresses {
             assert!(

@@ -1250,21 +1250,6 @@ fn esbuild_agrees_with_its_runtime_traceback() {
     agrees_with_traceback(test, &path, &text);
 }
 
-/// Whether something listens on TCP `port` (any local address), by `/proc/net/tcp`.
-fn listening(port: u16) -> bool {
-    let state_listen = "0A";
-    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|table| {
-        std::fs::read_to_string(table).is_ok_and(|text| {
-            text.lines().skip(1).any(|line| {
-                let fields: Vec<&str> = line.split_whitespace().collect();
-                fields.get(3) == Some(&state_listen)
-                    && fields.get(1).and_then(|local| local.rsplit(':').next())
-                        == Some(format!("{port:04X}").as_str())
-            })
-        })
-    })
-}
-
 /// Unwinding arm64 Go code by the Go table's SP deltas (a frameless leaf and a prologue's
 /// link register, then `str x30, [sp, #-N]!` slots): `go-demo-arm64.stripped spin` runs
 /// under `qemu-aarch64 -g`, and `gdb-multiarch` stops it at `main.spinMiddle`'s entry and
@@ -1322,7 +1307,7 @@ fn unwinds_arm64_go_code_stopped_by_gdb_under_qemu() {
         .spawn()
         .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !listening(port) && std::time::Instant::now() < deadline {
+    while support::listening_addresses(port).is_empty() && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let out = Command::new(gdb)

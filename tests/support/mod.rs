@@ -452,6 +452,29 @@ pub fn skip_or_fail(test: &str, why: &str) {
     writeln_stderr(format_args!("{test}: SKIPPED: {why}"));
 }
 
+/// The local addresses of the sockets listening on `port` (`/proc/net/tcp` and `tcp6`, as
+/// the kernel writes them: hex, in network order per 32-bit word).
+pub fn listening_addresses(port: u16) -> Vec<String> {
+    let mut found = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (Some(local), Some(&"0A")) = (fields.get(1), fields.get(3)) else {
+                continue;
+            };
+            if let Some((addr, p)) = local.rsplit_once(':') {
+                if u16::from_str_radix(p, 16).ok() == Some(port) {
+                    found.push(addr.to_string());
+                }
+            }
+        }
+    }
+    found
+}
+
 /// `qemu-aarch64` (or `-static`) and `gdb-multiarch`, the tools that run and inspect an
 /// aarch64 program here; `None` after [`skip_or_fail`] when one is missing.
 pub fn qemu_aarch64_and_gdb(test: &str) -> Option<(PathBuf, PathBuf)> {
