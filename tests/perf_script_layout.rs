@@ -150,35 +150,52 @@ fn perf_unwind_prints_perf_scripts_bytes() {
     };
     let dir = tempfile::tempdir().expect("a temporary dir");
     let data = prepare(dir.path());
-    let example = example_exe("perf_unwind");
-    let perf_script = |args: &[&str]| {
-        output(
-            Command::new(&perf)
-                .arg("script")
-                .args(args)
-                .arg("-i")
-                .arg(&data),
-        )
-    };
-    let ours = |args: &[&str]| output(Command::new(&example).args(args).arg("-i").arg(&data));
-
-    let with_srcline = perf_script(&["-F", "+srcline"]);
+    let with_srcline = perf_script(&perf, &data, &["-F", "+srcline"]);
     assert!(with_srcline.contains(" (inlined)\n"), "no inlined frames?");
-    compare_srclines(&ours(&["-F", "+srcline"]), &with_srcline);
+    compare_srclines(&perf_unwind(&data, &["-F", "+srcline"]), &with_srcline);
     // Not that output less its srcline lines: with `+srcline` perf marks an inlined frame on
     // its srcline line, not after the name as its default layout does.
-    assert_same_samples("default", &ours(&[]), &perf_script(&[]));
-    assert_same_samples(
-        "--no-inline",
-        &ours(&["--no-inline"]),
-        &perf_script(&["--no-inline"]),
-    );
+    assert_layouts_are_perfs("", &perf, &data);
+}
+
+/// `perf script ARGS -i data`'s output.
+fn perf_script(perf: &Path, data: &Path, args: &[&str]) -> String {
+    output(
+        Command::new(perf)
+            .arg("script")
+            .args(args)
+            .arg("-i")
+            .arg(data),
+    )
+}
+
+/// `perf_unwind ARGS -i data`'s output.
+fn perf_unwind(data: &Path, args: &[&str]) -> String {
+    output(
+        Command::new(example_exe("perf_unwind"))
+            .args(args)
+            .arg("-i")
+            .arg(data),
+    )
+}
+
+/// `perf_unwind` prints perf script's bytes on `data` in the default layout, with
+/// `--no-inline` and with `-F comm,tid,pid,time,ip,sym,dso,symoff` (each labelled after
+/// `label`).
+fn assert_layouts_are_perfs(label: &str, perf: &Path, data: &Path) {
     let fields = "comm,tid,pid,time,ip,sym,dso,symoff";
-    assert_same_samples(
-        &format!("-F {fields}"),
-        &ours(&["-F", fields]),
-        &perf_script(&["-F", fields]),
-    );
+    for args in [&[][..], &["--no-inline"], &["-F", fields]] {
+        let what = if args.is_empty() {
+            format!("{label}default")
+        } else {
+            format!("{label}{}", args.join(" "))
+        };
+        assert_same_samples(
+            &what,
+            &perf_unwind(data, args),
+            &perf_script(perf, data, args),
+        );
+    }
 }
 
 const FP_RECORDING: &str = concat!(
@@ -209,18 +226,7 @@ fn perf_unwind_prints_perf_scripts_bytes_for_fp_callchains() {
         FP_RECORDING,
         &["unwind-demo-fp", "libunwind-demo-fp.so"],
     );
-    let example = example_exe("perf_unwind");
-    let perf_script = |args: &[&str]| {
-        output(
-            Command::new(&perf)
-                .arg("script")
-                .args(args)
-                .arg("-i")
-                .arg(&data),
-        )
-    };
-    let ours = |args: &[&str]| output(Command::new(&example).args(args).arg("-i").arg(&data));
-    let default = perf_script(&[]);
+    let default = perf_script(&perf, &data, &[]);
     // The chains are the recorded ones: from the sampled function through the library's
     // and the program's frames to main's caller.
     for frame in [
@@ -231,18 +237,7 @@ fn perf_unwind_prints_perf_scripts_bytes_for_fp_callchains() {
     ] {
         assert!(default.contains(frame), "perf script shows no {frame}?");
     }
-    assert_same_samples("fp: default", &ours(&[]), &default);
-    assert_same_samples(
-        "fp: --no-inline",
-        &ours(&["--no-inline"]),
-        &perf_script(&["--no-inline"]),
-    );
-    let fields = "comm,tid,pid,time,ip,sym,dso,symoff";
-    assert_same_samples(
-        &format!("fp: -F {fields}"),
-        &ours(&["-F", fields]),
-        &perf_script(&["-F", fields]),
-    );
+    assert_layouts_are_perfs("fp: ", &perf, &data);
     compare_reports(test, &perf, &data, REPORT_RUNS);
 }
 
