@@ -625,48 +625,26 @@ impl GoTable {
     /// The shared name of a frame: the function named at `name_off`, starting at `start` (a
     /// function's own frame) or inlined (`None`).
     fn frame_name(&self, name_off: u32, start: Option<VirtAddr>) -> Result<Arc<FunctionName>> {
-        let key = (name_off, start);
-        // A poisoned lock (a panic elsewhere while it was held) only loses the sharing.
-        if let Some(found) = self
-            .frame_names
-            .lock()
-            .ok()
-            .and_then(|m| m.get(&key).cloned())
-        {
-            return Ok(found);
-        }
-        let name = self.name_at(name_off)?;
-        let made = Arc::new(FunctionName {
-            raw: name.to_string(),
-            demangled: name.to_string(),
-            short: None,
-            decl_file: None,
-            decl_line: None,
-            start,
-        });
-        if let Ok(mut names) = self.frame_names.lock() {
-            names.insert(key, Arc::clone(&made));
-        }
-        Ok(made)
+        shared(&self.frame_names, (name_off, start), || {
+            let name = self.name_at(name_off)?;
+            Ok(Arc::new(FunctionName {
+                raw: name.to_string(),
+                demangled: name.to_string(),
+                short: None,
+                decl_file: None,
+                decl_line: None,
+                start,
+            }))
+        })
     }
 
     /// `file` (a name inside the table's bytes) as a shared string.
     fn shared_file(&self, file: Option<&str>) -> Option<Arc<str>> {
         let file = file?;
-        let key = file.as_ptr() as usize;
-        if let Some(found) = self
-            .file_names
-            .lock()
-            .ok()
-            .and_then(|m| m.get(&key).cloned())
-        {
-            return Some(found);
-        }
-        let made: Arc<str> = Arc::from(file);
-        if let Ok(mut files) = self.file_names.lock() {
-            files.insert(key, Arc::clone(&made));
-        }
-        Some(made)
+        shared(&self.file_names, file.as_ptr() as usize, || {
+            Ok(Arc::from(file))
+        })
+        .ok()
     }
 
     /// Name offset and parent PC (from the function's entry) of inline-tree entry `ix` of the
@@ -726,5 +704,21 @@ fn go_frame(
     }
 }
 
+/// The value `map` keeps for `key`, made by `make` (and kept) the first time. A poisoned lock
+/// (a panic elsewhere while it was held) only loses the sharing.
+fn shared<K: Eq + std::hash::Hash, V: Clone>(
+    map: &Mutex<HashMap<K, V>>,
+    key: K,
+    make: impl FnOnce() -> Result<V>,
+) -> Result<V> {
+    if let Some(found) = map.lock().ok().and_then(|m| m.get(&key).cloned()) {
+        return Ok(found);
+    }
+    let made = make()?;
+    if let Ok(mut kept) = map.lock() {
+        kept.insert(key, made.clone());
+    }
+    Ok(made)
+}
 #[cfg(test)]
 mod tests;
