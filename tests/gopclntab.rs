@@ -939,11 +939,29 @@ fn unwinds_a_cgo_stack_across_both_switches() {
             skip_or_fail(test, "gdb or eu-stack not found; install gdb and elfutils");
             continue;
         };
-        let output = Command::new(tool).args(&args).output().unwrap();
-        drop(child);
-        let text = String::from_utf8_lossy(&output.stdout);
         let spin_tid = u32::try_from(spin_tid.expect("a stop in the loop")).unwrap();
-        let theirs = thread_frames(&text, spin_tid);
+        // The tool's one stop of the thread may catch it out of the loop, as some of ours
+        // did (the runtime preempts the goroutine and parks the thread locked to it, in
+        // runtime.futex): taken again, a few times, until its frame 0 is in the loop (gdb
+        // names it; eu-stack's pc is named by the Go table).
+        let in_loop = |theirs: &support::Frames| match theirs.first() {
+            Some((function, _)) if function == "main.spinInner" => true,
+            Some((_, Some(pc))) => {
+                support::in_process(&symbolizer, &process, None, &[stacksym::addr::AbsAddr(*pc)])
+                    .is_ok_and(|symbols| symbols.get(0).map(|s| s.name) == Some("main.spinInner"))
+            }
+            _ => false,
+        };
+        let mut theirs = Vec::new();
+        for _ in 0..10 {
+            let output = Command::new(tool).args(&args).output().unwrap();
+            theirs = thread_frames(&String::from_utf8_lossy(&output.stdout), spin_tid);
+            if in_loop(&theirs) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        drop(child);
         // Their return addresses (frame 0 is the loop's pc, wherever it was).
         let addrs: Vec<u64> = theirs.iter().skip(1).filter_map(|&(_, pc)| pc).collect();
         let mut deduped = addrs.clone();
