@@ -37,7 +37,7 @@
 //! `cargo install --root target/peers addr2line@<the version in Cargo.lock> --features bin`
 //! (its binary is also named `addr2line`, so it is kept off the PATH, where it would hide
 //! binutils'). The example is built by the bench in its own profile
-//! (`common::build_example`: release under `cargo bench`, debug under `cargo test --benches`,
+//! (`common::build_tool`: release under `cargo bench`, debug under `cargo test --benches`,
 //! one round whose figures mean nothing). A missing tool is a failure under `CI=true` and a
 //! SKIPPED line otherwise.
 
@@ -134,6 +134,9 @@ impl Tools {
         let obj = workload.obj.as_os_str().to_owned();
         match tool {
             Tool::Example | Tool::ExampleOneThread | Tool::LlvmSymbolizer => {
+                if tool != Tool::LlvmSymbolizer {
+                    args.push("symbolize".into());
+                }
                 if tool == Tool::ExampleOneThread {
                     args.extend(["--threads".into(), "1".into()]);
                 }
@@ -389,9 +392,9 @@ fn agreement(
 /// Finds the tools; a missing one is reported (and fails the bench under `CI=true`).
 fn find_tools(example: PathBuf) -> Tools {
     let ci = std::env::var_os("CI").is_some();
+    // target/<profile>/stacksym -> target
     let target = example
         .parent()
-        .and_then(Path::parent)
         .and_then(Path::parent)
         .map(Path::to_path_buf)
         .unwrap_or_default();
@@ -510,8 +513,7 @@ fn main() {
             println!("cli bench: SKIPPED the librustc_driver workload: {why}");
         }
     }
-    let tools =
-        find_tools(common::build_example("symbolize").expect("the symbolize example builds"));
+    let tools = find_tools(common::build_tool().expect("the stacksym tool builds"));
     let rounds = if quick { 1 } else { 7 };
     println!(
         "cli bench: {rounds} interleaved round(s){}; wall time of the whole process, peak RSS \

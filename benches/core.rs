@@ -17,7 +17,7 @@
 //! elsewhere falls on all); the median wall time of each, and the median of each round's
 //! ratio of the tool's time over pstack's. 7 rounds; one in a quick run (`-- --test`, or
 //! `cargo test --benches`), whose figures mean nothing. The example is built in the bench's
-//! profile (`common::build_example`). Needs root (gcore attaches with ptrace), gdb, gcore and
+//! profile (`common::build_tool`). Needs root (gcore attaches with ptrace), gdb, gcore and
 //! eu-stack: a failure under `CI=true`, a SKIPPED line otherwise.
 
 use std::io::{BufRead, BufReader};
@@ -137,7 +137,7 @@ fn main() {
     else {
         return skip("gdb, gcore or eu-stack not found (apt-get install gdb elfutils)");
     };
-    let pstack = common::build_example("pstack").expect("the pstack example builds");
+    let pstack = common::build_tool().expect("the stacksym tool builds");
     let dir = tempfile::tempdir().expect("a temporary directory");
     let core = make_core(&gcore, dir.path());
     let core_arg = core.display().to_string();
@@ -147,6 +147,7 @@ fn main() {
             name: "pstack --core",
             command: vec![
                 pstack.display().to_string(),
+                "pstack".into(),
                 "--core".into(),
                 core_arg.clone(),
                 "--exe".into(),

@@ -23,7 +23,7 @@
 //!   address's first frame in the pass;
 //!
 //! in ns per frame (each unwinder's time over the frames it found), and end to end (the
-//! `perf_unwind` example, built by the bench in its own profile: `common::build_example`,
+//! `perf_unwind` example, built by the bench in its own profile: `common::build_tool`,
 //! against perf on the same recording, both writing to /dev/null, in interleaved runs: median
 //! wall times and each side's peak RSS from `wait4`; a perf run is stopped at `PERF_CAP`,
 //! and its ratio then printed as a lower bound). On a system-wide recording made by the
@@ -61,7 +61,7 @@ use stacksym::unwind::{
 mod common;
 use common::{median, mode, quick_note};
 
-#[path = "../examples/perf_data/mod.rs"]
+#[path = "../cli/src/perf/data.rs"]
 mod perf_data;
 use perf_data::{PerfEvent, RecordedArch};
 
@@ -768,7 +768,7 @@ fn main() {
         usize,
         bool,
     );
-    let end_to_end: Option<Vec<E2e>> = match (&perf, common::build_example("perf_unwind")) {
+    let end_to_end: Option<Vec<E2e>> = match (&perf, common::build_tool()) {
         (Some(perf), Ok(example)) => {
             let mut rows = Vec::new();
             for E2ePair {
@@ -786,7 +786,12 @@ fn main() {
                 };
                 let ours = || {
                     let mut command = Command::new(&example);
-                    command.args(our_args).args(comms).arg("-i").arg(data);
+                    command
+                        .arg("perf")
+                        .args(our_args)
+                        .args(comms)
+                        .arg("-i")
+                        .arg(data);
                     command
                 };
                 let theirs = || {

@@ -1,4 +1,4 @@
-//! Tests of the `symbolize` example (examples/symbolize/): its output is compared byte for
+//! Tests of `stacksym symbolize` (cli/src/symbolize/): its output is compared byte for
 //! byte with llvm-symbolizer's (and, for the GNU style, with binutils addr2line's) on the
 //! binaries of testdata/bin, for addresses taken from their symbol tables with nm.
 //!
@@ -31,7 +31,7 @@ use std::sync::{mpsc, OnceLock};
 use std::time::Duration;
 
 use serde_json::Value;
-use support::symbolize_exe;
+use support::tool;
 
 // ---------------------------------------------------------------------------------------
 // Running things
@@ -46,15 +46,15 @@ fn bin(name: &str) -> PathBuf {
 
 /// Runs `program` in the repository root with `args`, feeding it `stdin` (from a thread, so
 /// a big input cannot deadlock against a full stdout pipe).
-fn run_with(program: &Path, args: &[&OsStr], stdin: &[u8], dir: &Path) -> Output {
-    let mut child = Command::new(program)
+fn run_with(mut program: Command, args: &[&OsStr], stdin: &[u8], dir: &Path) -> Output {
+    let mut child = program
         .args(args)
         .current_dir(dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", program.display()));
+        .unwrap_or_else(|e| panic!("cannot run {program:?}: {e}"));
     let mut pipe = child.stdin.take().expect("stdin is piped");
     let input = stdin.to_vec();
     let writer = std::thread::spawn(move || {
@@ -70,7 +70,7 @@ fn os<'a, S: AsRef<OsStr> + ?Sized>(args: &'a [&'a S]) -> Vec<&'a OsStr> {
 }
 
 fn ours(args: &[&str], stdin: &str) -> Output {
-    run_with(symbolize_exe(), &os(args), stdin.as_bytes(), root())
+    run_with(tool("symbolize"), &os(args), stdin.as_bytes(), root())
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -138,7 +138,7 @@ fn llvm_symbolizer(test: &str) -> Option<&'static Llvm> {
 }
 
 fn llvm(tool: &Llvm, args: &[&str], stdin: &str) -> Output {
-    run_with(&tool.exe, &os(args), stdin.as_bytes(), root())
+    run_with(Command::new(&tool.exe), &os(args), stdin.as_bytes(), root())
 }
 
 fn first_working(candidates: &[&str], probe: &[&str]) -> Option<String> {
@@ -662,7 +662,7 @@ fn gnu_style_matches_addr2line() {
     }
     let mut a2l = vec!["-f", "-e", "testdata/bin/c-nopie"];
     a2l.extend(addrs.iter().map(String::as_str));
-    let theirs = text(&run_with(Path::new("addr2line"), &os(&a2l), b"", root()).stdout);
+    let theirs = text(&run_with(Command::new("addr2line"), &os(&a2l), b"", root()).stdout);
     let their_lines: Vec<&str> = theirs.lines().collect();
     assert_eq!(their_lines.len(), lines.len(), "{theirs}");
     let aliases = alias_groups(&symbols);
@@ -1164,7 +1164,7 @@ fn no_arguments_symbolize_the_demo_dump() {
     check_demo_output(&ours(&[], ""));
     // From elsewhere, the dump and its relative paths are found in the crate directory.
     let dir = tempfile::tempdir().expect("a temp dir");
-    check_demo_output(&run_with(symbolize_exe(), &[], b"", dir.path()));
+    check_demo_output(&run_with(tool("symbolize"), &[], b"", dir.path()));
     // The demo's names are the PLT entry's `puts@plt` and the data object's own name.
     let stdout = text(&ours(&[], "").stdout);
     assert!(stdout.contains("\nputs@plt\n??:0:0\n"));
@@ -1203,7 +1203,7 @@ fn long_inputs_keep_input_order_across_modules_and_batches() {
 /// each answer before it sends the next line or closes stdin.
 #[test]
 fn answers_come_before_end_of_input() {
-    let mut child = Command::new(symbolize_exe())
+    let mut child = tool("symbolize")
         .args(["--obj", "testdata/bin/c-nopie"])
         .current_dir(root())
         .stdin(Stdio::piped())
@@ -1829,7 +1829,7 @@ fn gnu_style_with_dwarf_matches_addr2line() {
         let x = text(&ours(&args, "").stdout);
         let mut a2l = vec!["-f", "-i", "-C", "-e", &obj];
         a2l.extend(queries.iter().map(String::as_str));
-        let y = text(&run_with(&addr2line, &os(&a2l), b"", root()).stdout);
+        let y = text(&run_with(Command::new(&addr2line), &os(&a2l), b"", root()).stdout);
         let (xl, yl): (Vec<&str>, Vec<&str>) = (x.lines().collect(), y.lines().collect());
         assert_eq!(
             xl.len(),

@@ -1,5 +1,5 @@
 //! Tests of the `symbolize` example's `--pid`, `--kernel`/`--kallsyms`, stack-dump input and
-//! `--folded` (examples/symbolize/live.rs, stacks.rs).
+//! `--folded` (cli/src/symbolize/live.rs, stacks.rs).
 //!
 //! References: the live child testdata/bin/c-wait reports its own function addresses (see
 //! testdata/src/wait.c); kernel answers are worked out by hand from
@@ -12,14 +12,14 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::Value;
-use support::symbolize_exe;
+use support::tool;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
 fn ours(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(symbolize_exe())
+    let mut child = tool("symbolize")
         .args(args)
         .current_dir(root())
         .stdin(Stdio::piped())
@@ -500,7 +500,7 @@ fn stacks_from_lone_dash_and_not_from_arguments() {
 fn pid_that_exits_during_the_run() {
     let mut waiter = Waiter::spawn();
     let pid = waiter.pid.to_string();
-    let mut child = Command::new(symbolize_exe())
+    let mut child = tool("symbolize")
         .args(["--pid", &pid])
         .current_dir(root())
         .stdin(Stdio::piped())

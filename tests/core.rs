@@ -48,7 +48,7 @@ use stacksym::core::{CoreFile, CoreOptions, Matched, Unreadable};
 use stacksym::debuginfo::DebugFinder;
 use stacksym::unwind::{Modules, RegsAarch64, RegsX86_64, StopReason, UnwindCache, Unwinder};
 use stacksym::{AbsAddr, Input, NotFound, Source, Symbolizer};
-use support::{example_exe, find_tool, parse_frame, skip_or_fail, writeln_stderr, Frames};
+use support::{find_tool, parse_frame, skip_or_fail, tool, writeln_stderr, Frames};
 
 fn td(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -499,7 +499,7 @@ fn compare_with_tools_in(
     sysroot: Option<&Path>,
     tools: &Tools,
 ) -> String {
-    let mut pstack = Command::new(example_exe("pstack"));
+    let mut pstack = tool("pstack");
     pstack.arg("--core").arg(core_path).arg("--exe").arg(exe);
     if let Some(root) = sysroot {
         pstack.arg("--sysroot").arg(root);
@@ -906,11 +906,7 @@ fn crash_cores_match_gdb_and_eu_stack() {
         .unwrap();
     assert!(status.success());
     let pstack = |core: &Path| {
-        let out = Command::new(example_exe("pstack"))
-            .arg("--core")
-            .arg(core)
-            .output()
-            .unwrap();
+        let out = tool("pstack").arg("--core").arg(core).output().unwrap();
         assert!(out.status.success(), "{out:?}");
         // The first line names the core file.
         let text = String::from_utf8_lossy(&out.stdout).to_string();
@@ -954,7 +950,7 @@ fn crash_cores_match_gdb_and_eu_stack() {
             assert_eq!(names, whole_names, "thread {tid} is whole in the cut core");
         }
     }
-    let out = Command::new(example_exe("pstack"))
+    let out = tool("pstack")
         .arg("--core")
         .arg(&cut_path)
         .output()
@@ -1148,7 +1144,7 @@ fn qemu_aarch64_cores_unwind_with_and_without_pac_ret() {
         assert_eq!(saved >> 48 != 0, signed, "saved lr {saved:#x}");
 
         // gdb-multiarch, and eu-stack (which names nothing without NT_FILE: its pcs).
-        let ours = Command::new(example_exe("pstack"))
+        let ours = tool("pstack")
             .arg("--core")
             .arg(core_path)
             .arg("--exe")
@@ -1228,7 +1224,7 @@ fn qemu_aarch64_cores_unwind_with_and_without_pac_ret() {
     let core = CoreFile::open_with(&masked, &options).unwrap();
     assert_eq!(core.threads()[0].pac_mask, Some(PAC_MASK_48));
     assert_eq!(stacks_of(&core)[0].1, want);
-    let out = Command::new(example_exe("pstack"))
+    let out = tool("pstack")
         .arg("--core")
         .arg(&masked)
         .arg("--exe")
@@ -1440,7 +1436,7 @@ fn rebuilt_binary_is_a_per_frame_mismatch_then_found_by_build_id() {
         error.contains("build-id mismatch") && error.contains(&recorded),
         "{error}"
     );
-    let out = Command::new(example_exe("pstack"))
+    let out = tool("pstack")
         .arg("--core")
         .arg(&core_path)
         .output()

@@ -1209,7 +1209,7 @@ fn example_takes_debuginfod_urls_and_no_debuginfod() {
     let cache = tempfile::tempdir().unwrap();
     let addr = format!("{:#x}", function_addrs(&binary)[0]);
     let run = |args: &[&str], env_urls: Option<&str>| {
-        let mut command = Command::new(support::symbolize_exe());
+        let mut command = support::tool("symbolize");
         command
             .args(["--debug-file-directory", "/nonexistent", "-e"])
             .arg(&binary)
@@ -1225,7 +1225,7 @@ fn example_takes_debuginfod_urls_and_no_debuginfod() {
         String::from_utf8(out.stdout).unwrap()
     };
     let local = {
-        let out = Command::new(support::symbolize_exe())
+        let out = support::tool("symbolize")
             .arg("--debug-file-directory")
             .arg(testdata("debug"))
             .arg("-e")

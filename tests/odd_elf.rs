@@ -311,7 +311,7 @@ fn relocatable_objects_are_symbolized() {
     args.extend(offsets.iter().map(|a| format!("{a:#x}")));
     args.push("0x100000".to_string());
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = support::run(support::symbolize_exe(), &args);
+    let out = support::run_command(support::tool("symbolize"), &args);
     let answers: Vec<(&str, Option<u32>)> = out
         .split("\n\n")
         .filter(|block| !block.trim().is_empty())

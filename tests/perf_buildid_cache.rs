@@ -38,7 +38,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use support::perf::{assert_same_samples, output};
-use support::{example_exe, find_tool, skip_or_fail, writeln_stderr};
+use support::{find_tool, skip_or_fail, tool, writeln_stderr};
 
 const TEST: &str = "perf_buildid_cache";
 
@@ -89,11 +89,11 @@ fn perf_unwind_reads_changed_files_from_perfs_buildid_cache() {
     // Another build at the same path: the recording's build-id is no longer the file's.
     replace(&unwind.join("unwind-demo-nofp"), &program);
 
-    let example = example_exe("perf_unwind");
+    let example = || tool("perf");
     // Each side with the same environment: `HOME` or `PERF_BUILDID_DIR`, or a flag.
     let both = |env: &[(&str, &Path)], flag: Option<&Path>| -> (String, String) {
         let mut theirs = Command::new(&perf);
-        let mut ours = Command::new(&example);
+        let mut ours = example();
         for command in [&mut theirs, &mut ours] {
             command.env_remove("PERF_BUILDID_DIR");
             for (name, value) in env {
@@ -120,8 +120,13 @@ fn perf_unwind_reads_changed_files_from_perfs_buildid_cache() {
     assert_same_samples(&format!("{TEST}: $HOME/.debug"), &ours, &theirs);
 
     // perf archive (a script reading PERF_BUILDID_DIR) packs the cached files the recording
-    // needs; unpacked elsewhere, they are a cache of their own.
+    // needs; unpacked elsewhere, they are a cache of their own. perf itself sets
+    // PERF_BUILDID_DIR for the script from its own setting, `$HOME/.debug` by default, over
+    // the caller's: HOME is what points it at `cache` (with the variable alone it packed the
+    // user's ~/.debug, which held this program's files only when an earlier test had
+    // recorded it there: the test failed when run alone).
     let archived = Command::new(&perf)
+        .env("HOME", dir)
         .env("PERF_BUILDID_DIR", &cache)
         .arg("archive")
         .arg(&data)

@@ -7,8 +7,9 @@
 //! The container is made as tests/container.rs makes one (new mount and pid namespaces,
 //! `pivot_root` into a directory holding testdata/unwind/unwind-demo-fp at `/opt/app/bin`, its
 //! library beside it, and the host's libc and loader at their paths), running the program
-//! for up to 60 s (it is ended when the test is done with it). It is recorded twice for 300
-//! ms with `perf record -e cpu-clock:u -p PID --call-graph fp` (user frames only):
+//! for up to 600 s (it is ended when the test is done with it; 60 s was too short on a
+//! loaded 2-core machine). It is recorded twice for 300 ms with `perf record -e cpu-clock:u
+//! -p PID --call-graph fp` (user frames only):
 //! - without perf's build-id cache (`--no-buildid-cache`, an empty `--buildid-dir`), printed
 //!   while the process lives: every frame is perf's, but in the container's libc and vDSO,
 //!   where perf has only libc's `.dynsym` (it looks for libc's debug file inside the
@@ -32,7 +33,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use support::perf::output;
-use support::{example_exe, find_tool, skip_or_fail, writeln_stderr};
+use support::{find_tool, skip_or_fail, writeln_stderr};
 
 const TEST: &str = "perf_container";
 const APP_BIN: &str = "/opt/app/bin";
@@ -45,7 +46,7 @@ const SCRIPT: &str = r#"set -e
 cd "$ROOT"
 "$PIVOT_ROOT" . .old
 "$OLD_LOADER" --library-path "$OLD_LIBS" "$OLD_UMOUNT" -l /.old
-exec /opt/app/bin 60000
+exec /opt/app/bin 600000
 "#;
 
 /// `unshare` and the container under it (`--kill-child`): killed when dropped.
@@ -137,7 +138,7 @@ fn perf_unwind_opens_container_files_in_the_process_root() {
         );
     }
     // Built first: the container's program runs for a bounded time.
-    let example = example_exe("perf_unwind");
+    let example = || support::tool("perf");
     let unwind = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/unwind");
     let program = unwind.join("unwind-demo-fp");
     let dir = tempfile::tempdir().expect("a temporary dir");
@@ -231,7 +232,7 @@ fn perf_unwind_opens_container_files_in_the_process_root() {
                 .arg(data),
         );
         let ours = output(
-            Command::new(&example)
+            example()
                 .arg("--buildid-dir")
                 .arg(cache)
                 .arg("-i")

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use support::perf::{assert_same_samples, compare_reports, output};
-use support::{example_exe, find_tool, skip_or_fail};
+use support::{find_tool, skip_or_fail, tool};
 
 const TEST: &str = "perf_jit_map";
 
@@ -89,9 +89,9 @@ fn perf_unwind_names_jit_frames_of_an_exited_process_from_its_perf_map() {
         !Path::new(&format!("/proc/{pid}")).exists(),
         "process {pid} still runs: the test is about one that exited"
     );
-    let example = example_exe("perf_unwind");
+    let example = || tool("perf");
     let perf_script = || output(Command::new(&perf).arg("script").arg("-i").arg(&data));
-    let ours = || output(Command::new(&example).arg("-i").arg(&data));
+    let ours = || output(example().arg("-i").arg(&data));
 
     let theirs = perf_script();
     let dso = format!("({})", map.display());

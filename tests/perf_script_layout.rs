@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use support::perf::{assert_same_samples, compare_reports, output};
-use support::{example_exe, find_tool, skip_or_fail, writeln_stderr};
+use support::{find_tool, skip_or_fail, tool, writeln_stderr};
 
 const RECORDING: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -171,12 +171,7 @@ fn perf_script(perf: &Path, data: &Path, args: &[&str]) -> String {
 
 /// `perf_unwind ARGS -i data`'s output.
 fn perf_unwind(data: &Path, args: &[&str]) -> String {
-    output(
-        Command::new(example_exe("perf_unwind"))
-            .args(args)
-            .arg("-i")
-            .arg(data),
-    )
+    output(tool("perf").args(args).arg("-i").arg(data))
 }
 
 /// `perf_unwind` prints perf script's bytes on `data` in the default layout, with
@@ -268,14 +263,14 @@ fn perf_unwind_folded_is_inferno_collapse_of_perf_script() {
     };
     let dir = tempfile::tempdir().expect("a temporary dir");
     let data = prepare(dir.path());
-    let example = example_exe("perf_unwind");
+    let example = || tool("perf");
     let script = output(Command::new(&perf).arg("script").arg("-i").arg(&data));
     let mut theirs = Vec::new();
     inferno::collapse::perf::Folder::from(inferno::collapse::perf::Options::default())
         .collapse(script.as_bytes(), &mut theirs)
         .expect("inferno folds perf script's output");
     let theirs = String::from_utf8(theirs).expect("UTF-8");
-    let ours = output(Command::new(&example).arg("--folded").arg("-i").arg(&data));
+    let ours = output(example().arg("--folded").arg("-i").arg(&data));
     let (a, b): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), theirs.lines().collect());
     let differ: Vec<String> = a
         .iter()
@@ -303,13 +298,7 @@ fn perf_unwind_folded_is_inferno_collapse_of_perf_script() {
     assert!(differ.is_empty(), "--folded is not inferno's collapse");
 
     let svg = dir.path().join("flame.svg");
-    output(
-        Command::new(&example)
-            .arg("--flamegraph")
-            .arg(&svg)
-            .arg("-i")
-            .arg(&data),
-    );
+    output(example().arg("--flamegraph").arg(&svg).arg("-i").arg(&data));
     let svg = std::fs::read_to_string(&svg).expect("the SVG written");
     assert!(
         svg.starts_with("<?xml") && svg.contains("<svg"),

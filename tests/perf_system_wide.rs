@@ -37,9 +37,9 @@ use stacksym::elf::ElfFile;
 use stacksym::process::Process;
 use stacksym::unwind::{Memory, Registers, RegsX86_64, StackCopy};
 use support::perf::output;
-use support::{example_exe, find_tool, perf_report_rows, skip_or_fail, writeln_stderr};
+use support::{find_tool, perf_report_rows, skip_or_fail, tool, writeln_stderr};
 
-#[path = "../examples/perf_data/mod.rs"]
+#[path = "../cli/src/perf/data.rs"]
 mod perf_data;
 use perf_data::PerfEvent;
 
@@ -496,12 +496,8 @@ fn perf_unwind_on_a_system_wide_recording() {
     let Some(data) = record(&perf, dir.path()) else {
         return;
     };
-    let example = example_exe("perf_unwind");
-    let ours_text = output(
-        Command::new(&example)
-            .args(["--comms", COMMS, "-i"])
-            .arg(&data),
-    );
+    let example = || tool("perf");
+    let ours_text = output(example().args(["--comms", COMMS, "-i"]).arg(&data));
     let perf_text = output(
         Command::new(&perf)
             .args(["script", "--comms", COMMS, "-i"])
@@ -642,7 +638,7 @@ fn perf_unwind_on_a_system_wide_recording() {
             .arg(&data),
     );
     let ours_report = output(
-        Command::new(&example)
+        example()
             .args(["--report", "--no-children", "--sort", "comm,dso,sym"])
             .args(["--comms", COMMS, "-i"])
             .arg(&data),

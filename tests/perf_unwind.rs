@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use support::{example_exe, find_tool, writeln_stderr};
+use support::{find_tool, tool, writeln_stderr};
 
 /// A sample: the header line and its frames (address, symbol, file).
 type Sample = (String, Vec<(String, String, String)>);
@@ -167,7 +167,7 @@ fn perf_unwind_matches_perf_script_sample_by_sample() {
         return skip(test, "perf not found (apt-get install linux-perf)");
     };
     let dir = tempfile::tempdir().expect("a temporary dir");
-    let example = example_exe("perf_unwind");
+    let example = || tool("perf");
     let mut total_same = 0;
     let mut total = 0;
     for (variant, lazy) in [("fp", false), ("nofp", false), ("fp", true)] {
@@ -213,7 +213,7 @@ fn perf_unwind_matches_perf_script_sample_by_sample() {
             .output()
             .expect("perf script runs");
         assert!(script.status.success(), "perf script failed");
-        let ours = Command::new(&example)
+        let ours = example()
             .args(["-F", "comm,tid,ip,sym,dso", "--no-inline", "-i"])
             .arg(&data)
             .output()
@@ -263,7 +263,7 @@ fn perf_unwind_matches_perf_script_sample_by_sample() {
 
 #[test]
 fn perf_unwind_names_a_bad_file_and_the_offset() {
-    let example = example_exe("perf_unwind");
+    let example = || tool("perf");
     let dir = tempfile::tempdir().expect("a temporary dir");
     let not_perf = dir.path().join("not-perf.data");
     std::fs::write(&not_perf, vec![b'x'; 200]).expect("written");
@@ -338,22 +338,14 @@ fn perf_unwind_names_a_bad_file_and_the_offset() {
              that does not fit at its byte 4",
         ),
     ] {
-        let out = Command::new(&example)
-            .arg("-i")
-            .arg(file)
-            .output()
-            .expect("runs");
+        let out = example().arg("-i").arg(file).output().expect("runs");
         assert!(!out.status.success());
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(&*file.to_string_lossy()), "{stderr}");
         assert!(stderr.contains(expected), "{stderr}");
     }
     // An error names what is wrong without quoting the file's bytes.
-    let out = Command::new(&example)
-        .arg("-i")
-        .arg(&not_perf)
-        .output()
-        .expect("runs");
+    let out = example().arg("-i").arg(&not_perf).output().expect("runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("xxxx"), "{stderr}");
 }
@@ -416,7 +408,7 @@ fn perf_unwind_walks_a_stripped_go_program() {
         .output()
         .expect("perf script runs");
     assert!(script.status.success(), "perf script failed");
-    let ours = Command::new(example_exe("perf_unwind"))
+    let ours = tool("perf")
         .args(["-F", "comm,tid,ip,sym,dso", "--no-inline", "-i"])
         .arg(&data)
         .output()
@@ -560,7 +552,7 @@ fn perf_unwind_walks_a_stripped_cgo_program_along_the_goroutine_stack() {
     };
     let args = ["-F", "comm,tid,ip,sym,dso", "--no-inline", "-i"];
     let ours = user(
-        Command::new(example_exe("perf_unwind"))
+        tool("perf")
             .args(args)
             .arg(&data)
             .output()

@@ -402,9 +402,9 @@ fn kernel_names_agree_with_kallsyms_lines() {
 /// The example's `--find` and `--probe-spec`: the lines it prints for the committed binary.
 #[test]
 fn example_find_prints_offsets_and_probe_targets() {
-    let exe = support::symbolize_exe();
+    let exe = || support::tool("symbolize");
     let path = bin("c-nopie");
-    let out = Command::new(exe)
+    let out = exe()
         .args(["--find", "demo_impl", "--probe-spec", "--obj"])
         .arg(&path)
         .output()
@@ -416,7 +416,7 @@ fn example_find_prints_offsets_and_probe_targets() {
         path.display()
     );
     assert_eq!(text, expected);
-    let out = Command::new(exe)
+    let out = exe()
         .args(["--find", "no_such_function", "--obj"])
         .arg(&path)
         .output()

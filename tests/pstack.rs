@@ -29,7 +29,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{example_exe, find_tool, parse_frame, skip_or_fail, writeln_stderr, Frames};
+use support::{find_tool, parse_frame, skip_or_fail, tool, writeln_stderr, Frames};
 
 /// A running `pstack-threads-VARIANT`, killed on drop.
 struct Target {
@@ -253,17 +253,14 @@ fn pstack_matches_gdb_thread_by_thread() {
             );
         }
     }
-    let pstack = example_exe("pstack");
+    let pstack = || tool("pstack");
     let mut all_problems = Vec::new();
     let mut threads_compared = 0;
     let mut frames_compared = 0;
     for variant in ["fp", "nofp"] {
         let target = Target::start(variant);
         let pid = target.pid.to_string();
-        let ours = Command::new(&pstack)
-            .arg(&pid)
-            .output()
-            .expect("pstack runs");
+        let ours = pstack().arg(&pid).output().expect("pstack runs");
         assert!(
             ours.status.success(),
             "pstack failed: {}",
@@ -382,14 +379,14 @@ fn pstack_killed_while_holding_the_threads_lets_them_go() {
     if !is_root() {
         return skip_or_fail(test, "needs ptrace permission (run as root)");
     }
-    let pstack = example_exe("pstack");
+    let pstack = || tool("pstack");
     for (signal, name) in [
         (libc::SIGINT, "SIGINT"),
         (libc::SIGTERM, "SIGTERM"),
         (libc::SIGKILL, "SIGKILL"),
     ] {
         let target = Target::start("nofp");
-        let mut child = Command::new(&pstack)
+        let mut child = pstack()
             .args(["--hold", "60000"])
             .arg(target.pid.to_string())
             .stdout(Stdio::null())
@@ -442,10 +439,7 @@ fn pstack_killed_while_holding_the_threads_lets_them_go() {
 
 #[test]
 fn pstack_names_a_missing_process() {
-    let out = Command::new(example_exe("pstack"))
-        .arg("999999999")
-        .output()
-        .expect("runs");
+    let out = tool("pstack").arg("999999999").output().expect("runs");
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("999999999"), "{stderr}");

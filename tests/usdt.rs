@@ -562,9 +562,9 @@ fn hostile_notes_are_clear_errors() {
 #[test]
 fn the_example_prints_probes_and_their_targets() {
     let binary = bin("usdt-x86_64");
-    let exe = support::symbolize_exe();
+    let exe = || support::tool("symbolize");
     let path = binary.to_str().unwrap();
-    let lines = support::run(exe, &["--find-usdt", "stacksym_demo:*", "--obj", path]);
+    let lines = support::run_command(exe(), &["--find-usdt", "stacksym_demo:*", "--obj", path]);
     let probes = read_probes(&ElfFile::open(&binary).unwrap()).unwrap();
     assert_eq!(lines.lines().count(), probes.len(), "{lines}");
     for (line, probe) in lines.lines().zip(&probes) {
@@ -585,8 +585,8 @@ fn the_example_prints_probes_and_their_targets() {
     // and the uprobe_events line, which the kernel takes only with an absolute path, has
     // the absolute one.
     let relative = "testdata/bin/usdt-x86_64";
-    let spec = support::run(
-        exe,
+    let spec = support::run_command(
+        exe(),
         &[
             "--find-usdt",
             "*:guarded",
@@ -610,8 +610,8 @@ fn the_example_prints_probes_and_their_targets() {
         )),
         "{spec}"
     );
-    let json = support::run(
-        exe,
+    let json = support::run_command(
+        exe(),
         &[
             "--find-usdt",
             "stacksym_demo:plain",
@@ -634,7 +634,7 @@ fn the_example_prints_probes_and_their_targets() {
     assert_eq!(value["args"]["parsed"][2]["operand"]["kind"], "constant");
     assert_eq!(value["args"]["parsed"][2]["operand"]["value"], 7);
     // Nothing matches: exit status 1.
-    let status = Command::new(exe)
+    let status = exe()
         .args(["--find-usdt", "nope:*", "--obj", path])
         .stderr(Stdio::null())
         .status()

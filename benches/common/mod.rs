@@ -114,10 +114,10 @@ pub fn criterion(measurement: std::time::Duration) -> criterion::Criterion {
         .configure_from_args()
 }
 
-/// Builds the example `name` in the bench's own profile (release under `cargo bench`, debug
-/// under `cargo test --benches`, as CI runs the benches once) and returns its path; cargo has
-/// nothing to do when it is built, and a stale copy is never measured.
-pub fn build_example(name: &str) -> Result<PathBuf, String> {
+/// The `stacksym` tool (the workspace crate `cli/`), built in this bench's profile (release
+/// under `cargo bench`, debug under `cargo test --benches`): `target/<profile>/stacksym`.
+/// Its subcommand (`symbolize`, `perf`, `pstack`) is the caller's first argument.
+pub fn build_tool() -> Result<PathBuf, String> {
     let bench_exe = std::env::current_exe().map_err(|e| e.to_string())?;
     // target/<profile>/deps/BENCH-HASH -> target/<profile>
     let profile_dir = bench_exe
@@ -130,15 +130,22 @@ pub fn build_example(name: &str) -> Result<PathBuf, String> {
         &["--release"]
     };
     let status = std::process::Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "--example", name])
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "stacksym-cli",
+            "--bin",
+            "stacksym",
+        ])
         .args(profile)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .status()
         .map_err(|e| format!("cargo: {e}"))?;
-    let exe = profile_dir.join("examples").join(name);
+    let exe = profile_dir.join("stacksym");
     if !status.success() || !exe.is_file() {
         return Err(format!(
-            "cargo build --example {name} {}: {status}",
+            "cargo build -p stacksym-cli --bin stacksym {}: {status}",
             profile.join(" ")
         ));
     }

@@ -1,5 +1,5 @@
-//! Arbitrary bytes as a perf.data file → the reader examples/perf_unwind.rs uses
-//! (`examples/perf_data/`: the header check, linux-perf-data's parsing, records turned into
+//! Arbitrary bytes as a perf.data file → the reader `stacksym perf` uses
+//! (`cli/src/perf/data.rs`: the header check, linux-perf-data's parsing, records turned into
 //! mappings, registers and stack copies) → every sample unwound. Every mapping, whatever path
 //! it names, is of `testdata/unwind/unwind-demo-nofp` (real `.eh_frame`; no file named by the
 //! input is ever opened). A malformed or truncated file must end with an error, never a
@@ -20,7 +20,7 @@ use libfuzzer_sys::fuzz_target;
 use stacksym::elf::ElfFile;
 use stacksym::unwind::{Modules, RegsAarch64, RegsX86_64, UnwindCache, Unwinder};
 
-#[path = "../../examples/perf_data/mod.rs"]
+#[path = "../../cli/src/perf/data.rs"]
 mod perf_data;
 use perf_data::{PerfEvent, RecordedArch};
 

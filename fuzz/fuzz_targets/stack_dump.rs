@@ -6,7 +6,7 @@
 
 #![no_main]
 
-#[path = "../../examples/symbolize/stack_parse.rs"]
+#[path = "../../cli/src/symbolize/stack_parse.rs"]
 #[allow(dead_code)]
 mod stack_parse;
 

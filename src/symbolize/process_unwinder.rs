@@ -7,7 +7,7 @@
 //!
 //! It composes [`crate::unwind`] (registers, memory, CFI) with the symbolizer's caches; it
 //! does not stop threads: a live thread's registers must come from a stopped thread (ptrace,
-//! as `examples/pstack` does) or from a sample with its stack copy ([`StackCopy`]).
+//! as `stacksym pstack` does) or from a sample with its stack copy ([`StackCopy`]).
 
 use std::sync::Arc;
 

@@ -492,28 +492,40 @@ pub fn qemu_aarch64_and_gdb(test: &str) -> Option<(PathBuf, PathBuf)> {
     Some((qemu, gdb))
 }
 
-/// The example binary: `target/<profile>/examples/symbolize`, next to this test's
-/// `target/<profile>/deps/<test>-HASH`. See [`example_exe`].
-pub fn symbolize_exe() -> &'static Path {
-    static EXE: OnceLock<PathBuf> = OnceLock::new();
-    EXE.get_or_init(|| example_exe("symbolize"))
+/// `stacksym SUBCOMMAND`: the tool's binary (see [`stacksym_exe`]) with its subcommand
+/// (`symbolize`, `perf`, `pstack`) as the first argument.
+pub fn tool(subcommand: &str) -> Command {
+    let mut command = Command::new(stacksym_exe());
+    command.arg(subcommand);
+    command
 }
 
-/// The example `name`'s binary, `target/<profile>/examples/<name>`. It is (re)built with
-/// `cargo build --example <name>` (a no-op when `cargo test` built it already), so that
-/// `cargo test --test X`, which builds no example, never runs a stale or missing one.
-pub fn example_exe(name: &str) -> PathBuf {
+/// The `stacksym` tool's binary, `target/<profile>/stacksym` (the workspace crate `cli/`),
+/// next to this test's `target/<profile>/deps/<test>-HASH`. It is (re)built once per test
+/// binary with `cargo build -p stacksym-cli --bin stacksym` (a no-op when `cargo test` built
+/// it already), so that `cargo test --test X` never runs a stale or missing one.
+pub fn stacksym_exe() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    EXE.get_or_init(build_stacksym)
+}
+
+fn build_stacksym() -> PathBuf {
     let test_exe = std::env::current_exe().expect("the test knows its own path");
     let profile_dir = test_exe
         .parent()
         .and_then(Path::parent)
         .expect("tests run from target/<profile>/deps");
-    let exe = profile_dir
-        .join("examples")
-        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    let exe = profile_dir.join(format!("stacksym{}", std::env::consts::EXE_SUFFIX));
     let mut cargo = Command::new(env!("CARGO"));
     cargo
-        .args(["build", "--quiet", "--example", name])
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "stacksym-cli",
+            "--bin",
+            "stacksym",
+        ])
         .current_dir(env!("CARGO_MANIFEST_DIR"));
     match profile_dir.file_name().and_then(OsStr::to_str) {
         Some("debug") | None => {}
@@ -525,10 +537,10 @@ pub fn example_exe(name: &str) -> PathBuf {
         }
     }
     let status = cargo.status().expect("cargo runs");
-    assert!(status.success(), "cargo build --example {name} failed");
+    assert!(status.success(), "cargo build -p stacksym-cli failed");
     assert!(
         exe.is_file(),
-        "{} is missing after cargo build --example {name}",
+        "{} is missing after cargo build -p stacksym-cli",
         exe.display()
     );
     exe
@@ -536,12 +548,16 @@ pub fn example_exe(name: &str) -> PathBuf {
 
 /// Runs `cmd` with `args`, asserts it succeeded, and returns its standard output.
 pub fn run(cmd: impl AsRef<Path>, args: &[&str]) -> String {
-    let cmd = cmd.as_ref();
-    let out = Command::new(cmd)
+    run_command(Command::new(cmd.as_ref()), args)
+}
+
+/// Runs `command` with `args` added, asserts it succeeded, and returns its standard output.
+pub fn run_command(mut command: Command, args: &[&str]) -> String {
+    let out = command
         .args(args)
         .output()
-        .unwrap_or_else(|e| panic!("{}: {e}", cmd.display()));
-    assert!(out.status.success(), "{} {args:?}: {out:?}", cmd.display());
+        .unwrap_or_else(|e| panic!("{command:?}: {e}"));
+    assert!(out.status.success(), "{command:?}: {out:?}");
     String::from_utf8(out.stdout).unwrap()
 }
 

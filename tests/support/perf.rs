@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use super::{example_exe, perf_report_rows, writeln_stderr};
+use super::{perf_report_rows, tool, writeln_stderr};
 
 /// The command's standard output; fails the test (with its stderr) when it does not succeed.
 pub fn output(command: &mut Command) -> String {
@@ -55,7 +55,7 @@ pub fn compare_reports(
     data: &Path,
     runs: &[(&str, &str)],
 ) -> Vec<std::collections::BTreeMap<(String, String, String), Vec<f64>>> {
-    let example = example_exe("perf_unwind");
+    let example = || tool("perf");
     let mut perfs = Vec::new();
     for &(children, limit) in runs {
         let theirs = output(
@@ -65,7 +65,7 @@ pub fn compare_reports(
                 .arg(data),
         );
         let ours = output(
-            Command::new(&example)
+            example()
                 .args(["--report", children, "--sort", "comm,dso,sym"])
                 .args(["--percent-limit", limit, "-i"])
                 .arg(data),

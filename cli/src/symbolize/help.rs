@@ -1,4 +1,4 @@
-//! The example's help texts: what `--help` prints, including every place where it deliberately
+//! The `stacksym symbolize` help texts: what `--help` prints, including every place where it deliberately
 //! differs from llvm-symbolizer.
 
 pub const ABOUT: &str =
@@ -175,7 +175,7 @@ STACK DUMPS (--stacks, --folded; not in llvm-symbolizer)
   merged, their counts summed, in order of first appearance. Lines outside blocks are
   dropped; a block without a `]: COUNT` line is left out (noted on stderr).
       sudo bpftrace -e 'profile:hz:99 { @[kstack(raw), ustack(raw)] = count(); }' > dump.txt
-      symbolize --kernel --folded --input dump.txt | inferno-flamegraph > flame.svg
+      stacksym symbolize --kernel --folded --input dump.txt | inferno-flamegraph > flame.svg
 
 NAMES (--find PATTERN; not in llvm-symbolizer)
   Names -> addresses, for probes. --find lists the functions of --obj FILE (or, with --kernel
@@ -220,7 +220,7 @@ DEBUGINFOD
   download. A progress bar is drawn on stderr when it is a terminal. Example, serving
   testdata with elfutils' server:
     debuginfod -p 8002 -F testdata/debug &
-    symbolize --debug-file-directory /nonexistent --debuginfod http://127.0.0.1:8002 \\
+    stacksym symbolize --debug-file-directory /nonexistent --debuginfod http://127.0.0.1:8002 \\
         -e testdata/bin/c-gcc-O2-g-dwarf4.stripped-buildid 0x12b0
 
 ERRORS

@@ -7,7 +7,7 @@ use stacksym::kernel::KernelModules;
 use stacksym::process::Process;
 use stacksym::{Input, KernelSource, NotFound, Source, Symbolizer, Symbols};
 
-use crate::output::{Answer, Origin};
+use crate::symbolize::output::{Answer, Origin};
 
 /// Whether `addr` is a kernel address: the library's rule, the top bit set (the kernel half
 /// of the address space on x86_64 and on aarch64, whatever its virtual address size).
@@ -114,7 +114,7 @@ impl Live {
                         has_symbol: true,
                         // Lines where vmlinux or a .ko had DWARF; ??:0 with --vmlinux.
                         frames: (self.vmlinux.is_some() || !sym.frames.is_empty())
-                            .then(|| crate::owned_lines(sym.frames, demangle)),
+                            .then(|| crate::symbolize::owned_lines(sym.frames, demangle)),
                         name: sym.name.to_string().into(),
                     },
                     module,
@@ -165,7 +165,7 @@ fn resolved(results: &Symbols, i: usize, addr: u64, demangle: bool) -> Resolved 
                 version: None,
                 origin: Origin::Elf,
                 has_symbol: true,
-                frames: Some(crate::owned_lines(sym.frames, demangle)),
+                frames: Some(crate::symbolize::owned_lines(sym.frames, demangle)),
             },
             module(),
         ),

@@ -23,16 +23,16 @@
 //! no stack copies) is printed from the chain the kernel recorded, as perf prints it: each
 //! entry at its own address, without inlined frames. Executable anonymous memory is named
 //! through the process's perf map (`/tmp/perf-PID.map`) as perf names it, read when a frame
-//! needs it — the process may have exited long ago (examples/perf_jit). A file whose
+//! needs it — the process may have exited long ago (src/perf/jit.rs). A file whose
 //! build-id is not the recorded one (rebuilt since) is read from perf's build-id cache, as
 //! perf reads it (`DIR/.build-id/xx/rest/elf`: what `perf record` and `perf buildid-cache -a`
 //! put there, what `perf archive` packs); when the cache has no copy, nothing in it is named
 //! and the chain stops at its frame. The files of a process in another mount namespace (a
 //! container: its MMAP paths are its own) are opened in its root while it lives, as perf
-//! opens them in its namespace (examples/perf_container); once it is gone, from the cache.
+//! opens them in its namespace (src/perf/container.rs); once it is gone, from the cache.
 //!
 //!   perf record -e cpu-clock --call-graph dwarf,16384 -o perf.data ./program
-//!   cargo run --release --example perf_unwind -- -i perf.data
+//!   stacksym perf -i perf.data        (cargo run --release -p stacksym-cli -- perf -i perf.data)
 //!
 //! A file that is not perf.data, or is truncated, is an error naming the file and offset.
 
@@ -53,17 +53,19 @@ use stacksym::unwind::{
 };
 use stacksym::{Input, NameOrigin, Source, Symbolizer};
 
-mod perf_container;
-mod perf_data;
-mod perf_jit;
-mod perf_report;
-mod perf_script;
-mod perf_symbols;
-use perf_data::{FromPerfRegs, PerfEvent, RecordedArch};
-use perf_script::{Field, Fields};
+mod container;
+mod data;
+mod jit;
+mod report;
+mod script;
+mod symbols;
+use data::{FromPerfRegs, PerfEvent, RecordedArch};
+use script::{Field, Fields};
 
 #[derive(Parser, Debug)]
 #[command(
+    name = "perf",
+    bin_name = "stacksym perf",
     about = "Unwind perf.data's user stacks (perf record --call-graph dwarf) with stacksym; \
              prints what `perf script` prints"
 )]
@@ -227,7 +229,7 @@ enum KernelNames {
 /// kallsyms, and perf's pick among its aliases.
 struct KernelTable {
     kallsyms: Kallsyms,
-    aliases: perf_symbols::KernelAliases,
+    aliases: symbols::KernelAliases,
 }
 
 /// Reads and indexes the kallsyms file at `path`, and perf's pick among its aliases from the
@@ -253,10 +255,10 @@ fn read_kallsyms(path: &Path) -> Result<KernelTable, String> {
             Ok(_) => format!("{}: unreadable", path.display()),
         });
     };
-    let candidates = perf_symbols::AliasCandidates::new(&bytes);
+    let candidates = symbols::AliasCandidates::new(&bytes);
     let kallsyms = Kallsyms::from_bytes(path, bytes).map_err(|e| e.to_string())?;
     Ok(KernelTable {
-        aliases: perf_symbols::KernelAliases::new(candidates, &kallsyms),
+        aliases: symbols::KernelAliases::new(candidates, &kallsyms),
         kallsyms,
     })
 }
@@ -281,8 +283,8 @@ struct Unwinding<A: UnwindArch> {
     build_ids: HashMap<Vec<u8>, Vec<u8>>,
     /// perf's build-id cache (see [`buildid_dir`]).
     buildid_dir: Option<PathBuf>,
-    /// Which processes live in another mount namespace (examples/perf_container).
-    roots: perf_container::Roots,
+    /// Which processes live in another mount namespace (src/perf/container.rs).
+    roots: container::Roots,
     vdso: Option<Arc<ElfFile>>,
 }
 
@@ -298,26 +300,27 @@ struct Naming {
     /// Samples waiting for kallsyms (in order).
     pending: VecDeque<SampleOut>,
     names: HashMap<(usize, u64), Arc<Resolved>>,
-    perf_names: perf_symbols::PerfNames,
+    perf_names: symbols::PerfNames,
     folded: HashMap<String, u64>,
-    report: perf_report::Report,
+    report: report::Report,
     line: String,
 }
 
-fn main() -> ExitCode {
+/// `stacksym perf ARGS`: `argv` starts with the command's name, as clap expects.
+pub fn main(argv: Vec<std::ffi::OsString>) -> ExitCode {
     keep_freed_memory();
-    let args = Args::parse();
+    let args = Args::parse_from(argv);
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
-            eprintln!("perf_unwind: {message}");
+            eprintln!("stacksym perf: {message}");
             ExitCode::FAILURE
         }
     }
 }
 
 fn run(args: &Args) -> Result<(), String> {
-    let recording = perf_data::open(&args.input)?;
+    let recording = data::open(&args.input)?;
     let stdout = std::io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
     match recording.arch() {
@@ -380,7 +383,7 @@ fn kallsyms_path(args: &Args, recorded: Option<&[u8]>) -> Option<PathBuf> {
         Some(PathBuf::from("/proc/kallsyms"))
     } else {
         eprintln!(
-            "perf_unwind: note: kernel frames unnamed: the recording's kernel (build-id {hex}) \
+            "stacksym perf: note: kernel frames unnamed: the recording's kernel (build-id {hex}) \
              is not the running one, and perf's build-id cache has no kallsyms of it"
         );
         None
@@ -409,7 +412,7 @@ fn gnu_build_id(mut notes: &[u8]) -> Option<Vec<u8>> {
 
 /// Prints every sample of `recording`, unwound with registers of type `A`.
 fn unwind_all<A: UnwindArch + FromPerfRegs + Send, R: AsRef<[u8]> + Send>(
-    mut recording: perf_data::PerfData<R>,
+    mut recording: data::PerfData<R>,
     args: &Args,
     out: &mut impl Write,
 ) -> Result<(), String> {
@@ -449,7 +452,7 @@ fn unwind_all<A: UnwindArch + FromPerfRegs + Send, R: AsRef<[u8]> + Send>(
         files: HashMap::new(),
         build_ids,
         buildid_dir: buildid_dir(args),
-        roots: perf_container::Roots::default(),
+        roots: container::Roots::default(),
         vdso: own_vdso(),
     };
     let mut naming = Naming {
@@ -460,9 +463,9 @@ fn unwind_all<A: UnwindArch + FromPerfRegs + Send, R: AsRef<[u8]> + Send>(
         kernel: KernelNames::NotNeeded(kallsyms_path(args, kernel_build_id.as_deref())),
         pending: VecDeque::new(),
         names: HashMap::new(),
-        perf_names: perf_symbols::PerfNames::default(),
+        perf_names: symbols::PerfNames::default(),
         folded: HashMap::new(),
-        report: perf_report::Report::default(),
+        report: report::Report::default(),
         line: String::new(),
     };
     let io = |e: std::io::Error| format!("writing: {e}");
@@ -547,8 +550,8 @@ fn write_flamegraph(
     let lines: Vec<String> = folded.iter().map(|(s, n)| format!("{s} {n}")).collect();
     let mut options = inferno::flamegraph::Options::default();
     options.title = match event_names.first() {
-        Some(event) => format!("perf_unwind: {event}"),
-        None => "perf_unwind".to_string(),
+        Some(event) => format!("stacksym perf: {event}"),
+        None => "stacksym perf".to_string(),
     };
     options.count_name = "samples".to_string();
     let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -605,9 +608,9 @@ impl<A: UnwindArch + FromPerfRegs> Unwinding<A> {
                 path,
                 exec,
             } => {
-                let jit = exec && perf_jit::is_identity(&path);
+                let jit = exec && jit::is_identity(&path);
                 let path = match jit {
-                    true => perf_jit::map_path(pid).into_bytes(),
+                    true => jit::map_path(pid).into_bytes(),
                     false => path,
                 };
                 self.add_mapping(pid, start, len, pgoff, &path, jit)
@@ -766,7 +769,7 @@ impl Naming {
                     KernelNames::Loading(std::thread::spawn(move || match read_kallsyms(&path) {
                         Ok(table) => Some(table),
                         Err(e) => {
-                            eprintln!("perf_unwind: note: kernel frames unnamed: {e}");
+                            eprintln!("stacksym perf: note: kernel frames unnamed: {e}");
                             None
                         }
                     }))
@@ -814,33 +817,32 @@ impl Naming {
             // An inlined line's dso is its holding frame's; a callchain entry without a
             // symbol is the address in the process (perf's quirk), the sample's own entry
             // the address in the file.
-            let key =
-                |l: &perf_script::Line<'_>, frame: &FrameOut, kernel: bool, in_chain: bool| {
-                    let (dso, abs) = match frame {
-                        FrameOut::Kernel(ip) => (l.dso.unwrap_or_default(), *ip),
-                        FrameOut::User { file, abs, .. } => {
-                            (file.as_ref().map_or("[unknown]", |file| &*file.short), *abs)
-                        }
-                    };
-                    let mark = if kernel { "[k]" } else { "[.]" };
-                    let sym = match (l.sym, l.dso) {
-                        (Some((name, _)), Some(_)) => format!("{mark} {name}"),
-                        (Some((name, _)), None) => format!("{mark} {name} (inlined)"),
-                        (None, _) if in_chain => format!("{mark} {}", c_hex(abs)),
-                        (None, _) => format!("{mark} {}", c_hex(l.ip)),
-                    };
-                    perf_report::Key {
-                        comm: sample.comm.to_string(),
-                        // perf's short name (a user file's is FileInfo::short).
-                        dso: dso.rsplit('/').next().unwrap_or(dso).to_string(),
-                        sym,
-                        holder: if l.dso.is_none() {
-                            l.ip.wrapping_sub(l.sym.map_or(0, |s| s.1))
-                        } else {
-                            0
-                        },
+            let key = |l: &script::Line<'_>, frame: &FrameOut, kernel: bool, in_chain: bool| {
+                let (dso, abs) = match frame {
+                    FrameOut::Kernel(ip) => (l.dso.unwrap_or_default(), *ip),
+                    FrameOut::User { file, abs, .. } => {
+                        (file.as_ref().map_or("[unknown]", |file| &*file.short), *abs)
                     }
                 };
+                let mark = if kernel { "[k]" } else { "[.]" };
+                let sym = match (l.sym, l.dso) {
+                    (Some((name, _)), Some(_)) => format!("{mark} {name}"),
+                    (Some((name, _)), None) => format!("{mark} {name} (inlined)"),
+                    (None, _) if in_chain => format!("{mark} {}", c_hex(abs)),
+                    (None, _) => format!("{mark} {}", c_hex(l.ip)),
+                };
+                report::Key {
+                    comm: sample.comm.to_string(),
+                    // perf's short name (a user file's is FileInfo::short).
+                    dso: dso.rsplit('/').next().unwrap_or(dso).to_string(),
+                    sym,
+                    holder: if l.dso.is_none() {
+                        l.ip.wrapping_sub(l.sym.map_or(0, |s| s.1))
+                    } else {
+                        0
+                    },
+                }
+            };
             let levels = report_levels(&sample.frames);
             let mut chain = Vec::new();
             let mut own = None;
@@ -887,10 +889,10 @@ impl Naming {
             .event_names
             .get(sample.attr_index)
             .map_or("[unknown]", String::as_str);
-        perf_script::header(
+        script::header(
             line,
             fields,
-            &perf_script::Header {
+            &script::Header {
                 comm: &sample.comm,
                 pid: sample.pid,
                 tid: sample.tid,
@@ -903,9 +905,7 @@ impl Naming {
         );
         line.push('\n');
         for frame in &sample.frames {
-            for_each_line(frame, kallsyms, inline, |l| {
-                perf_script::line(line, fields, &l)
-            });
+            for_each_line(frame, kallsyms, inline, |l| script::line(line, fields, &l));
         }
         line.push('\n');
         out.write_all(line.as_bytes())
@@ -914,7 +914,7 @@ impl Naming {
 
 impl<A: UnwindArch> Unwinding<A> {
     /// Adds a mapping of `path` to process `pid`; `jit`: `path` is its perf map's (see
-    /// examples/perf_jit).
+    /// src/perf/jit.rs).
     fn add_mapping(&mut self, pid: i32, start: u64, len: u64, pgoff: u64, path: &[u8], jit: bool) {
         if pid < 0 || len == 0 {
             return;
@@ -934,7 +934,7 @@ impl<A: UnwindArch> Unwinding<A> {
                 let is_vdso = path == b"[vdso]";
                 let in_root = namespace
                     .as_ref()
-                    .and_then(|_| perf_container::open(&self.symbolizer, pid, start, path))
+                    .and_then(|_| container::open(&self.symbolizer, pid, start, path))
                     .filter(|elf| self.is_recorded(path, elf));
                 let elf = if is_vdso {
                     self.vdso.clone()
@@ -966,7 +966,7 @@ impl<A: UnwindArch> Unwinding<A> {
                     is_vdso,
                     missing_recorded,
                     id: self.files.len(),
-                    identity: jit || perf_jit::is_identity(path),
+                    identity: jit || jit::is_identity(path),
                     jit: jit.then(|| (pid, std::sync::OnceLock::new())),
                 });
                 self.files.insert(key, file.clone());
@@ -1085,7 +1085,7 @@ impl Naming {
         };
         if let Some((pid, map)) = &file.jit {
             // An identity mapping: `offset` is the address.
-            let map = map.get_or_init(|| perf_jit::read(*pid));
+            let map = map.get_or_init(|| jit::read(*pid));
             if let Some(sym) = map.as_ref().and_then(|m| m.find(stacksym::AbsAddr(offset))) {
                 resolved.sym = Some((sym.name.into(), sym.offset));
             }
@@ -1165,7 +1165,7 @@ impl Naming {
 /// Names the address at `offset` of the ELF file `elf` (`file`'s) as perf does, from what
 /// stacksym answered for it (`sym`).
 fn name_in_elf(
-    perf_names: &mut perf_symbols::PerfNames,
+    perf_names: &mut symbols::PerfNames,
     file: &FileInfo,
     elf: &ElfFile,
     offset: u64,
@@ -1304,7 +1304,7 @@ fn for_each_line(
     frame: &FrameOut,
     kallsyms: Option<&KernelTable>,
     inline: bool,
-    mut f: impl FnMut(perf_script::Line<'_>),
+    mut f: impl FnMut(script::Line<'_>),
 ) {
     match frame {
         FrameOut::Kernel(ip) => {
@@ -1316,7 +1316,7 @@ fn for_each_line(
             let dso = module.as_deref().unwrap_or("[kernel.kallsyms]");
             // perf's srcline of an address it cannot give a line: `dso[address]`.
             let srcline = format!("{dso}[{ip:x}]");
-            f(perf_script::Line {
+            f(script::Line {
                 ip: *ip,
                 sym: found.map(|(name, offset, _)| (name, offset)),
                 dso: Some(dso),
@@ -1328,7 +1328,7 @@ fn for_each_line(
         } => {
             let dso: &str = file.as_ref().map_or("[unknown]", |file| &file.dso);
             let Some(resolved) = resolved else {
-                return f(perf_script::Line {
+                return f(script::Line {
                     ip: *ip,
                     sym: None,
                     dso: Some(dso),
@@ -1339,7 +1339,7 @@ fn for_each_line(
             match &resolved.sym {
                 Some((_, offset)) if inline && !resolved.inlines.is_empty() => {
                     for (name, own, srcline) in &resolved.inlines {
-                        f(perf_script::Line {
+                        f(script::Line {
                             ip: *ip,
                             sym: Some((&**name, *offset)),
                             dso: own.then_some(dso),
@@ -1347,7 +1347,7 @@ fn for_each_line(
                         })
                     }
                 }
-                sym => f(perf_script::Line {
+                sym => f(script::Line {
                     ip: *ip,
                     sym: sym.as_ref().map(|(name, offset)| (&**name, *offset)),
                     dso: Some(dso),

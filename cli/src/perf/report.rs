@@ -1,4 +1,4 @@
-//! `perf report --stdio -g none --sort comm,dso,sym` for examples/perf_unwind.rs: the table of
+//! `perf report --stdio -g none --sort comm,dso,sym` for `stacksym perf` (src/perf/): the table of
 //! (command, shared object, symbol) entries with their share of the event count, without
 //! call graphs, in perf's layout: `--no-children` (each sample's period goes to the entry of
 //! its sample address) or `--children` (also to every distinct entry of its callchain,

@@ -16,9 +16,9 @@ use std::io::{self, Write};
 
 use stacksym::Symbolizer;
 
-use crate::live::{is_kernel, Live, Resolved};
-use crate::output::{Answer, Origin};
-use crate::stack_parse::{count_of, first_field, parse, parse_addr, Piece};
+use crate::symbolize::live::{is_kernel, Live, Resolved};
+use crate::symbolize::output::{Answer, Origin};
+use crate::symbolize::stack_parse::{count_of, first_field, parse, parse_addr, Piece};
 
 /// The frame as the block output shows it: `name+OFFSET` (` [module]` for a kernel module).
 fn block_name(answer: &Answer) -> String {
@@ -208,7 +208,7 @@ fn write_folded(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stack_parse::{is_closer, is_opener};
+    use crate::symbolize::stack_parse::{is_closer, is_opener};
 
     #[test]
     fn openers_closers_addresses() {

@@ -15,7 +15,7 @@ use std::io::{self, Write};
 use clap::ValueEnum;
 use serde_json::{json, Value};
 
-use crate::input::Kind;
+use crate::symbolize::input::Kind;
 
 /// `--output-style`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

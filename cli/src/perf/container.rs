@@ -1,4 +1,4 @@
-//! Files of container processes for examples/perf_unwind.rs: a process in another mount
+//! Files of container processes for `stacksym perf` (src/perf/): a process in another mount
 //! namespace maps files by the paths of its own root (`/opt/app/bin`), which perf records as
 //! they are; the host has no such file, or another one. While the process lives, perf opens
 //! them in the process's namespace (`nsinfo`); so does this, through the library
@@ -54,7 +54,7 @@ pub fn open(symbolizer: &Symbolizer, pid: i32, start: u64, path: &[u8]) -> Optio
     let maps = match process.read_maps() {
         Ok(maps) => maps,
         Err(e) => {
-            eprintln!("perf_unwind: note: process {pid}: {e}");
+            eprintln!("stacksym perf: note: process {pid}: {e}");
             return None;
         }
     };
@@ -65,7 +65,7 @@ pub fn open(symbolizer: &Symbolizer, pid: i32, start: u64, path: &[u8]) -> Optio
     });
     let Some(mapping) = mapping else {
         eprintln!(
-            "perf_unwind: note: process {pid} no longer maps {} at {start:#x}",
+            "stacksym perf: note: process {pid} no longer maps {} at {start:#x}",
             wanted.display()
         );
         return None;
@@ -73,7 +73,7 @@ pub fn open(symbolizer: &Symbolizer, pid: i32, start: u64, path: &[u8]) -> Optio
     match symbolizer.process_file(&process, mapping) {
         Ok(elf) => elf,
         Err(e) => {
-            eprintln!("perf_unwind: note: process {pid}: {e}");
+            eprintln!("stacksym perf: note: process {pid}: {e}");
             None
         }
     }

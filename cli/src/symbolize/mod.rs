@@ -4,15 +4,15 @@
 //! build-id or `.gnu_debuglink`).
 //!
 //! ```text
-//! cargo run --release --example symbolize                                   # the demo dump
-//! cargo run --release --example symbolize -- --obj testdata/bin/c-pie-g -p 0x12c4
-//! cargo run --example symbolize -- --obj testdata/bin/c-buildid \
+//! stacksym symbolize                                                         # the demo dump
+//! stacksym symbolize --obj testdata/bin/c-pie-g -p 0x12c4
+//! stacksym symbolize --obj testdata/bin/c-buildid \
 //!     --debug-file-directory testdata/debug --output-style=GNU 0x1290
-//! grep -v '^#' testdata/dumps/demo.txt | cargo run --example symbolize -- --output-style=JSON
-//! cargo run --example symbolize -- --input asan-report.txt
-//! cargo run --example symbolize -- --pid 1234 0x7f3a1c2b4567               # a live process
-//! cargo run --example symbolize -- --kernel 0xffffffff81234567             # /proc/kallsyms
-//! cargo run --example symbolize -- --kernel --pid 1234 --folded --input bpftrace-dump.txt
+//! grep -v '^#' testdata/dumps/demo.txt | stacksym symbolize --output-style=JSON
+//! stacksym symbolize --input asan-report.txt
+//! stacksym symbolize --pid 1234 0x7f3a1c2b4567               # a live process
+//! stacksym symbolize --kernel 0xffffffff81234567             # /proc/kallsyms
+//! stacksym symbolize --kernel --pid 1234 --folded --input bpftrace-dump.txt
 //! ```
 //!
 //! See `--help` (`AFTER_LONG_HELP` below) for every flag and for where this tool
@@ -51,6 +51,7 @@ use output::{
 #[derive(Debug, Parser)]
 #[command(
     name = "symbolize",
+    bin_name = "stacksym symbolize",
     version,
     about = ABOUT,
     long_about = LONG_ABOUT,
@@ -722,13 +723,19 @@ fn resolved_outcome(
     }
 }
 
-/// The demo dump, from the current directory or else from this crate's directory.
+/// The repository the tool was built from (cli/'s parent), where the demo dump lies.
+fn repo_dir() -> PathBuf {
+    let cli = Path::new(env!("CARGO_MANIFEST_DIR"));
+    cli.parent().unwrap_or(cli).to_path_buf()
+}
+
+/// The demo dump, from the current directory or else from the repository's directory.
 fn demo_dump() -> Option<(PathBuf, PathBuf)> {
     let rel = Path::new("testdata/dumps/demo.txt");
     if rel.is_file() {
-        return Some((rel.to_path_buf(), PathBuf::from(env!("CARGO_MANIFEST_DIR"))));
+        return Some((rel.to_path_buf(), repo_dir()));
     }
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let dir = repo_dir();
     let path = dir.join(rel);
     path.is_file().then_some((path, dir))
 }
@@ -738,7 +745,7 @@ fn run_demo<W: Write>(engine: &mut Engine<W>) -> io::Result<bool> {
         eprintln!(
             "symbolize: no arguments, and the demo dump testdata/dumps/demo.txt is neither in \
              the current directory nor in {}; see --help",
-            env!("CARGO_MANIFEST_DIR")
+            repo_dir().display()
         );
         return Ok(false);
     };
@@ -948,8 +955,9 @@ fn run(args: Args, no_arguments: bool) -> io::Result<bool> {
     Ok(ok)
 }
 
-fn main() -> ExitCode {
-    let argv = normalize_args(std::env::args_os());
+/// `stacksym symbolize ARGS`: `argv` starts with the command's name, as clap expects.
+pub fn main(argv: Vec<OsString>) -> ExitCode {
+    let argv = normalize_args(argv.into_iter());
     let no_arguments = argv.len() <= 1;
     let args = match Args::try_parse_from(argv) {
         Ok(args) => args,

@@ -1,4 +1,4 @@
-//! How `perf script` (perf 6.1) lays out a sample, for examples/perf_unwind.rs: the fields
+//! How `perf script` (perf 6.1) lays out a sample, for `stacksym perf` (src/perf/): the fields
 //! (`-F`), the header line and the callchain lines, byte for byte.
 //!
 //! The header is perf's `perf_sample__fprintf_start`: `comm ` (unpadded when the callchain

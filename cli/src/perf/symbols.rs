@@ -1,4 +1,4 @@
-//! Which of several symbols at one address perf names, for examples/perf_unwind.rs.
+//! Which of several symbols at one address perf names, for `stacksym perf` (src/perf/).
 //!
 //! stacksym picks among aliases by its own rule (global, then weak, then local; the
 //! version apart from the name). perf 6.1 keeps one symbol per address by

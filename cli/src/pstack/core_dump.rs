@@ -9,8 +9,8 @@ use stacksym::core::{CoreFile, CoreOptions, Unreadable};
 use stacksym::unwind::{Modules, RegsAarch64, RegsX86_64, StopReason, UnwindCache, Unwinder};
 use stacksym::{Input, NotFound, Source, Symbolizer};
 
-use crate::ThreadStack;
-use crate::{describe_stop, format_stacks, frame_addrs, threads_json, write_out, Args};
+use crate::pstack::ThreadStack;
+use crate::pstack::{describe_stop, format_stacks, frame_addrs, threads_json, write_out, Args};
 
 pub(crate) fn run(args: &Args, path: &Path) -> Result<(), String> {
     let options = CoreOptions {

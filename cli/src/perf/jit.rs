@@ -1,4 +1,4 @@
-//! perf JIT maps for examples/perf_unwind.rs: which mappings perf names through
+//! perf JIT maps for `stacksym perf` (src/perf/): which mappings perf names through
 //! `/tmp/perf-PID.map`, and reading that file — also after the process has exited, as perf
 //! does (the file stays in `/tmp` until someone removes it).
 //!
@@ -44,7 +44,7 @@ pub fn read(pid: i32) -> Option<PerfMap> {
         match process.perf_map() {
             Ok(Some(map)) => return Some(map),
             Ok(None) => {}
-            Err(e) => eprintln!("perf_unwind: note: process {pid}'s perf map: {e}"),
+            Err(e) => eprintln!("stacksym perf: note: process {pid}'s perf map: {e}"),
         }
     }
     let path = map_path(pid);
@@ -52,14 +52,14 @@ pub fn read(pid: i32) -> Option<PerfMap> {
         Ok(Some(text)) => text,
         Ok(None) => return None,
         Err(e) => {
-            eprintln!("perf_unwind: note: {path}: {e}");
+            eprintln!("stacksym perf: note: {path}: {e}");
             return None;
         }
     };
     match parse_perf_map(Path::new(&path), &text) {
         Ok(map) => Some(map),
         Err(e) => {
-            eprintln!("perf_unwind: note: {e}");
+            eprintln!("stacksym perf: note: {e}");
             None
         }
     }

@@ -6,8 +6,8 @@
 //! stopped for as short a time as possible. Frames are then named with source lines and
 //! inlined calls by one `Symbolizer::symbolize` call.
 //!
-//!   cargo run --release --example pstack -- PID
-//!   cargo run --release --example pstack -- --core CORE [--exe BIN] [--sysroot DIR] [--json]
+//!   stacksym pstack PID
+//!   stacksym pstack --core CORE [--exe BIN] [--sysroot DIR] [--json]
 //!
 //! With `--core`, the threads of a core file (the kernel's, `systemd-coredump`'s `.zst`,
 //! `gcore`'s) instead: registers and memory from the core, the files behind its mappings
@@ -46,6 +46,8 @@ use stacksym::{Input, Source, Symbolizer};
 
 #[derive(Parser, Debug)]
 #[command(
+    name = "pstack",
+    bin_name = "stacksym pstack",
     about = "Print the stack of every thread of a running process (like eu-stack -p, or gdb's \
              `thread apply all bt`), unwound and symbolized by stacksym"
 )]
@@ -116,8 +118,9 @@ fn default_signals() {
     }
 }
 
-fn main() -> ExitCode {
-    let args = Args::parse();
+/// `stacksym pstack ARGS`: `argv` starts with the command's name, as clap expects.
+pub fn main(argv: Vec<std::ffi::OsString>) -> ExitCode {
+    let args = Args::parse_from(argv);
     catch_signals();
     let result = match &args.core {
         Some(path) => core_dump::run(&args, path),

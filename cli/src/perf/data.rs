@@ -10,7 +10,7 @@
 //! the kernel part of the callchain). [`Sample::unwind_input`] makes registers and a
 //! `StackCopy` of a sample.
 //!
-//! Shared by examples/perf_unwind.rs, benches/unwind.rs and the `perf_data` fuzz target
+//! Shared by `stacksym perf` (src/perf/), benches/unwind.rs and the `perf_data` fuzz target
 //! (`#[path]`), so all three read recordings the same way. Errors are messages naming the
 //! file; nothing here panics on any input.
 #![allow(dead_code)] // each user takes what it needs
