@@ -310,3 +310,33 @@ fn perf_unwind_folded_is_inferno_collapse_of_perf_script() {
         "the inlined frame has no box"
     );
 }
+
+/// A whole-file zstd recording, as the committed ones are (and as `zstd perf.data` writes
+/// it), is read as the recording itself: the output is the unpacked file's, byte for byte.
+/// A truncated one is an error that names the file. No perf needed.
+#[test]
+fn perf_reads_a_zstd_compressed_recording() {
+    let dir = tempfile::tempdir().expect("a temporary dir");
+    let data = prepare(dir.path());
+    let unpacked = output(tool("perf").arg("-i").arg(&data));
+    let packed = output(tool("perf").arg("-i").arg(RECORDING));
+    assert!(
+        unpacked.lines().filter(|l| l.is_empty()).count() >= 1000,
+        "the recording's 1,163 samples are printed"
+    );
+    assert!(
+        packed == unpacked,
+        "the .zst prints what the unpacked file prints"
+    );
+
+    let bytes = std::fs::read(RECORDING).expect("the committed recording");
+    let cut = dir.path().join("cut.data.zst");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).expect("written");
+    let out = tool("perf").arg("-i").arg(&cut).output().expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a truncated .zst fails: {stderr}");
+    assert!(
+        stderr.contains(&cut.display().to_string()) && stderr.contains("zstd"),
+        "the error names the file and the format: {stderr}"
+    );
+}

@@ -479,7 +479,7 @@ impl Debuginfod {
     }
 
     /// The file `kind` of `build_id`: from the cache, else from the first server that has
-    /// it (see the [module docs](self) for the checks). An error says what each server
+    /// it (see the module docs for the checks). An error says what each server
     /// answered, or that a recent failure is remembered.
     pub fn fetch(&self, build_id: &[u8], kind: FileKind) -> Result<Fetched> {
         let hex = checked_build_id(build_id, kind)?;

@@ -233,18 +233,74 @@ impl FromPerfRegs for RegsAarch64 {
     }
 }
 
+/// A recording's bytes: the file mapped, or a whole-file zstd-compressed recording
+/// (`perf.data.zst`, as `zstd perf.data` writes it and testdata/recordings/ commits them)
+/// decompressed into memory.
+pub enum RecordingBytes {
+    /// The file itself, mapped.
+    Mapped(memmap2::Mmap),
+    /// The decompressed recording.
+    Decompressed(Vec<u8>),
+}
+
+impl AsRef<[u8]> for RecordingBytes {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            RecordingBytes::Mapped(map) => map,
+            RecordingBytes::Decompressed(bytes) => bytes,
+        }
+    }
+}
+
+/// A zstd frame's magic number (RFC 8878), little-endian as it starts the file.
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+
+/// The most a compressed recording may decompress to: the bytes are held in memory, and a
+/// small file that claims terabytes must end in an error, not in an allocation that fails.
+/// 16 GiB is past what `perf record` writes in a long system-wide session.
+const MAX_DECOMPRESSED: u64 = 16 << 30;
+
 /// Opens the recording at `path`, mapped: records are copied out of the page cache once
 /// (read through a buffer, the kernel's copy and the syscalls took about a fifth of the
 /// unwinding thread on a system-wide recording; mapped, `perf_unwind --no-inline` ran
-/// 0.178 s instead of 0.187-0.206 s, `perf stat -r 5`).
-pub fn open(path: &Path) -> Result<PerfData<memmap2::Mmap>, String> {
+/// 0.178 s instead of 0.187-0.206 s, `perf stat -r 5`). A file compressed whole with zstd is
+/// decompressed into memory first (at most [`MAX_DECOMPRESSED`] bytes).
+pub fn open(path: &Path) -> Result<PerfData<RecordingBytes>, String> {
     let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     // SAFETY: a recording is not written while it is read (perf writes it to a new file);
-    // one truncated by another process meanwhile would fault, a risk this example accepts
+    // one truncated by another process meanwhile would fault, a risk this tool accepts
     // (the library guards its own maps: src/elf/sigbus.rs).
     let map =
         unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("{}: {e}", path.display()))?;
-    PerfData::new(path, map)
+    if map.starts_with(&ZSTD_MAGIC) {
+        let bytes = decompress_zstd(&map, MAX_DECOMPRESSED)
+            .map_err(|e| format!("{}: zstd: {e}", path.display()))?;
+        return PerfData::new(path, RecordingBytes::Decompressed(bytes));
+    }
+    PerfData::new(path, RecordingBytes::Mapped(map))
+}
+
+/// Every zstd frame of `data` decompressed, in order (as `zstd -d` concatenates them); more
+/// than `cap` bytes is an error.
+fn decompress_zstd(data: &[u8], cap: u64) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    let mut rest = data;
+    while !rest.is_empty() {
+        let before = rest.len();
+        let mut decoder =
+            ruzstd::decoding::StreamingDecoder::new(&mut rest).map_err(|e| e.to_string())?;
+        let room = cap.saturating_sub(out.len() as u64).saturating_add(1);
+        std::io::Read::read_to_end(&mut std::io::Read::take(&mut decoder, room), &mut out)
+            .map_err(|e| e.to_string())?;
+        if out.len() as u64 > cap {
+            return Err(format!("decompresses to more than {cap} bytes"));
+        }
+        if rest.len() >= before {
+            // Each frame consumes its header at least; a decoder that did not would loop.
+            return Err("no progress in the compressed stream".to_string());
+        }
+    }
+    Ok(out)
 }
 
 /// Reads a recording held in memory; `name` names it in errors.
