@@ -601,6 +601,27 @@ fn kernel_with_vmlinux_prints_source_lines() {
     assert_ok(&out);
     assert_eq!(stdout(&out), "checksum\n??:0:0\n\n");
 
+    // A --vmlinux that is missing (or does not match) costs its lines, not the run: kallsyms'
+    // answer, and a note that names the file, as perf goes on without its vmlinux.
+    let missing = dir.path().join("no-such-vmlinux");
+    let out = ours(
+        &[
+            args[0],
+            args[1],
+            "--vmlinux",
+            missing.to_str().unwrap(),
+            addr.as_str(),
+        ],
+        "",
+    );
+    assert_ok(&out);
+    assert_eq!(stdout(&out), "checksum\n??:0:0\n\n");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("note:") && stderr.contains("no-such-vmlinux"),
+        "{stderr}"
+    );
+
     // --vmlinux without --kernel: an error.
     let out = ours(&["--vmlinux", vmlinux.to_str().unwrap(), "0x1"], "");
     assert_eq!(out.status.code(), Some(1), "{out:?}");

@@ -108,7 +108,8 @@ OUTPUT (--output-style)
   - --kernel answers have no source lines unless --vmlinux FILE or a module's .ko gives
     them (kallsyms has none): ??:0:0, named by the symbol even with --functions=short.
     With --vmlinux, the kernel image's addresses are named from vmlinux with its lines
-    and inlined frames; a module's addresses from its .ko (found in --modules-dir,
+    and inlined frames (a vmlinux that cannot be read or does not match kallsyms is a note
+    on stderr, and kallsyms names the image); a module's addresses from its .ko (found in --modules-dir,
     default /lib/modules/$(uname -r); its sections' load addresses from --sys-module,
     default /sys/module, root only), with the .ko's or its build-id debug file's lines;
     where the .ko cannot be used, kallsyms' name (a note on stderr after the output says

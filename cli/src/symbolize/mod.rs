@@ -870,10 +870,39 @@ fn run(args: Args, no_arguments: bool) -> io::Result<bool> {
             },
         };
         if let Some(err) = err {
-            // The library's message names the file and, for zeroed addresses, explains
-            // kptr_restrict and how to lift it.
-            eprintln!("symbolize: {err}");
-            return Ok(false);
+            // A vmlinux that cannot be read or matched costs its source lines, not the run:
+            // kallsyms still names the kernel, as perf goes on with kallsyms when its vmlinux
+            // is missing. Checked again without it, so that a kallsyms problem still stops.
+            let without_vmlinux = live.vmlinux.is_some() && {
+                let vmlinux = live.vmlinux.take();
+                let kallsyms_ok = live.kernel_source().is_some_and(|kernel| {
+                    symbolizer
+                        .symbolize(
+                            &stacksym::Source::Kernel(kernel),
+                            stacksym::Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&[
+                                u64::MAX,
+                            ])),
+                        )
+                        .is_ok_and(|symbols| {
+                            !matches!(
+                                symbols.not_found(0),
+                                Some(stacksym::NotFound::KernelAddrsHidden(_))
+                            )
+                        })
+                });
+                if !kallsyms_ok {
+                    live.vmlinux = vmlinux;
+                }
+                kallsyms_ok
+            };
+            if without_vmlinux {
+                eprintln!("symbolize: note: {err}; kernel names from kallsyms only");
+            } else {
+                // The library's message names the file and, for zeroed addresses, explains
+                // kptr_restrict and how to lift it.
+                eprintln!("symbolize: {err}");
+                return Ok(false);
+            }
         }
     }
     if let Some(pid) = args.pid {
