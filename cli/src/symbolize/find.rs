@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use stacksym::elf::SymbolKind;
-use stacksym::symbolize::{NamePattern, SymbolMatch};
+use stacksym::symbolize::{FoundIn, NamePattern, SymbolMatch};
 use stacksym::{KernelSource, Source, Symbolizer};
 
 /// What `--find` lists, and how.
@@ -95,7 +95,17 @@ fn print_probe_spec(
         )?,
     }
     let shared = all.iter().filter(|other| other.name == m.name).count() > 1;
-    if shared || m.version.is_some() {
+    if m.found_in == FoundIn::GoTable {
+        // A stripped Go binary: its names are in the Go table only, which bpftrace does not
+        // read, and a Go name (`main.(*Server).Handle`) is no bpftrace attach point. The
+        // address attaches, but with no symbol to check it against bpftrace asks for
+        // --unsafe ("Could not resolve address" without it; bpftrace 0.17).
+        writeln!(out, "  uprobe:{obj}:{:#x}", m.addr.0)?;
+        writeln!(
+            out,
+            "  (bpftrace --unsafe: the file has no symbol table to check the address against)"
+        )
+    } else if shared || m.version.is_some() {
         writeln!(out, "  uprobe:{obj}:{:#x}", m.addr.0)
     } else {
         writeln!(out, "  uprobe:{obj}:{}", m.name)
