@@ -428,7 +428,8 @@ fn example_find_prints_offsets_and_probe_targets() {
 /// `--probe-spec` on a stripped Go binary (testdata/bin/go-demo.stripped, testdata/build-go.sh):
 /// the name comes from the Go table, which bpftrace does not read, and a Go name is no
 /// bpftrace attach point (`uprobe:F:main.(*Server).Handle` is a syntax error), so the bpftrace
-/// line takes the ELF virtual address, with the `--unsafe` bpftrace needs for it.
+/// line takes the file offset (what bpftrace 0.17 attaches at in a file without symbols), with
+/// the `--unsafe` bpftrace needs for it.
 #[test]
 fn probe_spec_of_a_stripped_go_function_is_an_address() {
     let path = bin("go-demo.stripped");
@@ -441,7 +442,7 @@ fn probe_spec_of_a_stripped_go_function_is_an_address() {
     let text = String::from_utf8(out.stdout).unwrap();
     let expected = format!(
         "0x60880 0x120 main.(*Server).Handle\n  perf probe -x '{0}' -a 0x60880\n  \
-         uprobe:{0}:0x460880\n  (bpftrace --unsafe: the file has no symbol table to check the \
+         uprobe:{0}:0x60880\n  (bpftrace --unsafe: the file has no symbol table to check the \
          address against)\n",
         path.display()
     );

@@ -74,7 +74,8 @@ pub fn run(find: &Find<'_>, symbolizer: &Symbolizer, out: &mut impl Write) -> io
 
 /// The match as perf probe's and bpftrace's targets: perf probe's `-a 0xOFFSET` is a file
 /// offset (it writes `PATH:0xOFFSET` to uprobe_events as given); bpftrace takes the mangled
-/// name, or, where several symbols share it (versions), the ELF virtual address.
+/// name, or, where several symbols share it (versions), the ELF virtual address, or in a file
+/// without symbols (a stripped Go binary), the file offset.
 fn print_probe_spec(
     obj: Option<&Path>,
     m: &SymbolMatch,
@@ -95,12 +96,13 @@ fn print_probe_spec(
         )?,
     }
     let shared = all.iter().filter(|other| other.name == m.name).count() > 1;
-    if m.found_in == FoundIn::GoTable {
+    if let (FoundIn::GoTable, Some(offset)) = (m.found_in, m.file_offset) {
         // A stripped Go binary: its names are in the Go table only, which bpftrace does not
-        // read, and a Go name (`main.(*Server).Handle`) is no bpftrace attach point. The
-        // address attaches, but with no symbol to check it against bpftrace asks for
-        // --unsafe ("Could not resolve address" without it; bpftrace 0.17).
-        writeln!(out, "  uprobe:{obj}:{:#x}", m.addr.0)?;
+        // read, and a Go name (`main.(*Server).Handle`) is no bpftrace attach point. With no
+        // symbol table, bpftrace 0.17 takes the number as a file offset, unconverted (the
+        // virtual address gave EINVAL from perf_event_open, the offset attached), and only
+        // with --unsafe ("Could not resolve address" without it).
+        writeln!(out, "  uprobe:{obj}:{:#x}", offset.0)?;
         writeln!(
             out,
             "  (bpftrace --unsafe: the file has no symbol table to check the address against)"

@@ -191,8 +191,8 @@ NAMES (--find PATTERN; not in llvm-symbolizer)
   searched too. --probe-spec adds, per match, perf probe's and bpftrace's targets:
       perf probe -x 'FILE' -a 0xOFFSET
       uprobe:FILE:MANGLED_NAME      (or uprobe:FILE:0xADDRESS where versions share the name,
-                                     and for a stripped Go binary's functions, which need
-                                     bpftrace --unsafe)
+                                     and uprobe:FILE:0xOFFSET for a stripped Go binary's
+                                     functions, which need bpftrace --unsafe)
   Exit status 1 when nothing matches.
 
 USDT PROBES (--find-usdt PATTERN; not in llvm-symbolizer)
