@@ -76,7 +76,13 @@
 //! `stacksym` tool (`symbolize` with llvm-symbolizer's flags, `perf` with `perf script`'s and
 //! `perf report`'s layouts, `pstack` for processes and core files).
 
-#![deny(missing_docs)]
+// What is true of the library stays true: every public item documented and printable with
+// `{:?}`, every `unsafe` block with the reason it is sound.
+#![deny(
+    missing_docs,
+    missing_debug_implementations,
+    clippy::undocumented_unsafe_blocks
+)]
 
 pub mod addr;
 mod confine;

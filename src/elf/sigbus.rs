@@ -180,9 +180,11 @@ fn install() {
                 PAGE_SIZE.store(page, Ordering::Relaxed);
             }
         }
-        // SAFETY: a zeroed `sigaction` is a valid value to fill in; reading the current
-        // action (a null new action) changes nothing.
+        // SAFETY: a zeroed `sigaction` (plain integers, pointers and a signal set) is a
+        // valid value to fill in.
         let mut previous: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: reading the current action (a null new action) changes nothing; `previous`
+        // is a valid, writable `sigaction`.
         if unsafe { libc::sigaction(libc::SIGBUS, std::ptr::null(), &mut previous) } != 0 {
             log::debug!(
                 "cannot read the SIGBUS action ({}); files are read into memory",

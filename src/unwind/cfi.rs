@@ -41,6 +41,7 @@ pub const MODULE_RULE_SLOTS: usize = 16 * 1024;
 const MAX_TABLE_FDES: usize = 1 << 22;
 
 /// One row of a CFI table, as [`ModuleCfi::find_row`] hands it out.
+#[derive(Debug)]
 pub struct Row<'a> {
     /// The row.
     pub row: &'a UnwindTableRow<usize>,
