@@ -478,6 +478,10 @@ struct FirstBad {
     why: &'static str,
 }
 
+/// Reads a kallsyms text into the index, in steps: the lines parsed in file order
+/// ([`parse_symbols`]), the result checked ([`check_symbols`]: none at all, or every address
+/// hidden), the symbols put in address order, one kept per address, sizes inferred, and the
+/// blocks of the index cut.
 fn build(path: PathBuf, bytes: Vec<u8>) -> Result<Kallsyms> {
     if u32::try_from(bytes.len()).is_err() {
         return Err(Error::Kallsyms {
@@ -489,19 +493,70 @@ fn build(path: PathBuf, bytes: Vec<u8>) -> Result<Kallsyms> {
         });
     }
     let (text, non_utf8) = into_text(bytes);
-    let mut skipped = non_utf8.count;
-    let mut first_bad = non_utf8.first_line.map(|line_no| FirstBad {
-        line_no,
-        why: "not UTF-8",
-    });
+    let ParsedSymbols {
+        mut addrs,
+        mut entries,
+        modules,
+        skipped,
+        first_bad,
+        all_zero,
+    } = parse_symbols(&text, non_utf8);
+    check_symbols(&path, &addrs, skipped, first_bad.as_ref(), all_zero)?;
+    sort_by_address(&mut addrs, &mut entries);
+    keep_one_per_address(&text, &mut addrs, &mut entries);
+    set_sizes(&addrs, &mut entries, modules.len());
+    let (summary, blocks) = blocks(&addrs, &entries);
+    let count = entries.len();
+    drop((addrs, entries));
 
-    // Parallel: one address and one entry per symbol line, in file order.
-    let mut addrs: Vec<u64> = Vec::with_capacity(text.len() / 40);
-    let mut entries: Vec<Entry> = Vec::with_capacity(text.len() / 40);
-    let mut modules: Vec<(u32, u16)> = Vec::new();
-    let mut module_ids: HashMap<&str, u16> = HashMap::new();
-    let mut last_module: Option<(&str, u16)> = None;
-    let mut all_zero = true;
+    Ok(Kallsyms {
+        path,
+        text,
+        summary,
+        blocks,
+        count,
+        modules,
+        skipped,
+    })
+}
+
+/// The symbol lines of a kallsyms text, in file order.
+struct ParsedSymbols {
+    /// One address per symbol line (parallel to `entries`).
+    addrs: Vec<u64>,
+    entries: Vec<Entry>,
+    /// Each module's name: (offset in the text, length); a symbol's `module` is its index + 1.
+    modules: Vec<(u32, u16)>,
+    /// Lines that are neither blank nor a symbol (the non-UTF-8 ones included).
+    skipped: usize,
+    first_bad: Option<FirstBad>,
+    /// Every address 0: the kernel hid them from the reader.
+    all_zero: bool,
+}
+
+/// Parses every line of `text` (lines as the kernel writes them by a fast path, the rest by
+/// [`parse_line`]); malformed lines are counted and skipped, the first one remembered.
+fn parse_symbols(text: &str, non_utf8: NonUtf8) -> ParsedSymbols {
+    let mut parsed_symbols = ParsedSymbols {
+        addrs: Vec::with_capacity(text.len() / 40),
+        entries: Vec::with_capacity(text.len() / 40),
+        modules: Vec::new(),
+        skipped: non_utf8.count,
+        first_bad: non_utf8.first_line.map(|line_no| FirstBad {
+            line_no,
+            why: "not UTF-8",
+        }),
+        all_zero: true,
+    };
+    let ParsedSymbols {
+        addrs,
+        entries,
+        modules,
+        skipped,
+        first_bad,
+        all_zero,
+    } = &mut parsed_symbols;
+    let mut module_ids = ModuleIds::default();
 
     let bytes = text.as_bytes();
     let mut line_start = 0;
@@ -526,9 +581,9 @@ fn build(path: PathBuf, bytes: Vec<u8>) -> Result<Kallsyms> {
             Ok(Some(parsed)) => parsed,
             Ok(None) => continue, // blank
             Err(why) => {
-                skipped += 1;
+                *skipped += 1;
                 if first_bad.as_ref().is_none_or(|f| f.line_no > line_no) {
-                    first_bad = Some(FirstBad { line_no, why });
+                    *first_bad = Some(FirstBad { line_no, why });
                 }
                 continue;
             }
@@ -536,41 +591,19 @@ fn build(path: PathBuf, bytes: Vec<u8>) -> Result<Kallsyms> {
         let module = match parsed.module {
             None => 0,
             Some((m_start, m_end)) => {
-                let name = text
-                    .get(this_start + m_start..this_start + m_end)
-                    .unwrap_or("");
-                match last_module {
-                    Some((last, id)) if last == name => id,
-                    _ => {
-                        let id = match module_ids.get(name) {
-                            Some(&id) => id,
-                            None => {
-                                let Ok(id) = u16::try_from(modules.len() + 1) else {
-                                    skipped += 1;
-                                    if first_bad.is_none() {
-                                        first_bad = Some(FirstBad {
-                                            line_no,
-                                            why: "more than 65535 modules",
-                                        });
-                                    }
-                                    continue;
-                                };
-                                // Offsets fit: the text is under 4 GiB, lines under 1 KiB.
-                                modules.push((
-                                    (this_start + m_start) as u32,
-                                    (m_end - m_start) as u16,
-                                ));
-                                module_ids.insert(name, id);
-                                id
-                            }
-                        };
-                        last_module = Some((name, id));
-                        id
+                match module_ids.id(text, this_start + m_start, this_start + m_end, modules) {
+                    Ok(id) => id,
+                    Err(why) => {
+                        *skipped += 1;
+                        if first_bad.is_none() {
+                            *first_bad = Some(FirstBad { line_no, why });
+                        }
+                        continue;
                     }
                 }
             }
         };
-        all_zero &= parsed.addr == 0;
+        *all_zero &= parsed.addr == 0;
         addrs.push(parsed.addr);
         // Fits: the text is under 4 GiB, the name at most MAX_NAME_LEN bytes.
         entries.push(Entry {
@@ -581,10 +614,59 @@ fn build(path: PathBuf, bytes: Vec<u8>) -> Result<Kallsyms> {
             module,
         });
     }
+    parsed_symbols
+}
 
-    drop(module_ids);
+/// Module names to their ids while the lines are read: consecutive lines of one module (as
+/// the kernel lists them) cost one string compare.
+#[derive(Default)]
+struct ModuleIds<'t> {
+    ids: HashMap<&'t str, u16>,
+    last: Option<(&'t str, u16)>,
+}
 
-    if let Some(bad) = &first_bad {
+impl<'t> ModuleIds<'t> {
+    /// The id of the module named by `text[start..end]`, added to `modules` when new; an
+    /// error past 65535 modules (ids are 16 bits).
+    #[inline]
+    fn id(
+        &mut self,
+        text: &'t str,
+        start: usize,
+        end: usize,
+        modules: &mut Vec<(u32, u16)>,
+    ) -> std::result::Result<u16, &'static str> {
+        let name = text.get(start..end).unwrap_or("");
+        if let Some((last, id)) = self.last {
+            if last == name {
+                return Ok(id);
+            }
+        }
+        let id = match self.ids.get(name) {
+            Some(&id) => id,
+            None => {
+                let id = u16::try_from(modules.len() + 1).map_err(|_| "more than 65535 modules")?;
+                // Offsets fit: the text is under 4 GiB, lines under 1 KiB.
+                modules.push((start as u32, (end - start) as u16));
+                self.ids.insert(name, id);
+                id
+            }
+        };
+        self.last = Some((name, id));
+        Ok(id)
+    }
+}
+
+/// The errors a parsed text can still be: no symbol line at all, or every address 0 (hidden
+/// by `kptr_restrict`). Logs the skipped lines.
+fn check_symbols(
+    path: &Path,
+    addrs: &[u64],
+    skipped: usize,
+    first_bad: Option<&FirstBad>,
+    all_zero: bool,
+) -> Result<()> {
+    if let Some(bad) = first_bad {
         log::debug!(
             "{}: skipped {skipped} malformed kallsyms line(s); the first is line {}: {}",
             path.display(),
@@ -593,18 +675,21 @@ fn build(path: PathBuf, bytes: Vec<u8>) -> Result<Kallsyms> {
         );
     }
     if addrs.is_empty() {
-        let what = match &first_bad {
+        let what = match first_bad {
             None => "no symbols: the file is empty (a kallsyms file has lines `ADDR TYPE NAME [MODULE]`)".to_string(),
             Some(bad) => format!(
                 "no symbols: none of its {skipped} non-blank line(s) is a kallsyms line `ADDR TYPE NAME [MODULE]` (line {}: {})",
                 bad.line_no, bad.why
             ),
         };
-        return Err(Error::Kallsyms { path, what });
+        return Err(Error::Kallsyms {
+            path: path.to_path_buf(),
+            what,
+        });
     }
     if all_zero {
         return Err(Error::KernelAddrsHidden {
-            path,
+            path: path.to_path_buf(),
             what: format!(
                 "all {} symbol addresses are 0: the kernel hides them from this reader \
                  (kernel.kptr_restrict, or no CAP_SYSLOG). Read it as root (with CAP_SYSLOG) \
@@ -614,36 +699,26 @@ fn build(path: PathBuf, bytes: Vec<u8>) -> Result<Kallsyms> {
             ),
         });
     }
+    Ok(())
+}
 
-    if !addrs.is_sorted() {
-        // Stable, by address only, so that lines at one address stay in file order (rule 4).
-        let mut order: Vec<u32> = (0..addrs.len() as u32).collect(); // < 2^32 lines
-        order.sort_by_key(|&i| addrs.get(i as usize).copied().unwrap_or(u64::MAX));
-        let pick = |i: &u32| usize::try_from(*i).ok();
-        addrs = order
-            .iter()
-            .filter_map(|i| addrs.get(pick(i)?).copied())
-            .collect();
-        entries = order
-            .iter()
-            .filter_map(|i| entries.get(pick(i)?).copied())
-            .collect();
+/// Puts the symbols in address order: stable, by address only, so that lines at one address
+/// stay in file order (rule 4). A text already in order (the kernel's, mostly) is left as is.
+fn sort_by_address(addrs: &mut Vec<u64>, entries: &mut Vec<Entry>) {
+    if addrs.is_sorted() {
+        return;
     }
-    keep_one_per_address(&text, &mut addrs, &mut entries);
-    set_sizes(&addrs, &mut entries, modules.len());
-    let (summary, blocks) = blocks(&addrs, &entries);
-    let count = entries.len();
-    drop((addrs, entries));
-
-    Ok(Kallsyms {
-        path,
-        text,
-        summary,
-        blocks,
-        count,
-        modules,
-        skipped,
-    })
+    let mut order: Vec<u32> = (0..addrs.len() as u32).collect(); // < 2^32 lines
+    order.sort_by_key(|&i| addrs.get(i as usize).copied().unwrap_or(u64::MAX));
+    let pick = |i: &u32| usize::try_from(*i).ok();
+    *addrs = order
+        .iter()
+        .filter_map(|i| addrs.get(pick(i)?).copied())
+        .collect();
+    *entries = order
+        .iter()
+        .filter_map(|i| entries.get(pick(i)?).copied())
+        .collect();
 }
 
 /// Cuts the symbols (`addrs` sorted and unique, one entry each) into blocks of up to
