@@ -247,3 +247,104 @@ fn live_python_frames_agree_with_py_spy() {
         ));
     }
 }
+
+/// `pystack core --no-color CORE`: frames per OS thread id, innermost first, with each
+/// function named by its last dotted component: pystack prints `co_name`, which is the last
+/// component of `co_qualname` (`decorate.<locals>.wrapper` is `wrapper` to pystack).
+fn pystack_core(pystack: &Path, core: &Path) -> BTreeMap<u32, Frames> {
+    let out = Command::new(pystack)
+        .args(["core", "--no-color"])
+        .arg(core)
+        .output()
+        .expect("run pystack");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "pystack core failed: {}{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut by_tid = BTreeMap::new();
+    let mut current: Option<(u32, Frames)> = None;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("Traceback for thread ") {
+            if let Some((tid, frames)) = current.take() {
+                by_tid.insert(tid, frames);
+            }
+            let tid = rest.split_whitespace().next().and_then(|t| t.parse().ok());
+            current = Some((tid.expect("a thread id"), Vec::new()));
+        } else if let Some(rest) = line.trim_start().strip_prefix("(Python) File \"") {
+            // (Python) File "PATH", line N, in NAME
+            let (file, rest) = rest.split_once("\", line ").expect("a frame line");
+            let (line_no, name) = rest.split_once(", in ").expect("a frame line");
+            let frames = &mut current.as_mut().expect("a thread first").1;
+            frames.push((
+                name.to_string(),
+                basename(file),
+                line_no.parse().expect("a line number"),
+            ));
+        }
+    }
+    if let Some((tid, frames)) = current.take() {
+        by_tid.insert(tid, frames);
+    }
+    for frames in by_tid.values_mut() {
+        // Most recent call last.
+        frames.reverse();
+    }
+    by_tid
+}
+
+#[test]
+fn core_python_frames_agree_with_pystack() {
+    let test = "core_python_frames_agree_with_pystack";
+    let Some(pystack) = find_tool("pystack") else {
+        return skip_or_fail(test, "pystack not found; pip install pystack");
+    };
+    let Some(gcore) = find_tool("gcore") else {
+        return skip_or_fail(test, "gcore not found; apt-get install gdb");
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (label, python) in interpreters(test) {
+        let parked = Parked::start(&python);
+        let prefix = dir.path().join("core");
+        let out = Command::new(&gcore)
+            .arg("-o")
+            .arg(&prefix)
+            .arg(parked.pid().to_string())
+            .output()
+            .expect("run gcore");
+        assert!(out.status.success(), "{label}: gcore failed");
+        let core_path = PathBuf::from(format!("{}.{}", prefix.display(), parked.pid()));
+        drop(parked);
+        let core =
+            stacksym::core::CoreFile::open(&core_path).unwrap_or_else(|e| panic!("{label}: {e}"));
+        let stacks = PythonStacks::from_core(&core).unwrap_or_else(|e| panic!("{label}: {e}"));
+        let mine: BTreeMap<u32, Frames> = ours(&stacks, true)
+            .into_iter()
+            .map(|((_, tid), frames)| {
+                let frames = frames
+                    .into_iter()
+                    .map(|(function, file, line)| {
+                        let name = function.rsplit('.').next().unwrap_or(&function).to_string();
+                        (name, file, line)
+                    })
+                    .collect();
+                (tid.expect("an OS thread id"), frames)
+            })
+            .collect();
+        let theirs = pystack_core(&pystack, &core_path);
+        drop(core);
+        let _ = std::fs::remove_file(&core_path);
+        let as_keys = |map: BTreeMap<u32, Frames>| -> BTreeMap<ThreadKey, Frames> {
+            map.into_iter()
+                .map(|(tid, f)| ((0, Some(tid)), f))
+                .collect()
+        };
+        let (threads, frames) = assert_same(&label, "pystack", &as_keys(theirs), &as_keys(mine));
+        writeln_stderr(format_args!(
+            "{label}: CPython {} core: {threads} threads, {frames} frames identical to \
+             pystack's",
+            stacks.version
+        ));
+    }
+}

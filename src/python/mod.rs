@@ -24,6 +24,8 @@
 mod lines;
 mod offsets;
 mod reader;
+#[cfg(test)]
+mod tests;
 
 use std::path::{Path, PathBuf};
 
@@ -364,7 +366,7 @@ pub fn merge_native<N: Clone>(
 }
 
 #[cfg(test)]
-mod tests {
+mod unit_tests {
     use super::*;
 
     #[test]

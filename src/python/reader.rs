@@ -33,9 +33,9 @@ const FRAME_OWNED_BY_GENERATOR: u8 = 1;
 /// x86_64 and its small header on aarch64. Used before 3.11, whose thread states keep only
 /// the `pthread_t`; a tid read there is believed only when it is one of the process's.
 #[cfg(target_arch = "aarch64")]
-const PTHREAD_TID_OFFSET: u64 = 0xd0;
+pub(crate) const PTHREAD_TID_OFFSET: u64 = 0xd0;
 #[cfg(not(target_arch = "aarch64"))]
-const PTHREAD_TID_OFFSET: u64 = 0x2d0;
+pub(crate) const PTHREAD_TID_OFFSET: u64 = 0x2d0;
 
 pub(super) fn read_stacks<M: Memory + ?Sized>(
     runtime: &PythonRuntime,
