@@ -248,12 +248,23 @@ fn live_python_frames_agree_with_py_spy() {
     }
 }
 
-/// `pystack core --no-color CORE`: frames per OS thread id, innermost first, with each
-/// function named by its last dotted component: pystack prints `co_name`, which is the last
-/// component of `co_qualname` (`decorate.<locals>.wrapper` is `wrapper` to pystack).
-fn pystack_core(pystack: &Path, core: &Path) -> BTreeMap<u32, Frames> {
+/// One frame of a merged stack: Python (function, file basename, line) or native (the
+/// function's name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Mixed {
+    Python(String, String, u32),
+    Native(String),
+}
+
+/// `pystack core --native --no-color CORE`: frames per OS thread id, innermost first, each
+/// Python function named by its last dotted component: pystack prints `co_name`, which is
+/// the last component of `co_qualname` (`decorate.<locals>.wrapper` is `wrapper` to it);
+/// a native function without its `@VERSION`; its inlined frames left out (ours are named
+/// by their symbol, one name per physical frame). pystack leaves out the interpreter's own
+/// native frames between Python frames.
+fn pystack_core(pystack: &Path, core: &Path) -> BTreeMap<u32, Vec<Mixed>> {
     let out = Command::new(pystack)
-        .args(["core", "--no-color"])
+        .args(["core", "--native", "--no-color"])
         .arg(core)
         .output()
         .expect("run pystack");
@@ -264,7 +275,7 @@ fn pystack_core(pystack: &Path, core: &Path) -> BTreeMap<u32, Frames> {
         String::from_utf8_lossy(&out.stderr)
     );
     let mut by_tid = BTreeMap::new();
-    let mut current: Option<(u32, Frames)> = None;
+    let mut current: Option<(u32, Vec<Mixed>)> = None;
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("Traceback for thread ") {
             if let Some((tid, frames)) = current.take() {
@@ -272,17 +283,34 @@ fn pystack_core(pystack: &Path, core: &Path) -> BTreeMap<u32, Frames> {
             }
             let tid = rest.split_whitespace().next().and_then(|t| t.parse().ok());
             current = Some((tid.expect("a thread id"), Vec::new()));
-        } else if let Some(rest) = line.trim_start().strip_prefix("(Python) File \"") {
-            // (Python) File "PATH", line N, in NAME
-            let (file, rest) = rest.split_once("\", line ").expect("a frame line");
-            let (line_no, name) = rest.split_once(", in ").expect("a frame line");
-            let frames = &mut current.as_mut().expect("a thread first").1;
-            frames.push((
+            continue;
+        }
+        let line = line.trim_start();
+        let (python, rest) = if let Some(rest) = line.strip_prefix("(Python) File \"") {
+            (true, rest)
+        } else if let Some(rest) = line.strip_prefix("(C) File \"") {
+            (false, rest)
+        } else {
+            continue;
+        };
+        // (Python) File "PATH", line N, in NAME
+        // (C) File "PATH", line N, in NAME[@VERSION] [(inlined)] (LIBRARY)
+        let (file, rest) = rest.split_once("\", line ").expect("a frame line");
+        let (line_no, name) = rest.split_once(", in ").expect("a frame line");
+        let frames = &mut current.as_mut().expect("a thread first").1;
+        frames.push(if python {
+            Mixed::Python(
                 name.to_string(),
                 basename(file),
                 line_no.parse().expect("a line number"),
-            ));
-        }
+            )
+        } else if name.contains(" (inlined) ") {
+            // Our native frames are named by their symbol: one name per physical frame.
+            continue;
+        } else {
+            let name = name.split(' ').next().unwrap_or(name);
+            Mixed::Native(name.split('@').next().unwrap_or(name).to_string())
+        });
     }
     if let Some((tid, frames)) = current.take() {
         by_tid.insert(tid, frames);
@@ -292,6 +320,83 @@ fn pystack_core(pystack: &Path, core: &Path) -> BTreeMap<u32, Frames> {
         frames.reverse();
     }
     by_tid
+}
+
+fn python_only(frames: &[Mixed]) -> Frames {
+    frames
+        .iter()
+        .filter_map(|frame| match frame {
+            Mixed::Python(function, file, line) => Some((function.clone(), file.clone(), *line)),
+            Mixed::Native(_) => None,
+        })
+        .collect()
+}
+
+/// Asserts that our merged stacks place each Python frame where pystack does, relative to
+/// the native frames both name (pystack hides the interpreter's own and shows inlined
+/// ones, so only the native names both have are compared), and that every Python frame
+/// found its evaluation frame (none left over past the outermost native frame). Returns
+/// how many native frames were compared.
+fn assert_merged_like_pystack(
+    label: &str,
+    theirs: &BTreeMap<u32, Vec<Mixed>>,
+    ours: &[stacksym::symbolize::MergedThread],
+) -> usize {
+    use stacksym::python::MixedFrame;
+    let mut compared = 0;
+    for (tid, their_frames) in theirs {
+        let thread = ours
+            .iter()
+            .find(|thread| thread.os_tid == *tid)
+            .unwrap_or_else(|| panic!("{label}: thread {tid}: no merged stack"));
+        let mine: Vec<Mixed> = thread
+            .frames
+            .iter()
+            .map(|frame| match frame {
+                MixedFrame::Python(py) => {
+                    let name = py.function.rsplit('.').next().unwrap_or(&py.function);
+                    Mixed::Python(name.to_string(), basename(&py.file), py.line.unwrap_or(0))
+                }
+                MixedFrame::Native(native) => {
+                    Mixed::Native(native.function.clone().unwrap_or_default())
+                }
+            })
+            .collect();
+        assert!(
+            matches!(mine.last(), Some(Mixed::Native(_))),
+            "{label}: thread {tid}: Python frames left over past the native stack: {mine:?}"
+        );
+        let natives = |frames: &[Mixed]| -> Vec<String> {
+            frames
+                .iter()
+                .filter_map(|f| match f {
+                    Mixed::Native(name) => Some(name.clone()),
+                    Mixed::Python(..) => None,
+                })
+                .collect()
+        };
+        let (theirs_native, mine_native) = (natives(their_frames), natives(&mine));
+        let keep = |frames: &[Mixed], other: &[String]| -> Vec<Mixed> {
+            frames
+                .iter()
+                .filter(|f| match f {
+                    Mixed::Native(name) => other.contains(name),
+                    Mixed::Python(..) => true,
+                })
+                .cloned()
+                .collect()
+        };
+        let (a, b) = (
+            keep(their_frames, &mine_native),
+            keep(&mine, &theirs_native),
+        );
+        assert_eq!(
+            a, b,
+            "{label}: thread {tid}: merged stacks differ (pystack, ours)"
+        );
+        compared += a.iter().filter(|f| matches!(f, Mixed::Native(_))).count();
+    }
+    compared
 }
 
 #[test]
@@ -319,6 +424,10 @@ fn core_python_frames_agree_with_pystack() {
         let core =
             stacksym::core::CoreFile::open(&core_path).unwrap_or_else(|e| panic!("{label}: {e}"));
         let stacks = PythonStacks::from_core(&core).unwrap_or_else(|e| panic!("{label}: {e}"));
+        let merged = Symbolizer::builder()
+            .build()
+            .python_merged_core(&core, &stacks)
+            .unwrap_or_else(|e| panic!("{label}: {e}"));
         let mine: BTreeMap<u32, Frames> = ours(&stacks, true)
             .into_iter()
             .map(|((_, tid), frames)| {
@@ -332,18 +441,23 @@ fn core_python_frames_agree_with_pystack() {
                 (tid.expect("an OS thread id"), frames)
             })
             .collect();
-        let theirs = pystack_core(&pystack, &core_path);
+        let theirs_merged = pystack_core(&pystack, &core_path);
         drop(core);
         let _ = std::fs::remove_file(&core_path);
-        let as_keys = |map: BTreeMap<u32, Frames>| -> BTreeMap<ThreadKey, Frames> {
-            map.into_iter()
-                .map(|(tid, f)| ((0, Some(tid)), f))
-                .collect()
-        };
-        let (threads, frames) = assert_same(&label, "pystack", &as_keys(theirs), &as_keys(mine));
+        let theirs: BTreeMap<ThreadKey, Frames> = theirs_merged
+            .iter()
+            .map(|(tid, frames)| ((0, Some(*tid)), python_only(frames)))
+            .collect();
+        let mine = mine
+            .into_iter()
+            .map(|(tid, f)| ((0, Some(tid)), f))
+            .collect();
+        let (threads, frames) = assert_same(&label, "pystack", &theirs, &mine);
+        let natives = assert_merged_like_pystack(&label, &theirs_merged, &merged);
         writeln_stderr(format_args!(
-            "{label}: CPython {} core: {threads} threads, {frames} frames identical to \
-             pystack's",
+            "{label}: CPython {} core: {threads} threads, {frames} Python frames identical \
+             to pystack's; merged with native frames as pystack places them ({natives} \
+             native frames both name)",
             stacks.version
         ));
     }

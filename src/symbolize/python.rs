@@ -1,20 +1,24 @@
 //! Python frames of a live process through the symbolizer's files: the process's mapped
 //! files (cached and opened confined, as [`crate::Source::Process`] opens them) searched for
 //! `_PyRuntime`, its memory read through [`ProcessMemory`]; and a thread's native stack
-//! (unwound as [`Symbolizer::unwind_process`] does) merged with its Python frames.
+//! (unwound as [`Symbolizer::unwind_process`] does) merged with its Python frames; the
+//! same for every thread of a core ([`Symbolizer::python_merged_core`]).
 //!
 //! The reading itself is [`crate::python`]'s; this file only finds the files and threads.
 
 use std::collections::HashSet;
 
 use crate::addr::AbsAddr;
+use crate::core::CoreFile;
 use crate::error::{Error, Result};
 use crate::process::Process;
 use crate::python::{
     merge_native, LoadedFile, MixedFrame, PythonFrame, PythonRuntime, PythonStacks,
 };
-use crate::symbolize::Symbolizer;
-use crate::unwind::{ProcessMemory, UnwindArch};
+use crate::symbolize::{Input, Source, Symbolizer, Symbols};
+use crate::unwind::{
+    Frame, Modules, ProcessMemory, RegsAarch64, RegsX86_64, UnwindArch, UnwindCache, Unwinder,
+};
 
 /// A native frame of a merged stack ([`Symbolizer::python_merged_stack`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -139,27 +143,94 @@ impl Symbolizer {
         python: &[PythonFrame],
     ) -> Result<Vec<MixedFrame<NativeFrame>>> {
         let (stack, symbols) = self.unwind_process(process, regs)?;
-        let native: Vec<(NativeFrame, Option<String>)> = stack
-            .frames
+        Ok(merge_named(&stack.frames, &symbols, 0, python))
+    }
+
+    /// Every thread of a core, its native stack (unwound from the core's registers through
+    /// the core's memory and matched files, as `pstack --core` unwinds them) merged with
+    /// its Python frames from `python` ([`PythonStacks::from_core`] of the same core; a
+    /// thread without a Python thread state, or whose frames could not be read, stays
+    /// native). In the core's thread order.
+    pub fn python_merged_core(
+        &self,
+        core: &CoreFile,
+        python: &PythonStacks,
+    ) -> Result<Vec<MergedThread>> {
+        let unwinder = Unwinder::new(Modules::from_core(core, None));
+        let mut x86 = UnwindCache::new();
+        let mut arm = UnwindCache::new();
+        let stacks: Vec<(u32, Vec<Frame>)> = core
+            .threads()
             .iter()
-            .enumerate()
-            .map(|(i, frame)| {
-                let function = symbols.get(i).map(|sym| sym.name.to_string());
-                (
-                    NativeFrame {
-                        addr: AbsAddr(frame.addr),
-                        function: function.clone(),
-                    },
-                    function,
-                )
+            .map(|thread| {
+                let frames = if let Some(regs) = RegsX86_64::from_core(&thread.registers) {
+                    unwinder.unwind(&regs, core, &mut x86).frames
+                } else if let Some(regs) = RegsAarch64::from_core_thread(thread) {
+                    unwinder.unwind(&regs, core, &mut arm).frames
+                } else {
+                    log::debug!(
+                        "{}: thread {}: registers of an unknown architecture",
+                        core.path().display(),
+                        thread.tid
+                    );
+                    Vec::new()
+                };
+                (thread.tid, frames)
             })
             .collect();
-        let named: Vec<(NativeFrame, Option<&str>)> = native
+        let addrs: Vec<AbsAddr> = stacks
             .iter()
-            .map(|(frame, name)| (frame.clone(), name.as_deref()))
+            .flat_map(|(_, frames)| frames.iter().map(|f| AbsAddr(f.lookup_addr())))
             .collect();
-        Ok(merge_native(&named, python))
+        let symbols = self.symbolize(&Source::Core(core), Input::AbsAddrs(&addrs))?;
+        let mut first = 0;
+        let mut merged = Vec::with_capacity(stacks.len());
+        for (tid, frames) in &stacks {
+            let py: &[PythonFrame] = python
+                .threads
+                .iter()
+                .find(|thread| thread.os_tid == Some(*tid))
+                .and_then(|thread| thread.frames.as_deref().ok())
+                .unwrap_or_default();
+            merged.push(MergedThread {
+                os_tid: *tid,
+                frames: merge_named(frames, &symbols, first, py),
+            });
+            first += frames.len();
+        }
+        Ok(merged)
     }
+}
+
+/// One thread's merged stack ([`Symbolizer::python_merged_core`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergedThread {
+    /// The OS thread id.
+    pub os_tid: u32,
+    /// Its frames, innermost first.
+    pub frames: Vec<MixedFrame<NativeFrame>>,
+}
+
+/// `frames` named by `symbols` (from index `first` on) and merged with `python`.
+fn merge_named(
+    frames: &[Frame],
+    symbols: &Symbols,
+    first: usize,
+    python: &[PythonFrame],
+) -> Vec<MixedFrame<NativeFrame>> {
+    let native: Vec<(NativeFrame, Option<&str>)> = frames
+        .iter()
+        .enumerate()
+        .map(|(i, frame)| {
+            let name = symbols.get(first + i).map(|sym| sym.name);
+            let native = NativeFrame {
+                addr: AbsAddr(frame.addr),
+                function: name.map(str::to_string),
+            };
+            (native, name)
+        })
+        .collect();
+    merge_native(&native, python)
 }
 
 /// The live process's thread ids (`/proc/PID/task`); empty when they cannot be listed.
