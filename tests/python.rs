@@ -22,7 +22,7 @@ use std::process::{Child, Command, Stdio};
 use stacksym::process::Process;
 use stacksym::python::PythonStacks;
 use stacksym::Symbolizer;
-use support::{find_tool, skip_or_fail, writeln_stderr};
+use support::{find_tool, skip_or_fail, tool, writeln_stderr};
 
 /// (function, file basename, line) of each frame, innermost first.
 type Frames = Vec<(String, String, u32)>;
@@ -135,22 +135,28 @@ fn basename(file: &str) -> String {
     )
 }
 
+/// What `command` printed; it must succeed (`what` names it in the failure).
+fn stdout_of(mut command: Command, what: &str) -> Vec<u8> {
+    let out = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed: {}{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    out.stdout
+}
+
 /// A thread: CPython's `thread_id` (`pthread_t`: py-spy names every thread by it; its OS
 /// thread id only where it can tell without stopping the process, 3.11+), and the OS id.
 type ThreadKey = (u64, Option<u32>);
 
 /// `py-spy dump --nonblocking --json`: frames per thread.
 fn py_spy(py_spy: &Path, pid: u32) -> BTreeMap<ThreadKey, Frames> {
-    let out = Command::new(py_spy)
-        .args(["dump", "--nonblocking", "--json", "--pid", &pid.to_string()])
-        .output()
-        .expect("run py-spy");
-    assert!(
-        out.status.success(),
-        "py-spy dump failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let threads: serde_json::Value = serde_json::from_slice(&out.stdout).expect("py-spy's JSON");
+    let mut command = Command::new(py_spy);
+    command.args(["dump", "--nonblocking", "--json", "--pid", &pid.to_string()]);
+    let threads: serde_json::Value =
+        serde_json::from_slice(&stdout_of(command, "py-spy dump")).expect("py-spy's JSON");
     let mut by_tid = BTreeMap::new();
     for thread in threads.as_array().expect("a list of threads") {
         let thread_id = thread["thread_id"].as_u64().expect("thread_id");
@@ -188,6 +194,41 @@ fn ours(stacks: &PythonStacks, with_tids: bool) -> BTreeMap<ThreadKey, Frames> {
             Err(e) => panic!("thread {tid}: {e}"),
         };
         by_tid.insert((thread.thread_id, with_tids.then_some(tid)), frames);
+    }
+    by_tid
+}
+
+/// `stacksym pstack --python --json PID`: the Python frames (`"kind": "python"`) per OS
+/// thread id; every frame must have a kind, and a thread Python frames of both kinds.
+fn pstack_python(pid: u32) -> BTreeMap<u32, Frames> {
+    let mut command = tool("pstack");
+    command.args(["--python", "--json", &pid.to_string()]);
+    let top: serde_json::Value =
+        serde_json::from_slice(&stdout_of(command, "stacksym pstack --python"))
+            .expect("pstack's JSON");
+    let mut by_tid = BTreeMap::new();
+    for thread in top["threads"].as_array().expect("threads") {
+        let tid = thread["tid"].as_u64().expect("tid") as u32;
+        let all = thread["frames"].as_array().expect("frames");
+        let kinds: Vec<&str> = all
+            .iter()
+            .map(|f| f["kind"].as_str().expect("every frame has a kind"))
+            .collect();
+        let python: Frames = all
+            .iter()
+            .filter(|f| f["kind"] == "python")
+            .map(|f| {
+                (
+                    f["function"].as_str().expect("function").to_string(),
+                    basename(f["file"].as_str().expect("file")),
+                    f["line"].as_u64().unwrap_or(0) as u32,
+                )
+            })
+            .collect();
+        if !python.is_empty() {
+            assert!(kinds.contains(&"native"), "thread {tid}: no native frame");
+            by_tid.insert(tid, python);
+        }
     }
     by_tid
 }
@@ -240,10 +281,35 @@ fn live_python_frames_agree_with_py_spy() {
         let theirs = py_spy(&spy, parked.pid());
         let with_tids = theirs.keys().all(|(_, tid)| tid.is_some());
         let (threads, frames) = assert_same(&label, "py-spy", &theirs, &ours(&stacks, with_tids));
+        // The tool, over the same process: its Python frames merged into native stacks.
+        // Its debug build names every native frame through libpython's DWARF (seconds), so
+        // it runs for the oldest and newest frame model only: PyFrameObject chains (3.8)
+        // and _PyInterpreterFrame chains read through _Py_DebugOffsets (3.13).
+        let tool_checked = stacks.version.minor == 8 || stacks.version.minor == 13;
+        if tool_checked {
+            let by_tid: BTreeMap<u32, Frames> = ours(&stacks, true)
+                .into_iter()
+                .map(|((_, tid), frames)| (tid.expect("an OS thread id"), frames))
+                .collect();
+            let as_keys = |map: BTreeMap<u32, Frames>| -> BTreeMap<ThreadKey, Frames> {
+                map.into_iter()
+                    .map(|(tid, f)| ((0, Some(tid)), f))
+                    .collect()
+            };
+            let tool_label = format!("{label} (stacksym pstack --python)");
+            let from_tool = as_keys(pstack_python(parked.pid()));
+            assert_same(&tool_label, "our API", &as_keys(by_tid), &from_tool);
+        }
         writeln_stderr(format_args!(
             "{label}: CPython {} (debug offsets: {}): {threads} threads, {frames} frames \
-             identical to py-spy's",
-            stacks.version, stacks.debug_offsets
+             identical to py-spy's{}",
+            stacks.version,
+            stacks.debug_offsets,
+            if tool_checked {
+                ", and in stacksym pstack --python --json"
+            } else {
+                ""
+            }
         ));
     }
 }
@@ -263,17 +329,10 @@ enum Mixed {
 /// by their symbol, one name per physical frame). pystack leaves out the interpreter's own
 /// native frames between Python frames.
 fn pystack_core(pystack: &Path, core: &Path) -> BTreeMap<u32, Vec<Mixed>> {
-    let out = Command::new(pystack)
-        .args(["core", "--native", "--no-color"])
-        .arg(core)
-        .output()
-        .expect("run pystack");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "pystack core failed: {}{text}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let mut command = Command::new(pystack);
+    command.args(["core", "--native", "--no-color"]).arg(core);
+    let out = stdout_of(command, "pystack core");
+    let text = String::from_utf8_lossy(&out);
     let mut by_tid = BTreeMap::new();
     let mut current: Option<(u32, Vec<Mixed>)> = None;
     for line in text.lines() {
