@@ -6,8 +6,14 @@
 //! stopped for as short a time as possible. Frames are then named with source lines and
 //! inlined calls by one `Symbolizer::symbolize` call.
 //!
-//!   stacksym pstack PID
-//!   stacksym pstack --core CORE [--exe BIN] [--sysroot DIR] [--json]
+//!   stacksym pstack [--python | --python-only] PID
+//!   stacksym pstack --core CORE [--exe BIN] [--sysroot DIR] [--json] [--python]
+//!
+//! With `--python` (CPython 3.8-3.13), each thread's Python frames are read while it is
+//! stopped (`stacksym::python`) and shown in place of the evaluation loop's native frames
+//! that run them (`merge_native`, as `py-spy dump --native` places them); `--python-only`
+//! shows the Python frames alone. In `--json` every frame has `"kind": "native"` or
+//! `"python"` (a Python frame's `function` is its qualified name, `file` its `co_filename`).
 //!
 //! With `--core`, the threads of a core file (the kernel's, `systemd-coredump`'s `.zst`,
 //! `gcore`'s) instead: registers and memory from the core, the files behind its mappings
