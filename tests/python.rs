@@ -147,6 +147,15 @@ fn stdout_of(mut command: Command, what: &str) -> Vec<u8> {
     out.stdout
 }
 
+/// A core of process `pid` written by `gcore` into `dir`: its path.
+fn gcore_of(gcore: &Path, pid: u32, dir: &Path) -> PathBuf {
+    let prefix = dir.join("core");
+    let mut command = Command::new(gcore);
+    command.arg("-o").arg(&prefix).arg(pid.to_string());
+    stdout_of(command, "gcore");
+    PathBuf::from(format!("{}.{pid}", prefix.display()))
+}
+
 /// A thread: CPython's `thread_id` (`pthread_t`: py-spy names every thread by it; its OS
 /// thread id only where it can tell without stopping the process, 3.11+), and the OS id.
 type ThreadKey = (u64, Option<u32>);
@@ -470,15 +479,7 @@ fn core_python_frames_agree_with_pystack() {
     let dir = tempfile::tempdir().expect("tempdir");
     for (label, python) in interpreters(test) {
         let parked = Parked::start(&python);
-        let prefix = dir.path().join("core");
-        let out = Command::new(&gcore)
-            .arg("-o")
-            .arg(&prefix)
-            .arg(parked.pid().to_string())
-            .output()
-            .expect("run gcore");
-        assert!(out.status.success(), "{label}: gcore failed");
-        let core_path = PathBuf::from(format!("{}.{}", prefix.display(), parked.pid()));
+        let core_path = gcore_of(&gcore, parked.pid(), dir.path());
         drop(parked);
         let core =
             stacksym::core::CoreFile::open(&core_path).unwrap_or_else(|e| panic!("{label}: {e}"));
@@ -520,4 +521,122 @@ fn core_python_frames_agree_with_pystack() {
             stacks.version
         ));
     }
+}
+
+/// The registers of the stopped thread `tid`, read with ptrace (`PTRACE_SEIZE`,
+/// `PTRACE_INTERRUPT`, `PTRACE_GETREGS`), the thread detached again after.
+#[cfg(target_arch = "x86_64")]
+fn thread_regs(tid: u32) -> stacksym::unwind::RegsX86_64 {
+    let tid = tid as libc::pid_t;
+    // user_regs_struct on x86_64 is 27 u64 words, in the order from_user_regs takes.
+    let mut words = [0u64; 27];
+    // SAFETY: ptrace and waitpid on a thread of our own stopped child; PTRACE_GETREGS
+    // writes one user_regs_struct (27 words) into `words`, which is that large.
+    unsafe {
+        assert_eq!(
+            libc::ptrace(libc::PTRACE_SEIZE, tid, 0, 0),
+            0,
+            "PTRACE_SEIZE {tid}"
+        );
+        assert_eq!(
+            libc::ptrace(libc::PTRACE_INTERRUPT, tid, 0, 0),
+            0,
+            "PTRACE_INTERRUPT"
+        );
+        let mut status = 0;
+        assert_eq!(
+            libc::waitpid(tid, &mut status, libc::__WALL),
+            tid,
+            "waitpid {tid}"
+        );
+        let got = libc::ptrace(libc::PTRACE_GETREGS, tid, 0, words.as_mut_ptr());
+        libc::ptrace(libc::PTRACE_DETACH, tid, 0, 0);
+        assert_eq!(got, 0, "PTRACE_GETREGS {tid}");
+    }
+    stacksym::unwind::RegsX86_64::from_user_regs(&words)
+}
+
+/// A merged stack as compared: Python frames whole, native frames by function name.
+fn mixed_of(
+    frames: &[stacksym::python::MixedFrame<stacksym::symbolize::NativeFrame>],
+) -> Vec<Mixed> {
+    use stacksym::python::MixedFrame;
+    frames
+        .iter()
+        .map(|frame| match frame {
+            MixedFrame::Python(py) => Mixed::Python(
+                py.function.clone(),
+                basename(&py.file),
+                py.line.unwrap_or(0),
+            ),
+            MixedFrame::Native(native) => {
+                Mixed::Native(native.function.clone().unwrap_or_default())
+            }
+        })
+        .collect()
+}
+
+/// `Symbolizer::python_merged_stack` on each stopped thread of the live program (its
+/// registers from ptrace) gives the same merged stacks as `python_merged_core` on a `gcore`
+/// of it (checked against pystack above): the live and the post-mortem paths agree, frame
+/// for frame. One interpreter (3.12: frames through `cframe`, entries marked by shims).
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn live_merged_stacks_are_the_cores() {
+    let test = "live_merged_stacks_are_the_cores";
+    let Some(gcore) = find_tool("gcore") else {
+        return skip_or_fail(test, "gcore not found; apt-get install gdb");
+    };
+    let Some((label, python)) = interpreters(test)
+        .into_iter()
+        .find(|(_, exe)| exe.ends_with("python3.12"))
+    else {
+        return skip_or_fail(test, "no CPython 3.12");
+    };
+    let parked = Parked::start(&python);
+    let process = Process::new(parked.pid());
+    let symbolizer = Symbolizer::builder().build();
+    let stacks = symbolizer
+        .python_stacks(&process)
+        .unwrap_or_else(|e| panic!("{label}: {e}"));
+    let mut live = BTreeMap::new();
+    for thread in &stacks.threads {
+        let tid = thread.os_tid.expect("an OS thread id");
+        let frames = thread.frames.as_ref().expect("frames");
+        let merged = symbolizer
+            .python_merged_stack(&process, &thread_regs(tid), frames)
+            .unwrap_or_else(|e| panic!("{label}: thread {tid}: {e}"));
+        live.insert(tid, mixed_of(&merged));
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let core_path = gcore_of(&gcore, parked.pid(), dir.path());
+    drop(parked);
+    let core = stacksym::core::CoreFile::open(&core_path).expect("the core");
+    let from_core = PythonStacks::from_core(&core).expect("Python frames of the core");
+    let merged = symbolizer
+        .python_merged_core(&core, &from_core)
+        .expect("merged core stacks");
+    let mut compared = 0;
+    for (tid, frames) in &live {
+        let theirs = merged
+            .iter()
+            .find(|thread| thread.os_tid == *tid)
+            .unwrap_or_else(|| panic!("thread {tid}: not in the core"));
+        assert_eq!(
+            frames,
+            &mixed_of(&theirs.frames),
+            "{label}: thread {tid}: live, core"
+        );
+        assert!(
+            frames.iter().any(|f| matches!(f, Mixed::Python(..)))
+                && frames.iter().any(|f| matches!(f, Mixed::Native(_))),
+            "{label}: thread {tid}: a merged stack has both kinds: {frames:?}"
+        );
+        compared += frames.len();
+    }
+    assert_eq!(live.len(), 9, "{label}: threads");
+    writeln_stderr(format_args!(
+        "{label}: {} threads, {compared} merged frames: live (ptrace) and core the same",
+        live.len()
+    ));
 }
