@@ -139,6 +139,18 @@ pub enum Error {
         /// What went wrong, per server.
         what: String,
     },
+    /// A CPython interpreter's state in a process's memory could not be read as its version
+    /// lays it out: a structure unreadable, a chain that loops or never ends, a string or
+    /// table of absurd size, an object of the wrong type (freed). `path` is the file that
+    /// defines `_PyRuntime` (the executable or `libpython`); the message names the
+    /// version, the structure and its address.
+    #[error("{path}: {what}")]
+    Python {
+        /// The file defining `_PyRuntime`.
+        path: PathBuf,
+        /// What could not be read, and where.
+        what: String,
+    },
 }
 
 /// What kind of failure an [`Error`] is, for a caller to match on ([`Error::kind`]); the
@@ -180,7 +192,8 @@ impl Error {
             Error::NotElf { .. }
             | Error::MalformedElf { .. }
             | Error::Process { .. }
-            | Error::Kallsyms { .. } => ErrorKind::Malformed,
+            | Error::Kallsyms { .. }
+            | Error::Python { .. } => ErrorKind::Malformed,
             Error::InvalidRequest { .. } => ErrorKind::InvalidRequest,
             Error::NotFound { .. } | Error::KernelModule { .. } => ErrorKind::NotFound,
             Error::ProcessGone { .. } => ErrorKind::ProcessGone,
@@ -204,7 +217,8 @@ impl Error {
             | Error::Kallsyms { path, .. }
             | Error::KernelAddrsHidden { path, .. }
             | Error::KernelModule { path, .. }
-            | Error::Debuginfod { path, .. } => path,
+            | Error::Debuginfod { path, .. }
+            | Error::Python { path, .. } => path,
         }
     }
 }
@@ -264,6 +278,10 @@ impl Error {
                 what: what.clone(),
             },
             Error::Debuginfod { path, what } => Error::Debuginfod {
+                path: path.clone(),
+                what: what.clone(),
+            },
+            Error::Python { path, what } => Error::Python {
                 path: path.clone(),
                 what: what.clone(),
             },

@@ -95,6 +95,7 @@ mod error;
 pub mod gopclntab;
 pub mod kernel;
 pub mod process;
+pub mod python;
 mod radix;
 pub mod symbolize;
 pub mod unwind;

@@ -14,6 +14,7 @@ mod maps_cache;
 mod output;
 mod process;
 mod process_unwinder;
+mod python;
 mod specials_cache;
 mod stack;
 mod usdt;
@@ -29,6 +30,7 @@ pub use kallsyms_cache::KALLSYMS_MIN_AGE;
 pub use kernel::KernelSource;
 pub use output::{NameOrigin, NotFound, OwnedSym, Sym, Symbols};
 pub use process_unwinder::ProcessUnwinder;
+pub use python::{MergedThread, NativeFrame};
 pub use stack::is_kernel_addr;
 pub use usdt::UsdtMatch;
 

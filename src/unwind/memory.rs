@@ -9,15 +9,51 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
+use crate::addr::AbsAddr;
+
 /// Memory the unwinder may read.
 pub trait Memory {
     /// The 8-byte word at `addr`, or `None` if it cannot be read.
     fn read_u64(&self, addr: u64) -> Option<u64>;
+
+    /// Fills `buf` with the bytes at `addr`; `false` if any of them cannot be read. Readers
+    /// of structures (the Python frames of [`crate::python`]) use it; the default reads
+    /// word by word through [`Memory::read_u64`].
+    fn read_bytes(&self, addr: AbsAddr, buf: &mut [u8]) -> bool {
+        let len = buf.len();
+        for (i, chunk) in buf.chunks_mut(8).enumerate() {
+            // A short last chunk is read as the word that ends where the request ends (it
+            // overlaps the chunk before), so that no byte past the request is needed; only
+            // a request shorter than a word reads past its end.
+            let offset = if chunk.len() < 8 && len >= 8 {
+                len - 8
+            } else {
+                i * 8
+            };
+            let Some(at) = u64::try_from(offset)
+                .ok()
+                .and_then(|offset| addr.0.checked_add(offset))
+            else {
+                return false;
+            };
+            let Some(word) = self.read_u64(at) else {
+                return false;
+            };
+            let word = word.to_le_bytes();
+            let skip = i * 8 - offset.min(i * 8);
+            chunk.copy_from_slice(&word[skip..skip + chunk.len()]);
+        }
+        true
+    }
 }
 
 impl<M: Memory + ?Sized> Memory for &M {
     fn read_u64(&self, addr: u64) -> Option<u64> {
         (**self).read_u64(addr)
+    }
+
+    fn read_bytes(&self, addr: AbsAddr, buf: &mut [u8]) -> bool {
+        (**self).read_bytes(addr, buf)
     }
 }
 
@@ -51,6 +87,21 @@ impl Memory for StackCopy<'_> {
         let start = usize::try_from(addr.checked_sub(self.sp)?).ok()?;
         let word = self.bytes.get(start..start.checked_add(8)?)?;
         Some(u64::from_le_bytes(word.try_into().ok()?))
+    }
+
+    fn read_bytes(&self, addr: AbsAddr, buf: &mut [u8]) -> bool {
+        let bytes = addr
+            .0
+            .checked_sub(self.sp)
+            .and_then(|start| usize::try_from(start).ok())
+            .and_then(|start| self.bytes.get(start..start.checked_add(buf.len())?));
+        match bytes {
+            Some(bytes) => {
+                buf.copy_from_slice(bytes);
+                true
+            }
+            None => false,
+        }
     }
 }
 
@@ -131,13 +182,21 @@ impl Memory for ProcessMemory {
         self.read_exact(addr, &mut word)
             .then(|| u64::from_le_bytes(word))
     }
+
+    fn read_bytes(&self, addr: AbsAddr, buf: &mut [u8]) -> bool {
+        self.read_exact(addr.0, buf)
+    }
 }
 
 /// A core file's memory: its dumped bytes, and pages it did not dump from the mapped files
 /// whose build-id it recorded and matched ([`crate::core::CoreFile::read`]).
 impl Memory for crate::core::CoreFile {
     fn read_u64(&self, addr: u64) -> Option<u64> {
-        crate::core::CoreFile::read_u64(self, crate::addr::AbsAddr(addr))
+        crate::core::CoreFile::read_u64(self, AbsAddr(addr))
+    }
+
+    fn read_bytes(&self, addr: AbsAddr, buf: &mut [u8]) -> bool {
+        crate::core::CoreFile::read(self, addr, buf)
     }
 }
 
@@ -159,6 +218,38 @@ mod tests {
             None,
             "wrapped"
         );
+    }
+
+    /// Memory answering only word reads, to check `read_bytes`' default.
+    struct WordsOnly<'a>(StackCopy<'a>);
+
+    impl Memory for WordsOnly<'_> {
+        fn read_u64(&self, addr: u64) -> Option<u64> {
+            self.0.read_u64(addr)
+        }
+    }
+
+    #[test]
+    fn read_bytes_reads_exactly_the_request() {
+        let bytes: Vec<u8> = (0..20).collect();
+        let stack = StackCopy::new(0x1000, &bytes);
+        for memory in [&stack as &dyn Memory, &WordsOnly(stack)] {
+            let mut buf = [0u8; 10];
+            assert!(
+                memory.read_bytes(AbsAddr(0x100a), &mut buf),
+                "ends at the end"
+            );
+            assert_eq!(buf.to_vec(), (10..20).collect::<Vec<u8>>());
+            let mut buf = [0u8; 20];
+            assert!(memory.read_bytes(AbsAddr(0x1000), &mut buf));
+            assert_eq!(buf.to_vec(), bytes);
+            assert!(
+                !memory.read_bytes(AbsAddr(0x100b), &mut [0u8; 10]),
+                "past the end"
+            );
+            assert!(!memory.read_bytes(AbsAddr(0xfff), &mut [0u8; 9]), "below");
+            assert!(memory.read_bytes(AbsAddr(0x1000), &mut []));
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@ use stacksym::core::{CoreFile, CoreOptions, Unreadable};
 use stacksym::unwind::{Modules, RegsAarch64, RegsX86_64, StopReason, UnwindCache, Unwinder};
 use stacksym::{Input, NotFound, Source, Symbolizer};
 
-use crate::pstack::ThreadStack;
+use crate::pstack::{attach_python, ThreadStack};
 use crate::pstack::{describe_stop, format_stacks, frame_addrs, threads_json, write_out, Args};
 
 pub(crate) fn run(args: &Args, path: &Path) -> Result<(), String> {
@@ -74,7 +74,15 @@ pub(crate) fn run(args: &Args, path: &Path) -> Result<(), String> {
             tid: i32::try_from(thread.tid).unwrap_or(-1),
             name,
             stack,
+            python: Ok(Vec::new()),
         });
+    }
+    if args.wants_python() {
+        let read = stacksym::python::PythonStacks::from_core(&core).map_err(|e| e.to_string());
+        if let Err(e) = &read {
+            return Err(format!("--python: {e}"));
+        }
+        attach_python(&mut stacks, read);
     }
     let symbolizer = Symbolizer::builder().build();
     let addrs = frame_addrs(&stacks);
@@ -119,7 +127,7 @@ pub(crate) fn run(args: &Args, path: &Path) -> Result<(), String> {
                 }),
             );
         }
-        let mut threads = threads_json(&symbols, &stacks, &note);
+        let mut threads = threads_json(args, &symbols, &stacks, &note);
         if let Some(list) = threads.as_array_mut() {
             for (value, thread) in list.iter_mut().zip(&stacks) {
                 if let (Some(obj), Ok(stack)) = (value.as_object_mut(), &thread.stack) {

@@ -6,8 +6,14 @@
 //! stopped for as short a time as possible. Frames are then named with source lines and
 //! inlined calls by one `Symbolizer::symbolize` call.
 //!
-//!   stacksym pstack PID
-//!   stacksym pstack --core CORE [--exe BIN] [--sysroot DIR] [--json]
+//!   stacksym pstack [--python | --python-only] PID
+//!   stacksym pstack --core CORE [--exe BIN] [--sysroot DIR] [--json] [--python]
+//!
+//! With `--python` (CPython 3.8-3.13), each thread's Python frames are read while it is
+//! stopped (`stacksym::python`) and shown in place of the evaluation loop's native frames
+//! that run them (`merge_native`, as `py-spy dump --native` places them); `--python-only`
+//! shows the Python frames alone. In `--json` every frame has `"kind": "native"` or
+//! `"python"` (a Python frame's `function` is its qualified name, `file` its `co_filename`).
 //!
 //! With `--core`, the threads of a core file (the kernel's, `systemd-coredump`'s `.zst`,
 //! `gcore`'s) instead: registers and memory from the core, the files behind its mappings
@@ -41,7 +47,8 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use stacksym::process::Process;
-use stacksym::unwind::{FrameKind, Stack, StopReason};
+use stacksym::python::{merge_native, MixedFrame, PythonFrame};
+use stacksym::unwind::{FrameKind, ProcessMemory, Stack, StopReason};
 use stacksym::{Input, Source, Symbolizer};
 
 #[derive(Parser, Debug)]
@@ -78,6 +85,20 @@ pub(crate) struct Args {
     /// Print why each thread's unwinding stopped, also where it reached the root.
     #[arg(long)]
     stop_reasons: bool,
+    /// CPython 3.8-3.13: show each thread's Python frames (function, file, line) in place of
+    /// the interpreter's evaluation-loop frames that run them, as `py-spy dump --native`.
+    #[arg(long)]
+    python: bool,
+    /// Like --python, but only the Python frames (as `py-spy dump`).
+    #[arg(long)]
+    python_only: bool,
+}
+
+impl Args {
+    /// Whether Python frames are asked for.
+    pub(crate) fn wants_python(&self) -> bool {
+        self.python || self.python_only
+    }
 }
 
 /// The signal caught (0: none), set by `on_signal`.
@@ -142,6 +163,35 @@ pub(crate) struct ThreadStack {
     pub(crate) tid: i32,
     pub(crate) name: String,
     pub(crate) stack: Result<Stack, String>,
+    /// With --python: the thread's Python frames (innermost first; none for a thread
+    /// without a Python thread state), or why they could not be read.
+    pub(crate) python: Result<Vec<PythonFrame>, String>,
+}
+
+/// Sets each thread's Python frames from `stacks` (read by the library), matched by OS
+/// thread id; a failure to read the runtime becomes every thread's error.
+pub(crate) fn attach_python(
+    threads: &mut [ThreadStack],
+    stacks: Result<stacksym::python::PythonStacks, String>,
+) {
+    for thread in threads {
+        thread.python = match &stacks {
+            Ok(stacks) => stacks
+                .threads
+                .iter()
+                .find(|py| {
+                    py.os_tid
+                        .is_some_and(|tid| i64::from(tid) == i64::from(thread.tid))
+                })
+                .map_or(Ok(Vec::new()), |py| {
+                    py.frames
+                        .as_ref()
+                        .map(Vec::clone)
+                        .map_err(|e| e.to_string())
+                }),
+            Err(e) => Err(e.clone()),
+        };
+    }
 }
 
 fn run(args: &Args) -> Result<(), String> {
@@ -154,6 +204,17 @@ fn run(args: &Args) -> Result<(), String> {
     let mut unwinder = symbolizer
         .process_unwinder::<Regs>(&process)
         .map_err(|e| e.to_string())?;
+    // CPython's runtime is found (files opened, symbols read) before the stop too; its
+    // threads' frames are read while the process is stopped.
+    let python = if args.wants_python() {
+        let memory = ProcessMemory::new(pid_arg);
+        let runtime = symbolizer
+            .python_runtime(&process, &memory)
+            .map_err(|e| format!("--python: {e}"))?;
+        Some((memory, runtime))
+    } else {
+        None
+    };
 
     let started = Instant::now();
     let mut seized = match ptrace::Seized::stop_all(pid, &CAUGHT) {
@@ -190,7 +251,19 @@ fn run(args: &Args) -> Result<(), String> {
             tid: thread.tid,
             name: String::new(),
             stack,
+            python: Ok(Vec::new()),
         });
+    }
+    if let Some((memory, runtime)) = &python {
+        let tids: Vec<u32> = seized
+            .threads
+            .iter()
+            .filter_map(|t| u32::try_from(t.tid).ok())
+            .collect();
+        let read = runtime
+            .read_stacks(memory, &tids)
+            .map_err(|e| e.to_string());
+        attach_python(&mut stacks, read);
     }
     let hold_until = started + Duration::from_millis(args.hold);
     while Instant::now() < hold_until && CAUGHT.load(Ordering::SeqCst) == 0 {
@@ -223,7 +296,10 @@ fn run(args: &Args) -> Result<(), String> {
         let mut top = serde_json::Map::new();
         top.insert("pid".into(), pid.into());
         top.insert("command".into(), thread_name(pid, pid).into());
-        top.insert("threads".into(), threads_json(&symbols, &stacks, &|_| None));
+        top.insert(
+            "threads".into(),
+            threads_json(args, &symbols, &stacks, &|_| None),
+        );
         serde_json::Value::Object(top).to_string() + "\n"
     } else {
         format_stacks(args, &header, &symbols, &stacks, &|_| None)
@@ -365,11 +441,30 @@ pub(crate) fn format_stacks(
             }
         };
         let mut number = 0;
-        for frame in &stack.frames {
+        if let Err(why) = &thread.python {
+            let _ = writeln!(text, "    (no Python frames: {why})");
+        }
+        for step in merged(thread, stack, symbols, index, args.wants_python()) {
+            let (frame, at_index) = match step {
+                MixedFrame::Python(py) => {
+                    let line = py.line.map_or(String::new(), |n| format!(":{n}"));
+                    let _ = writeln!(
+                        text,
+                        "#{number:<2} {:<18} in {} at {}{line} (python)",
+                        "[python]", py.function, py.file
+                    );
+                    number += 1;
+                    continue;
+                }
+                MixedFrame::Native(native) => native,
+            };
+            if args.python_only {
+                continue;
+            }
+            let frame = &stack.frames[frame];
             // The signal trampoline the handler returns to (glibc's `__restore_rt`), shown
             // as gdb shows it.
             if frame.kind == FrameKind::SignalTrampoline {
-                index += 1;
                 let _ = writeln!(
                     text,
                     "#{number:<2} {:#018x} <signal handler called>",
@@ -378,8 +473,8 @@ pub(crate) fn format_stacks(
                 number += 1;
                 continue;
             }
-            let remark = note(index).map_or(String::new(), |n| format!(" [{n}]"));
-            for (name, file, line, inlined, module) in shown_frames(symbols, index) {
+            let remark = note(at_index).map_or(String::new(), |n| format!(" [{n}]"));
+            for (name, file, line, inlined, module) in shown_frames(symbols, at_index) {
                 let inlined = if inlined { " (inlined)" } else { "" };
                 let at = match (file, line) {
                     (Some(file), Some(n)) => format!(" at {file}:{n}"),
@@ -394,8 +489,8 @@ pub(crate) fn format_stacks(
                 );
                 number += 1;
             }
-            index += 1;
         }
+        index += stack.frames.len();
         if args.stop_reasons || !matches!(stack.stop, StopReason::Root) {
             let _ = writeln!(
                 text,
@@ -409,10 +504,12 @@ pub(crate) fn format_stacks(
 
 /// Every thread's frames as a JSON array.
 pub(crate) fn threads_json(
+    args: &Args,
     symbols: &stacksym::Symbols,
     stacks: &[ThreadStack],
     note: &dyn Fn(usize) -> Option<String>,
 ) -> serde_json::Value {
+    let (python, python_only) = (args.wants_python(), args.python_only);
     use serde_json::{json, Value};
     let mut index = 0;
     let mut threads = Vec::new();
@@ -429,31 +526,71 @@ pub(crate) fn threads_json(
             }
         };
         let mut frames = Vec::new();
-        for frame in &stack.frames {
-            let addr = format!("{:#x}", frame.addr);
-            if frame.kind == FrameKind::SignalTrampoline {
-                frames.push(json!({"addr": addr, "signal_frame": true}));
-                index += 1;
+        if let Err(why) = &thread.python {
+            out.insert("python_error".into(), why.clone().into());
+        }
+        for step in merged(thread, stack, symbols, index, python) {
+            let (frame, at_index) = match step {
+                MixedFrame::Python(py) => {
+                    frames.push(json!({
+                        "kind": "python",
+                        "function": py.function,
+                        "file": py.file,
+                        "line": py.line,
+                    }));
+                    continue;
+                }
+                MixedFrame::Native(native) => native,
+            };
+            if python_only {
                 continue;
             }
-            for (name, file, line, inlined, module) in shown_frames(symbols, index) {
+            let frame = &stack.frames[frame];
+            let addr = format!("{:#x}", frame.addr);
+            if frame.kind == FrameKind::SignalTrampoline {
+                frames.push(json!({"kind": "native", "addr": addr, "signal_frame": true}));
+                continue;
+            }
+            for (name, file, line, inlined, module) in shown_frames(symbols, at_index) {
                 frames.push(json!({
+                    "kind": "native",
                     "addr": addr,
                     "function": name,
                     "file": file,
                     "line": line,
                     "inlined": inlined,
                     "module": module,
-                    "note": note(index),
+                    "note": note(at_index),
                 }));
             }
-            index += 1;
         }
+        index += stack.frames.len();
         out.insert("frames".into(), Value::Array(frames));
         out.insert("stop".into(), describe_stop(&stack.stop).into());
         threads.push(Value::Object(out));
     }
     Value::Array(threads)
+}
+
+/// A thread's frames in the order shown: each native frame as (its index in the stack, its
+/// index in the batch), with --python its Python frames in place of the evaluation loop's
+/// frames that run them (the library's `merge_native`, as `py-spy dump --native` places
+/// them).
+fn merged(
+    thread: &ThreadStack,
+    stack: &Stack,
+    symbols: &stacksym::Symbols,
+    first: usize,
+    python: bool,
+) -> Vec<MixedFrame<(usize, usize)>> {
+    let native: Vec<((usize, usize), Option<&str>)> = (0..stack.frames.len())
+        .map(|i| ((i, first + i), symbols.get(first + i).map(|sym| sym.name)))
+        .collect();
+    let py: &[PythonFrame] = match &thread.python {
+        Ok(frames) if python => frames,
+        _ => &[],
+    };
+    merge_native(&native, py)
 }
 
 /// A stop reason in words.
