@@ -1,6 +1,7 @@
 /*
  * stacksym's C API: turn addresses into symbols, source lines and call stacks.
- * Link with -lstacksym_capi (shared or static; static also needs -lpthread -ldl -lm).
+ * Installed with cargo-c (cargo cinstall): cc prog.c $(pkg-config --cflags --libs stacksym).
+ * Every call returns a stacksym_err; pointer contracts are each function's "Pointers:".
  */
 
 #ifndef STACKSYM_H
@@ -12,33 +13,57 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// The major version of this header: STACKSYM_VERSION_MAJOR.MINOR.PATCH is the version a
+// program was compiled with; stacksym_version() is the version of the library it runs with. A 0.x library keeps its ABI within one minor
+// version (its SONAME is libstacksym.so.0.MINOR).
+#define STACKSYM_VERSION_MAJOR 0
+
+// The minor version (see STACKSYM_VERSION_MAJOR).
+#define STACKSYM_VERSION_MINOR 1
+
+// The patch version (see STACKSYM_VERSION_MAJOR).
+#define STACKSYM_VERSION_PATCH 0
+
 // The symbolizer: caches of opened files, process maps and kallsyms. Thread-safe: one handle
-// may be used by any number of threads at once. Opaque; made by
-// [`stacksym_symbolizer_new`], freed by [`stacksym_symbolizer_free`].
+// may be used by any number of threads at once. Opaque; made by stacksym_symbolizer_new(),
+// freed by stacksym_symbolizer_free().
 typedef struct stacksym_symbolizer stacksym_symbolizer;
 
-// How to build a symbolizer. Get the defaults from [`stacksym_options_default`] and change
-// what you need; a NULL options pointer means the defaults.
+// What every call returns: STACKSYM_OK (0), or one of the STACKSYM_ERR_* codes, one per
+// condition; the message is then stacksym_last_error()'s.
+typedef int32_t stacksym_err;
+
+// How to build a symbolizer. Fill it with stacksym_options_init(&options, sizeof options),
+// then change what you need:
+//
+//     stacksym_options options;
+//     stacksym_options_init(&options, sizeof options);
+//     options.debug_dirs = dirs;
+//     options.debug_dirs_len = 2;
+//     err = stacksym_symbolizer_new(&options, &symbolizer);
+//
+// The struct may grow at its end in a later version: `size` tells the library which fields
+// the program knows (the others keep their defaults), so a program built with this header
+// keeps working with a later library.
 typedef struct {
+  // sizeof(stacksym_options) as the program was compiled; stacksym_options_init() sets it.
+  size_t size;
   // Demangle C++ and Rust names (default: true).
   bool demangle;
   // Read DWARF for source lines and inlined frames (default: true).
   bool source_lines;
-  // Look for separate debug files (build-id dirs, `.gnu_debuglink`, dwz; default: true).
+  // Look for separate debug files (build-id dirs, .gnu_debuglink, dwz; default: true).
   bool debug_files;
-  // The debug dirs, searched in order; NULL for the default (`/usr/lib/debug`).
+  // The debug dirs, searched in order; NULL (with debug_dirs_len 0) for the default,
+  // /usr/lib/debug.
   const char *const *debug_dirs;
-  // How many `debug_dirs` there are.
+  // How many debug_dirs there are.
   size_t debug_dirs_len;
   // How many threads one large batch may use (0 or 1: the calling thread only).
   uint32_t threads;
   // How many files stay open at most (0: the default, 64).
   uint32_t max_open_files;
 } stacksym_options;
-
-// What every call returns: [`STACKSYM_OK`] (0), or one of the `STACKSYM_ERR_*` codes; the
-// message is then [`stacksym_last_error`]'s.
-typedef int32_t stacksym_err;
 
 // How a `stacksym_find_*` call reports what matched: 0, or `STACKSYM_FIND_*` flags or-ed.
 typedef uint32_t stacksym_find_flags;
@@ -85,7 +110,7 @@ typedef struct {
   const char *file;
 } stacksym_match;
 
-// The matches of one call, in table order; one block, freed by [`stacksym_matches_free`].
+// The matches of one call, in table order; one block, freed by stacksym_matches_free().
 typedef struct {
   // The number of `matches` (0 when nothing matched: not an error).
   size_t len;
@@ -143,7 +168,7 @@ typedef struct {
 } stacksym_normalized_addr;
 
 // The normalized addresses of one call, in input order; one block, freed by
-// [`stacksym_normalized_free`].
+// stacksym_normalized_free().
 typedef struct {
   // The number of `addrs` (the number of addresses given).
   size_t len;
@@ -235,7 +260,7 @@ typedef struct {
 } stacksym_sym;
 
 // The answers of one call, one per input address, in input order; one block, freed by
-// [`stacksym_syms_free`].
+// stacksym_syms_free().
 typedef struct {
   // The number of `syms` (the number of addresses given).
   size_t len;
@@ -246,7 +271,7 @@ typedef struct {
   const char *debug_error;
 } stacksym_syms;
 
-// How a [`stacksym_regs`]' values are laid out: `STACKSYM_REGS_*`.
+// How a stacksym_regs' values are laid out: `STACKSYM_REGS_*`.
 typedef uint32_t stacksym_regs_layout;
 
 // The registers a stack is unwound from (this machine's architecture).
@@ -286,7 +311,7 @@ typedef struct {
 // Why the walk stopped after the last frame: `STACKSYM_STOP_*`.
 typedef uint32_t stacksym_stop;
 
-// An unwound, symbolized stack; one block, freed by [`stacksym_stack_free`].
+// An unwound, symbolized stack; one block, freed by stacksym_stack_free().
 typedef struct {
   // The number of `frames`.
   size_t len;
@@ -299,7 +324,7 @@ typedef struct {
   uint64_t stop_addr;
   // For `STACKSYM_STOP_INVALID_UNWIND_INFO`, what was wrong; else NULL.
   const char *stop_detail;
-  // As [`crate::stacksym_syms`]' `debug_error`.
+  // As stacksym_syms' `debug_error`.
   const char *debug_error;
 } stacksym_stack;
 
@@ -311,14 +336,21 @@ typedef struct {
 // build-id).
 #define STACKSYM_ERR_INVALID_ARGUMENT 1
 
-// A file (or a file with the build-id asked for, or a process) does not exist.
+// A file does not exist, or no file with the build-id asked for is in the debug dirs. (A
+// process that does not exist is STACKSYM_ERR_PROCESS_GONE.)
 #define STACKSYM_ERR_NOT_FOUND 2
 
-// The operating system refused: a file, a process's maps or memory, kernel addresses
-// (`kernel.kptr_restrict`), `/sys/module` without root.
+// The operating system refused: a file, a process's maps or memory, /sys/module without
+// root; or the kernel hides its addresses (kernel.kptr_restrict, no CAP_SYSLOG) from
+// stacksym_find_kernel(), whose answers would all be 0. (stacksym_symbolize_kernel() and
+// stacksym_symbolize_stack() succeed then, each kernel address answering
+// STACKSYM_KERNEL_ADDRS_HIDDEN with the same message: the other addresses of the batch
+// still get their answers.)
 #define STACKSYM_ERR_PERMISSION_DENIED 3
 
-// The process exited (or never existed) while it was being read: routine for a profiler.
+// The process does not exist: it exited before or while it was read (routine for a
+// profiler), or never existed: what a call given a pid answers when it must read a process
+// that is not there (never STACKSYM_ERR_NOT_FOUND).
 #define STACKSYM_ERR_PROCESS_GONE 4
 
 // The input is malformed: not an ELF file, a broken ELF or DWARF structure, a maps or
@@ -409,8 +441,11 @@ typedef struct {
 // The file at the address could not be read; `reason_detail` says which and why.
 #define STACKSYM_FILE_ERROR 4
 
-// A kernel address, and the kernel hides its addresses from this reader; `reason_detail`
-// says how to fix it.
+// A kernel address, and the kernel hides its addresses from this reader (kallsyms lists
+// every address as 0: kernel.kptr_restrict, no CAP_SYSLOG); `reason_detail` says how to
+// fix it. The call itself succeeds, so the batch's other addresses keep their answers;
+// stacksym_find_kernel(), with no answer per address, fails with
+// STACKSYM_ERR_PERMISSION_DENIED and the same message instead.
 #define STACKSYM_KERNEL_ADDRS_HIDDEN 5
 
 // A kernel address in a stack symbolized without a kernel source.
@@ -448,7 +483,7 @@ typedef struct {
 
 // perf's layout (`PERF_SAMPLE_REGS_USER`): one value per bit set in `perf_mask`, in
 // increasing bit order (`enum perf_event_x86_regs`, `enum perf_event_arm64_regs`); see
-// [`stacksym_perf_sample_regs_mask`] for the mask to ask perf for.
+// stacksym_perf_sample_regs_mask() for the mask to ask perf for.
 #define STACKSYM_REGS_PERF 0
 
 // The kernel's `struct user_regs_struct` (x86_64: 27 words) or `struct user_pt_regs`
@@ -519,119 +554,136 @@ typedef struct {
 extern "C" {
 #endif // __cplusplus
 
-// The default options: demangling, source lines and debug files on, `/usr/lib/debug`, one
-// thread, 64 open files. Nothing is fetched over the network.
-stacksym_options stacksym_options_default(void);
+// The version of the library the program runs with, as "MAJOR.MINOR.PATCH" ("0.1.0", what
+// `pkg-config --modversion stacksym` prints): a static string, never freed. Compare it with
+// the STACKSYM_VERSION_* macros of the header the program was compiled with.
+const char *stacksym_version(void);
+
+// Fills `*options` (`size` bytes: pass sizeof(stacksym_options)) with the defaults and sets
+// its `size`: demangling, source lines and debug files on, /usr/lib/debug, one thread, 64
+// open files. Nothing is fetched over the network. Bytes past the fields this library
+// knows (a program built with a later header) are zeroed. STACKSYM_ERR_INVALID_ARGUMENT for
+// a NULL `options` or a `size` smaller than this version's struct.
+//
+// Pointers: `options` points to `size` writable bytes.
+stacksym_err stacksym_options_init(stacksym_options *options, size_t size);
 
 // Makes a symbolizer with `options` (NULL: the defaults) into `*out`. On failure `*out` is
-// NULL and the code says why.
+// NULL and the code says why: STACKSYM_ERR_INVALID_ARGUMENT for options whose `size` is not
+// set (see stacksym_options_init()), or whose debug_dirs is NULL with a length, or holds a
+// NULL.
 //
-// # Safety
-// `options` is NULL or points to a valid `stacksym_options` whose `debug_dirs` (if not
-// NULL) holds `debug_dirs_len` NUL-terminated strings; `out` is a valid pointer.
+// Pointers: `options` is NULL or points to stacksym_options filled by
+// stacksym_options_init(), whose `debug_dirs` (if not NULL) holds `debug_dirs_len`
+// NUL-terminated strings; `out` is a valid pointer.
 stacksym_err stacksym_symbolizer_new(const stacksym_options *options, stacksym_symbolizer **out);
 
 // Frees a symbolizer (NULL is ignored). Results it handed out stay valid: they are blocks
 // of their own.
 //
-// # Safety
-// `symbolizer` is NULL or a handle from [`stacksym_symbolizer_new`], not freed before and
-// not in use by another thread.
+// Pointers: `symbolizer` is NULL or a handle from stacksym_symbolizer_new(), not freed
+// before and not in use by another thread.
 void stacksym_symbolizer_free(stacksym_symbolizer *symbolizer);
 
 // The message of this thread's last failed call (the file and what was wrong), or NULL if
 // no call failed on this thread yet. Valid until the next failed call on this thread; a
-// successful call leaves it as it was (as `errno`).
+// successful call leaves it as it was (as errno).
 const char *stacksym_last_error(void);
 
-// The name of an error code (`"STACKSYM_ERR_NOT_FOUND"`), a static string; `"unknown"`
-// for a code this library does not return.
+// The name of an error code ("STACKSYM_ERR_NOT_FOUND"), a static string; "unknown" for a
+// code this library does not return.
 const char *stacksym_err_name(stacksym_err code);
 
 // The functions and data objects of the ELF file at `path` whose names match `pattern`:
-// a name as the source writes it (`ns::Class::method`, `crate::module::function`, with or
+// a name as the source writes it (`ns::Class::method`, a Rust `my_crate::module::function`, with or
 // without parameters; a template function with or without its return type), the mangled
 // name, or a glob (`*` and `?`); `flags`: 0 or `STACKSYM_FIND_*` flags. On success `*out` holds
-// the matches (none is not an error; free with [`stacksym_matches_free`]); on failure
+// the matches (none is not an error; free with stacksym_matches_free()); on failure
 // `*out` is NULL.
 //
-// # Safety
-// `symbolizer` is a live handle; `path` and `pattern` NUL-terminated strings; `out` a
+// Pointers: `symbolizer` is a live handle; `path` and `pattern` NUL-terminated strings; `out` a
 // valid pointer.
 stacksym_err stacksym_find_elf(const stacksym_symbolizer *symbolizer, const char *path, const char *pattern, stacksym_find_flags flags, stacksym_matches **out);
 
-// As [`stacksym_find_elf`], in the file with this GNU build-id (`build_id_len` bytes) in
+// As stacksym_find_elf(), in the file with this GNU build-id (`build_id_len` bytes) in
 // the debug dirs.
 //
-// # Safety
-// `symbolizer` is a live handle; `build_id` points to `build_id_len` bytes; `pattern` is
+// Pointers: `symbolizer` is a live handle; `build_id` points to `build_id_len` bytes; `pattern` is
 // NUL-terminated; `out` a valid pointer.
 stacksym_err stacksym_find_build_id(const stacksym_symbolizer *symbolizer, const uint8_t *build_id, size_t build_id_len, const char *pattern, stacksym_find_flags flags, stacksym_matches **out);
 
-// As [`stacksym_find_elf`], over the kernel's kallsyms (`kernel`: NULL for
+// As stacksym_find_elf(), over the kernel's kallsyms (`kernel`: NULL for
 // `/proc/kallsyms`; only its `kallsyms` is used): kprobe targets, aliases each listed.
+// STACKSYM_ERR_PERMISSION_DENIED when the kernel hides its addresses (every kallsyms
+// address 0), where stacksym_symbolize_kernel() answers each address
+// STACKSYM_KERNEL_ADDRS_HIDDEN.
 //
-// # Safety
-// `symbolizer` is a live handle; `kernel` NULL or valid, its strings NULL or
+// Pointers: `symbolizer` is a live handle; `kernel` NULL or valid, its strings NULL or
 // NUL-terminated; `pattern` NUL-terminated; `out` a valid pointer.
 stacksym_err stacksym_find_kernel(const stacksym_symbolizer *symbolizer, const stacksym_kernel_source *kernel, const char *pattern, stacksym_find_flags flags, stacksym_matches **out);
 
 // Frees the result of a `stacksym_find_*` call (NULL is ignored).
 //
-// # Safety
-// `matches` is NULL or a result of a `stacksym_find_*` call, not freed before.
+// Pointers: `matches` is NULL or a result of a `stacksym_find_*` call, not freed before.
 void stacksym_matches_free(stacksym_matches *matches);
+
+// The name of a binding ("STACKSYM_BINDING_GLOBAL"), a static string; "unknown" for a value this
+// library does not know.
+const char *stacksym_binding_name(stacksym_binding binding);
+
+// The name of a found-in table ("STACKSYM_FOUND_IN_SYMTAB"), a static string; "unknown" for a value this
+// library does not know.
+const char *stacksym_found_in_name(stacksym_found_in found_in);
 
 // Normalizes `len` absolute addresses of process `pid`: for each, the file it is in, the
 // offset in it, the ELF virtual address there and the file's build-id. On success `*out`
-// holds them (free with [`stacksym_normalized_free`]); on failure `*out` is NULL.
+// holds them (free with stacksym_normalized_free()); on failure `*out` is NULL:
+// STACKSYM_ERR_PROCESS_GONE when the process does not exist (any more).
 //
-// # Safety
-// `symbolizer` is a live handle; `addrs` points to `len` values (or is NULL with `len`
+// Pointers: `symbolizer` is a live handle; `addrs` points to `len` values (or is NULL with `len`
 // 0); `out` is a valid pointer.
 stacksym_err stacksym_normalize(const stacksym_symbolizer *symbolizer, uint32_t pid, const uint64_t *addrs, size_t len, stacksym_normalized **out);
 
-// Frees the result of [`stacksym_normalize`] (NULL is ignored).
+// Frees the result of stacksym_normalize() (NULL is ignored).
 //
-// # Safety
-// `normalized` is NULL or a result of [`stacksym_normalize`], not freed before.
+// Pointers: `normalized` is NULL or a result of stacksym_normalize(), not freed before.
 void stacksym_normalized_free(stacksym_normalized *normalized);
+
+// The name of a normalized address kind ("STACKSYM_NORM_FILE"), a static string; "unknown" for a value this
+// library does not know.
+const char *stacksym_norm_kind_name(stacksym_norm_kind kind);
 
 // Symbolizes `len` addresses of the ELF file at `path` (an executable, a shared library,
 // a debug file), given as `kind` (`STACKSYM_ADDR_VIRT` or `STACKSYM_ADDR_FILE_OFFSET`).
-// On success `*out` holds one answer per address (free it with [`stacksym_syms_free`]);
+// On success `*out` holds one answer per address (free it with stacksym_syms_free());
 // on failure `*out` is NULL.
 //
-// # Safety
-// `symbolizer` is a live handle; `path` a NUL-terminated string; `addrs` points to `len`
+// Pointers: `symbolizer` is a live handle; `path` a NUL-terminated string; `addrs` points to `len`
 // values (or is NULL with `len` 0); `out` is a valid pointer.
 stacksym_err stacksym_symbolize_elf(const stacksym_symbolizer *symbolizer, const char *path, stacksym_addr_kind kind, const uint64_t *addrs, size_t len, stacksym_syms **out);
 
 // Symbolizes `len` addresses of the file with this GNU build-id (`build_id_len` bytes),
 // found in the debug dirs (`.build-id/xx/rest`, else `rest.debug`), given as `kind`. A debug
-// file takes virtual addresses only. Results and failure as [`stacksym_symbolize_elf`].
+// file takes virtual addresses only. Results and failure as stacksym_symbolize_elf().
 //
-// # Safety
-// `symbolizer` is a live handle; `build_id` points to `build_id_len` bytes; `addrs` to
+// Pointers: `symbolizer` is a live handle; `build_id` points to `build_id_len` bytes; `addrs` to
 // `len` values (or NULL with `len` 0); `out` is a valid pointer.
 stacksym_err stacksym_symbolize_build_id(const stacksym_symbolizer *symbolizer, const uint8_t *build_id, size_t build_id_len, stacksym_addr_kind kind, const uint64_t *addrs, size_t len, stacksym_syms **out);
 
 // Symbolizes `len` absolute addresses of the live process `pid` (a host pid; a process in
 // a container gets its own files, opened through `/proc/PID/root`). Its maps are read and
-// cached per process life. Results and failure as [`stacksym_symbolize_elf`];
+// cached per process life. Results and failure as stacksym_symbolize_elf();
 // `STACKSYM_ERR_PROCESS_GONE` when the process does not exist (any more).
 //
-// # Safety
-// `symbolizer` is a live handle; `addrs` points to `len` values (or is NULL with `len`
+// Pointers: `symbolizer` is a live handle; `addrs` points to `len` values (or is NULL with `len`
 // 0); `out` is a valid pointer.
 stacksym_err stacksym_symbolize_process(const stacksym_symbolizer *symbolizer, uint32_t pid, const uint64_t *addrs, size_t len, stacksym_syms **out);
 
 // Symbolizes `len` kernel addresses through `kernel` (NULL: the running kernel's
 // `/proc/kallsyms` alone). Module addresses are named `[NAME]` in `module`, as perf names
-// them. Results and failure as [`stacksym_symbolize_elf`].
+// them. Results and failure as stacksym_symbolize_elf().
 //
-// # Safety
-// `symbolizer` is a live handle; `kernel` NULL or valid, its strings NULL or
+// Pointers: `symbolizer` is a live handle; `kernel` NULL or valid, its strings NULL or
 // NUL-terminated; `addrs` points to `len` values (or is NULL with `len` 0); `out` is a
 // valid pointer.
 stacksym_err stacksym_symbolize_kernel(const stacksym_symbolizer *symbolizer, const stacksym_kernel_source *kernel, const uint64_t *addrs, size_t len, stacksym_syms **out);
@@ -639,20 +691,30 @@ stacksym_err stacksym_symbolize_kernel(const stacksym_symbolizer *symbolizer, co
 // Symbolizes a stack that mixes kernel and user addresses of process `pid`, as perf
 // samples and bpftrace's `kstack`/`ustack` give them: addresses with the top bit set go to
 // `kernel` (NULL: none, and they answer `STACKSYM_NO_KERNEL_SOURCE`), the others to the
-// process. Results and failure as [`stacksym_symbolize_elf`].
+// process. Results and failure as stacksym_symbolize_elf().
 //
-// # Safety
-// As [`stacksym_symbolize_kernel`].
+// Pointers: as stacksym_symbolize_kernel().
 stacksym_err stacksym_symbolize_stack(const stacksym_symbolizer *symbolizer, uint32_t pid, const stacksym_kernel_source *kernel, const uint64_t *addrs, size_t len, stacksym_syms **out);
 
 // Frees the result of a `stacksym_symbolize_*` call (NULL is ignored).
 //
-// # Safety
-// `syms` is NULL or a result of a `stacksym_symbolize_*` call, not freed before.
+// Pointers: `syms` is NULL or a result of a `stacksym_symbolize_*` call, not freed before.
 void stacksym_syms_free(stacksym_syms *syms);
 
+// The name of an address kind ("STACKSYM_ADDR_VIRT"), a static string; "unknown" for a value this
+// library does not know.
+const char *stacksym_addr_kind_name(stacksym_addr_kind kind);
+
+// The name of a not-found reason (or STACKSYM_FOUND) ("STACKSYM_FOUND"), a static string; "unknown" for a value this
+// library does not know.
+const char *stacksym_reason_name(stacksym_reason reason);
+
+// The name of a name origin ("STACKSYM_ORIGIN_NONE"), a static string; "unknown" for a value this
+// library does not know.
+const char *stacksym_origin_name(stacksym_origin origin);
+
 // The mask of the user registers to ask perf for (`sample_regs_user`) so that
-// [`stacksym_unwind_sample`] has every register it can use, on this machine's architecture
+// stacksym_unwind_sample() has every register it can use, on this machine's architecture
 // (x86_64: `0xff0fff`; aarch64: `(1 << 33) - 1`).
 uint64_t stacksym_perf_sample_regs_mask(void);
 
@@ -661,32 +723,45 @@ uint64_t stacksym_perf_sample_regs_mask(void);
 // the process is needed), and symbolizes each frame where its kind says. The thread must
 // stay stopped during the call (ptrace), or be the calling thread unwinding frames that
 // are still live above the registers given. On success `*out` holds the stack (free it
-// with [`stacksym_stack_free`]); on failure `*out` is NULL: `STACKSYM_ERR_PROCESS_GONE`
+// with stacksym_stack_free()); on failure `*out` is NULL: `STACKSYM_ERR_PROCESS_GONE`
 // when the process does not exist (any more). A walk that stops early is not a failure:
 // `stop` says why.
 //
-// # Safety
-// `symbolizer` is a live handle; `regs` points to a valid [`stacksym_regs`] whose
+// Pointers: `symbolizer` is a live handle; `regs` points to a valid stacksym_regs whose
 // `values` holds `len` values; `out` is a valid pointer.
 stacksym_err stacksym_unwind_process(const stacksym_symbolizer *symbolizer, uint32_t pid, const stacksym_regs *regs, stacksym_stack **out);
 
 // Unwinds a sample of the live process `pid`: `regs` and the copy of its user stack from
 // the stack pointer up (`stack_len` bytes at `stack`, as `PERF_SAMPLE_STACK_USER` records
 // it, its `dyn_size` bytes), with the process's current mappings; reads no memory of the
-// process. Symbolizes and returns as [`stacksym_unwind_process`]. The walk stops
+// process. Symbolizes and returns as stacksym_unwind_process(). The walk stops
 // (`STACKSYM_STOP_MEMORY_UNREADABLE`) where it needs memory beyond the copy.
 //
-// # Safety
-// `symbolizer` is a live handle; `regs` points to a valid [`stacksym_regs`] whose
+// Pointers: `symbolizer` is a live handle; `regs` points to a valid stacksym_regs whose
 // `values` holds `len` values (the stack pointer among them); `stack` points to
 // `stack_len` bytes (or is NULL with `stack_len` 0); `out` is a valid pointer.
 stacksym_err stacksym_unwind_sample(const stacksym_symbolizer *symbolizer, uint32_t pid, const stacksym_regs *regs, const uint8_t *stack, size_t stack_len, stacksym_stack **out);
 
 // Frees the result of a `stacksym_unwind_*` call (NULL is ignored).
 //
-// # Safety
-// `stack` is NULL or a result of a `stacksym_unwind_*` call, not freed before.
+// Pointers: `stack` is NULL or a result of a `stacksym_unwind_*` call, not freed before.
 void stacksym_stack_free(stacksym_stack *stack);
+
+// The name of a register layout ("STACKSYM_REGS_PERF"), a static string; "unknown" for a value this
+// library does not know.
+const char *stacksym_regs_layout_name(stacksym_regs_layout layout);
+
+// The name of a frame kind ("STACKSYM_FRAME_IP"), a static string; "unknown" for a value this
+// library does not know.
+const char *stacksym_frame_kind_name(stacksym_frame_kind kind);
+
+// The name of a recovery ("STACKSYM_RECOVERED_REGISTERS"), a static string; "unknown" for a value this
+// library does not know.
+const char *stacksym_recovery_name(stacksym_recovery recovered);
+
+// The name of a stop reason ("STACKSYM_STOP_ROOT"), a static string; "unknown" for a value this
+// library does not know.
+const char *stacksym_stop_name(stacksym_stop stop);
 
 #ifdef __cplusplus
 }  // extern "C"

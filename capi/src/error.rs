@@ -7,8 +7,8 @@ use std::cell::RefCell;
 use std::ffi::{c_char, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-/// What every call returns: [`STACKSYM_OK`] (0), or one of the `STACKSYM_ERR_*` codes; the
-/// message is then [`stacksym_last_error`]'s.
+/// What every call returns: STACKSYM_OK (0), or one of the STACKSYM_ERR_* codes, one per
+/// condition; the message is then stacksym_last_error()'s.
 #[allow(non_camel_case_types)]
 pub type stacksym_err = i32;
 
@@ -18,12 +18,19 @@ pub const STACKSYM_OK: stacksym_err = 0;
 /// or a request that does not fit its source (file offsets for a debug file found by
 /// build-id).
 pub const STACKSYM_ERR_INVALID_ARGUMENT: stacksym_err = 1;
-/// A file (or a file with the build-id asked for, or a process) does not exist.
+/// A file does not exist, or no file with the build-id asked for is in the debug dirs. (A
+/// process that does not exist is STACKSYM_ERR_PROCESS_GONE.)
 pub const STACKSYM_ERR_NOT_FOUND: stacksym_err = 2;
-/// The operating system refused: a file, a process's maps or memory, kernel addresses
-/// (`kernel.kptr_restrict`), `/sys/module` without root.
+/// The operating system refused: a file, a process's maps or memory, /sys/module without
+/// root; or the kernel hides its addresses (kernel.kptr_restrict, no CAP_SYSLOG) from
+/// stacksym_find_kernel(), whose answers would all be 0. (stacksym_symbolize_kernel() and
+/// stacksym_symbolize_stack() succeed then, each kernel address answering
+/// STACKSYM_KERNEL_ADDRS_HIDDEN with the same message: the other addresses of the batch
+/// still get their answers.)
 pub const STACKSYM_ERR_PERMISSION_DENIED: stacksym_err = 3;
-/// The process exited (or never existed) while it was being read: routine for a profiler.
+/// The process does not exist: it exited before or while it was read (routine for a
+/// profiler), or never existed: what a call given a pid answers when it must read a process
+/// that is not there (never STACKSYM_ERR_NOT_FOUND).
 pub const STACKSYM_ERR_PROCESS_GONE: stacksym_err = 4;
 /// The input is malformed: not an ELF file, a broken ELF or DWARF structure, a maps or
 /// kallsyms file that does not parse. The message names the file and what was wrong.
@@ -134,7 +141,7 @@ pub(crate) fn guard(body: impl FnOnce() -> Result<(), CError>) -> stacksym_err {
 
 /// The message of this thread's last failed call (the file and what was wrong), or NULL if
 /// no call failed on this thread yet. Valid until the next failed call on this thread; a
-/// successful call leaves it as it was (as `errno`).
+/// successful call leaves it as it was (as errno).
 #[no_mangle]
 pub extern "C" fn stacksym_last_error() -> *const c_char {
     catch_unwind(|| {
@@ -149,8 +156,8 @@ pub extern "C" fn stacksym_last_error() -> *const c_char {
     .unwrap_or(std::ptr::null())
 }
 
-/// The name of an error code (`"STACKSYM_ERR_NOT_FOUND"`), a static string; `"unknown"`
-/// for a code this library does not return.
+/// The name of an error code ("STACKSYM_ERR_NOT_FOUND"), a static string; "unknown" for a
+/// code this library does not return.
 #[no_mangle]
 pub extern "C" fn stacksym_err_name(code: stacksym_err) -> *const c_char {
     let name: &'static [u8] = match code {

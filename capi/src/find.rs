@@ -10,7 +10,7 @@ use stacksym::Source;
 
 use crate::block::{free_block, Block, Pool, Str};
 use crate::error::{guard, stacksym_err, CError};
-use crate::{handle, out_slot, slice, stacksym_kernel_source, stacksym_symbolizer};
+use crate::{handle, name_of, out_slot, slice, stacksym_kernel_source, stacksym_symbolizer};
 
 /// How a `stacksym_find_*` call reports what matched: 0, or `STACKSYM_FIND_*` flags or-ed.
 pub type stacksym_find_flags = u32;
@@ -96,7 +96,7 @@ pub struct stacksym_match {
     pub file: *const c_char,
 }
 
-/// The matches of one call, in table order; one block, freed by [`stacksym_matches_free`].
+/// The matches of one call, in table order; one block, freed by stacksym_matches_free().
 #[repr(C)]
 #[derive(Debug)]
 pub struct stacksym_matches {
@@ -215,14 +215,13 @@ unsafe fn find_into(
 }
 
 /// The functions and data objects of the ELF file at `path` whose names match `pattern`:
-/// a name as the source writes it (`ns::Class::method`, `crate::module::function`, with or
+/// a name as the source writes it (`ns::Class::method`, a Rust `my_crate::module::function`, with or
 /// without parameters; a template function with or without its return type), the mangled
 /// name, or a glob (`*` and `?`); `flags`: 0 or `STACKSYM_FIND_*` flags. On success `*out` holds
-/// the matches (none is not an error; free with [`stacksym_matches_free`]); on failure
+/// the matches (none is not an error; free with stacksym_matches_free()); on failure
 /// `*out` is NULL.
 ///
-/// # Safety
-/// `symbolizer` is a live handle; `path` and `pattern` NUL-terminated strings; `out` a
+/// Pointers: `symbolizer` is a live handle; `path` and `pattern` NUL-terminated strings; `out` a
 /// valid pointer.
 #[no_mangle]
 pub unsafe extern "C" fn stacksym_find_elf(
@@ -246,11 +245,10 @@ pub unsafe extern "C" fn stacksym_find_elf(
     unsafe { find_into(symbolizer, pattern, flags, out, find) }
 }
 
-/// As [`stacksym_find_elf`], in the file with this GNU build-id (`build_id_len` bytes) in
+/// As stacksym_find_elf(), in the file with this GNU build-id (`build_id_len` bytes) in
 /// the debug dirs.
 ///
-/// # Safety
-/// `symbolizer` is a live handle; `build_id` points to `build_id_len` bytes; `pattern` is
+/// Pointers: `symbolizer` is a live handle; `build_id` points to `build_id_len` bytes; `pattern` is
 /// NUL-terminated; `out` a valid pointer.
 #[no_mangle]
 pub unsafe extern "C" fn stacksym_find_build_id(
@@ -278,11 +276,13 @@ pub unsafe extern "C" fn stacksym_find_build_id(
     unsafe { find_into(symbolizer, pattern, flags, out, find) }
 }
 
-/// As [`stacksym_find_elf`], over the kernel's kallsyms (`kernel`: NULL for
+/// As stacksym_find_elf(), over the kernel's kallsyms (`kernel`: NULL for
 /// `/proc/kallsyms`; only its `kallsyms` is used): kprobe targets, aliases each listed.
+/// STACKSYM_ERR_PERMISSION_DENIED when the kernel hides its addresses (every kallsyms
+/// address 0), where stacksym_symbolize_kernel() answers each address
+/// STACKSYM_KERNEL_ADDRS_HIDDEN.
 ///
-/// # Safety
-/// `symbolizer` is a live handle; `kernel` NULL or valid, its strings NULL or
+/// Pointers: `symbolizer` is a live handle; `kernel` NULL or valid, its strings NULL or
 /// NUL-terminated; `pattern` NUL-terminated; `out` a valid pointer.
 #[no_mangle]
 pub unsafe extern "C" fn stacksym_find_kernel(
@@ -308,10 +308,47 @@ pub unsafe extern "C" fn stacksym_find_kernel(
 
 /// Frees the result of a `stacksym_find_*` call (NULL is ignored).
 ///
-/// # Safety
-/// `matches` is NULL or a result of a `stacksym_find_*` call, not freed before.
+/// Pointers: `matches` is NULL or a result of a `stacksym_find_*` call, not freed before.
 #[no_mangle]
 pub unsafe extern "C" fn stacksym_matches_free(matches: *mut stacksym_matches) {
     // SAFETY: by the contract, NULL or a block `Block::finish` handed out, freed once.
     unsafe { free_block(matches) }
+}
+
+/// The name of a binding ("STACKSYM_BINDING_GLOBAL"), a static string; "unknown" for a value this
+/// library does not know.
+#[no_mangle]
+pub extern "C" fn stacksym_binding_name(binding: stacksym_binding) -> *const c_char {
+    name_of(
+        binding,
+        &[
+            (STACKSYM_BINDING_GLOBAL, c"STACKSYM_BINDING_GLOBAL"),
+            (STACKSYM_BINDING_WEAK, c"STACKSYM_BINDING_WEAK"),
+            (STACKSYM_BINDING_LOCAL, c"STACKSYM_BINDING_LOCAL"),
+        ],
+    )
+}
+
+/// The name of a found-in table ("STACKSYM_FOUND_IN_SYMTAB"), a static string; "unknown" for a value this
+/// library does not know.
+#[no_mangle]
+pub extern "C" fn stacksym_found_in_name(found_in: stacksym_found_in) -> *const c_char {
+    name_of(
+        found_in,
+        &[
+            (STACKSYM_FOUND_IN_SYMTAB, c"STACKSYM_FOUND_IN_SYMTAB"),
+            (STACKSYM_FOUND_IN_DYNSYM, c"STACKSYM_FOUND_IN_DYNSYM"),
+            (
+                STACKSYM_FOUND_IN_DEBUG_FILE,
+                c"STACKSYM_FOUND_IN_DEBUG_FILE",
+            ),
+            (
+                STACKSYM_FOUND_IN_MINIDEBUGINFO,
+                c"STACKSYM_FOUND_IN_MINIDEBUGINFO",
+            ),
+            (STACKSYM_FOUND_IN_KALLSYMS, c"STACKSYM_FOUND_IN_KALLSYMS"),
+            (STACKSYM_FOUND_IN_OTHER, c"STACKSYM_FOUND_IN_OTHER"),
+            (STACKSYM_FOUND_IN_GO_TABLE, c"STACKSYM_FOUND_IN_GO_TABLE"),
+        ],
+    )
 }

@@ -10,7 +10,7 @@ use stacksym::AbsAddr;
 use crate::block::{free_block, Block, Bytes, Pool, Str};
 use crate::error::{guard, stacksym_err};
 use crate::symbols::mapping_name;
-use crate::{handle, out_slot, slice, stacksym_symbolizer};
+use crate::{handle, name_of, out_slot, slice, stacksym_symbolizer};
 
 /// What an address normalized to: `STACKSYM_NORM_*`.
 pub type stacksym_norm_kind = u32;
@@ -48,7 +48,7 @@ pub struct stacksym_normalized_addr {
 }
 
 /// The normalized addresses of one call, in input order; one block, freed by
-/// [`stacksym_normalized_free`].
+/// stacksym_normalized_free().
 #[repr(C)]
 #[derive(Debug)]
 pub struct stacksym_normalized {
@@ -60,10 +60,10 @@ pub struct stacksym_normalized {
 
 /// Normalizes `len` absolute addresses of process `pid`: for each, the file it is in, the
 /// offset in it, the ELF virtual address there and the file's build-id. On success `*out`
-/// holds them (free with [`stacksym_normalized_free`]); on failure `*out` is NULL.
+/// holds them (free with stacksym_normalized_free()); on failure `*out` is NULL:
+/// STACKSYM_ERR_PROCESS_GONE when the process does not exist (any more).
 ///
-/// # Safety
-/// `symbolizer` is a live handle; `addrs` points to `len` values (or is NULL with `len`
+/// Pointers: `symbolizer` is a live handle; `addrs` points to `len` values (or is NULL with `len`
 /// 0); `out` is a valid pointer.
 #[no_mangle]
 pub unsafe extern "C" fn stacksym_normalize(
@@ -146,12 +146,25 @@ pub unsafe extern "C" fn stacksym_normalize(
     })
 }
 
-/// Frees the result of [`stacksym_normalize`] (NULL is ignored).
+/// Frees the result of stacksym_normalize() (NULL is ignored).
 ///
-/// # Safety
-/// `normalized` is NULL or a result of [`stacksym_normalize`], not freed before.
+/// Pointers: `normalized` is NULL or a result of stacksym_normalize(), not freed before.
 #[no_mangle]
 pub unsafe extern "C" fn stacksym_normalized_free(normalized: *mut stacksym_normalized) {
     // SAFETY: by the contract, NULL or a block `Block::finish` handed out, freed once.
     unsafe { free_block(normalized) }
+}
+
+/// The name of a normalized address kind ("STACKSYM_NORM_FILE"), a static string; "unknown" for a value this
+/// library does not know.
+#[no_mangle]
+pub extern "C" fn stacksym_norm_kind_name(kind: stacksym_norm_kind) -> *const c_char {
+    name_of(
+        kind,
+        &[
+            (STACKSYM_NORM_FILE, c"STACKSYM_NORM_FILE"),
+            (STACKSYM_NORM_NOT_IN_FILE, c"STACKSYM_NORM_NOT_IN_FILE"),
+            (STACKSYM_NORM_UNMAPPED, c"STACKSYM_NORM_UNMAPPED"),
+        ],
+    )
 }

@@ -12,7 +12,7 @@ use stacksym::{
 
 use crate::block::{free_block, Bases, Block, Bytes, Pool, Str};
 use crate::error::{guard, stacksym_err, CError};
-use crate::{handle, out_slot, slice, stacksym_kernel_source, stacksym_symbolizer};
+use crate::{handle, name_of, out_slot, slice, stacksym_kernel_source, stacksym_symbolizer};
 
 /// The kind of addresses given for an ELF file or a build-id: `STACKSYM_ADDR_*`.
 pub type stacksym_addr_kind = u32;
@@ -36,8 +36,11 @@ pub const STACKSYM_UNMAPPED: stacksym_reason = 2;
 pub const STACKSYM_NOT_IN_FILE: stacksym_reason = 3;
 /// The file at the address could not be read; `reason_detail` says which and why.
 pub const STACKSYM_FILE_ERROR: stacksym_reason = 4;
-/// A kernel address, and the kernel hides its addresses from this reader; `reason_detail`
-/// says how to fix it.
+/// A kernel address, and the kernel hides its addresses from this reader (kallsyms lists
+/// every address as 0: kernel.kptr_restrict, no CAP_SYSLOG); `reason_detail` says how to
+/// fix it. The call itself succeeds, so the batch's other addresses keep their answers;
+/// stacksym_find_kernel(), with no answer per address, fails with
+/// STACKSYM_ERR_PERMISSION_DENIED and the same message instead.
 pub const STACKSYM_KERNEL_ADDRS_HIDDEN: stacksym_reason = 5;
 /// A kernel address in a stack symbolized without a kernel source.
 pub const STACKSYM_NO_KERNEL_SOURCE: stacksym_reason = 6;
@@ -143,7 +146,7 @@ pub struct stacksym_sym {
 }
 
 /// The answers of one call, one per input address, in input order; one block, freed by
-/// [`stacksym_syms_free`].
+/// stacksym_syms_free().
 #[repr(C)]
 #[derive(Debug)]
 pub struct stacksym_syms {
@@ -454,11 +457,10 @@ unsafe fn symbolize_into(
 
 /// Symbolizes `len` addresses of the ELF file at `path` (an executable, a shared library,
 /// a debug file), given as `kind` (`STACKSYM_ADDR_VIRT` or `STACKSYM_ADDR_FILE_OFFSET`).
-/// On success `*out` holds one answer per address (free it with [`stacksym_syms_free`]);
+/// On success `*out` holds one answer per address (free it with stacksym_syms_free());
 /// on failure `*out` is NULL.
 ///
-/// # Safety
-/// `symbolizer` is a live handle; `path` a NUL-terminated string; `addrs` points to `len`
+/// Pointers: `symbolizer` is a live handle; `path` a NUL-terminated string; `addrs` points to `len`
 /// values (or is NULL with `len` 0); `out` is a valid pointer.
 #[no_mangle]
 pub unsafe extern "C" fn stacksym_symbolize_elf(
@@ -482,10 +484,9 @@ pub unsafe extern "C" fn stacksym_symbolize_elf(
 
 /// Symbolizes `len` addresses of the file with this GNU build-id (`build_id_len` bytes),
 /// found in the debug dirs (`.build-id/xx/rest`, else `rest.debug`), given as `kind`. A debug
-/// file takes virtual addresses only. Results and failure as [`stacksym_symbolize_elf`].
+/// file takes virtual addresses only. Results and failure as stacksym_symbolize_elf().
 ///
-/// # Safety
-/// `symbolizer` is a live handle; `build_id` points to `build_id_len` bytes; `addrs` to
+/// Pointers: `symbolizer` is a live handle; `build_id` points to `build_id_len` bytes; `addrs` to
 /// `len` values (or NULL with `len` 0); `out` is a valid pointer.
 #[no_mangle]
 pub unsafe extern "C" fn stacksym_symbolize_build_id(
@@ -513,11 +514,10 @@ pub unsafe extern "C" fn stacksym_symbolize_build_id(
 
 /// Symbolizes `len` absolute addresses of the live process `pid` (a host pid; a process in
 /// a container gets its own files, opened through `/proc/PID/root`). Its maps are read and
-/// cached per process life. Results and failure as [`stacksym_symbolize_elf`];
+/// cached per process life. Results and failure as stacksym_symbolize_elf();
 /// `STACKSYM_ERR_PROCESS_GONE` when the process does not exist (any more).
 ///
-/// # Safety
-/// `symbolizer` is a live handle; `addrs` points to `len` values (or is NULL with `len`
+/// Pointers: `symbolizer` is a live handle; `addrs` points to `len` values (or is NULL with `len`
 /// 0); `out` is a valid pointer.
 #[no_mangle]
 pub unsafe extern "C" fn stacksym_symbolize_process(
@@ -540,10 +540,9 @@ pub unsafe extern "C" fn stacksym_symbolize_process(
 
 /// Symbolizes `len` kernel addresses through `kernel` (NULL: the running kernel's
 /// `/proc/kallsyms` alone). Module addresses are named `[NAME]` in `module`, as perf names
-/// them. Results and failure as [`stacksym_symbolize_elf`].
+/// them. Results and failure as stacksym_symbolize_elf().
 ///
-/// # Safety
-/// `symbolizer` is a live handle; `kernel` NULL or valid, its strings NULL or
+/// Pointers: `symbolizer` is a live handle; `kernel` NULL or valid, its strings NULL or
 /// NUL-terminated; `addrs` points to `len` values (or is NULL with `len` 0); `out` is a
 /// valid pointer.
 #[no_mangle]
@@ -569,10 +568,9 @@ pub unsafe extern "C" fn stacksym_symbolize_kernel(
 /// Symbolizes a stack that mixes kernel and user addresses of process `pid`, as perf
 /// samples and bpftrace's `kstack`/`ustack` give them: addresses with the top bit set go to
 /// `kernel` (NULL: none, and they answer `STACKSYM_NO_KERNEL_SOURCE`), the others to the
-/// process. Results and failure as [`stacksym_symbolize_elf`].
+/// process. Results and failure as stacksym_symbolize_elf().
 ///
-/// # Safety
-/// As [`stacksym_symbolize_kernel`].
+/// Pointers: as stacksym_symbolize_kernel().
 #[no_mangle]
 pub unsafe extern "C" fn stacksym_symbolize_stack(
     symbolizer: *const stacksym_symbolizer,
@@ -604,10 +602,64 @@ pub unsafe extern "C" fn stacksym_symbolize_stack(
 
 /// Frees the result of a `stacksym_symbolize_*` call (NULL is ignored).
 ///
-/// # Safety
-/// `syms` is NULL or a result of a `stacksym_symbolize_*` call, not freed before.
+/// Pointers: `syms` is NULL or a result of a `stacksym_symbolize_*` call, not freed before.
 #[no_mangle]
 pub unsafe extern "C" fn stacksym_syms_free(syms: *mut stacksym_syms) {
     // SAFETY: by the contract, NULL or a block `Block::finish` handed out, freed once.
     unsafe { free_block(syms) }
+}
+
+/// The name of an address kind ("STACKSYM_ADDR_VIRT"), a static string; "unknown" for a value this
+/// library does not know.
+#[no_mangle]
+pub extern "C" fn stacksym_addr_kind_name(kind: stacksym_addr_kind) -> *const c_char {
+    name_of(
+        kind,
+        &[
+            (STACKSYM_ADDR_VIRT, c"STACKSYM_ADDR_VIRT"),
+            (STACKSYM_ADDR_FILE_OFFSET, c"STACKSYM_ADDR_FILE_OFFSET"),
+        ],
+    )
+}
+
+/// The name of a not-found reason (or STACKSYM_FOUND) ("STACKSYM_FOUND"), a static string; "unknown" for a value this
+/// library does not know.
+#[no_mangle]
+pub extern "C" fn stacksym_reason_name(reason: stacksym_reason) -> *const c_char {
+    name_of(
+        reason,
+        &[
+            (STACKSYM_FOUND, c"STACKSYM_FOUND"),
+            (STACKSYM_NO_SYMBOL, c"STACKSYM_NO_SYMBOL"),
+            (STACKSYM_UNMAPPED, c"STACKSYM_UNMAPPED"),
+            (STACKSYM_NOT_IN_FILE, c"STACKSYM_NOT_IN_FILE"),
+            (STACKSYM_FILE_ERROR, c"STACKSYM_FILE_ERROR"),
+            (
+                STACKSYM_KERNEL_ADDRS_HIDDEN,
+                c"STACKSYM_KERNEL_ADDRS_HIDDEN",
+            ),
+            (STACKSYM_NO_KERNEL_SOURCE, c"STACKSYM_NO_KERNEL_SOURCE"),
+            (STACKSYM_NOT_FOUND_OTHER, c"STACKSYM_NOT_FOUND_OTHER"),
+        ],
+    )
+}
+
+/// The name of a name origin ("STACKSYM_ORIGIN_NONE"), a static string; "unknown" for a value this
+/// library does not know.
+#[no_mangle]
+pub extern "C" fn stacksym_origin_name(origin: stacksym_origin) -> *const c_char {
+    name_of(
+        origin,
+        &[
+            (STACKSYM_ORIGIN_NONE, c"STACKSYM_ORIGIN_NONE"),
+            (STACKSYM_ORIGIN_SYMTAB, c"STACKSYM_ORIGIN_SYMTAB"),
+            (STACKSYM_ORIGIN_DYNSYM, c"STACKSYM_ORIGIN_DYNSYM"),
+            (STACKSYM_ORIGIN_PLT, c"STACKSYM_ORIGIN_PLT"),
+            (STACKSYM_ORIGIN_DWARF, c"STACKSYM_ORIGIN_DWARF"),
+            (STACKSYM_ORIGIN_KALLSYMS, c"STACKSYM_ORIGIN_KALLSYMS"),
+            (STACKSYM_ORIGIN_PERF_MAP, c"STACKSYM_ORIGIN_PERF_MAP"),
+            (STACKSYM_ORIGIN_OTHER, c"STACKSYM_ORIGIN_OTHER"),
+            (STACKSYM_ORIGIN_GO_TABLE, c"STACKSYM_ORIGIN_GO_TABLE"),
+        ],
+    )
 }

@@ -16,7 +16,7 @@ use stacksym::unwind::{Frame, FrameKind, Recovery, Registers, Stack, StackCopy, 
 use crate::block::{free_block, Block, Pool, Str};
 use crate::error::{guard, stacksym_err, CError};
 use crate::symbols::{flatten_syms, stacksym_frame, stacksym_sym};
-use crate::{handle, out_slot, slice, stacksym_symbolizer};
+use crate::{handle, name_of, out_slot, slice, stacksym_symbolizer};
 
 /// The registers of the architecture this library was built for.
 #[cfg(target_arch = "aarch64")]
@@ -25,11 +25,11 @@ type HostRegs = stacksym::unwind::RegsAarch64;
 #[cfg(not(target_arch = "aarch64"))]
 type HostRegs = stacksym::unwind::RegsX86_64;
 
-/// How a [`stacksym_regs`]' values are laid out: `STACKSYM_REGS_*`.
+/// How a stacksym_regs' values are laid out: `STACKSYM_REGS_*`.
 pub type stacksym_regs_layout = u32;
 /// perf's layout (`PERF_SAMPLE_REGS_USER`): one value per bit set in `perf_mask`, in
 /// increasing bit order (`enum perf_event_x86_regs`, `enum perf_event_arm64_regs`); see
-/// [`stacksym_perf_sample_regs_mask`] for the mask to ask perf for.
+/// stacksym_perf_sample_regs_mask() for the mask to ask perf for.
 pub const STACKSYM_REGS_PERF: stacksym_regs_layout = 0;
 /// The kernel's `struct user_regs_struct` (x86_64: 27 words) or `struct user_pt_regs`
 /// (aarch64: 34 words), as `PTRACE_GETREGS` / `PTRACE_GETREGSET NT_PRSTATUS` fill it.
@@ -118,7 +118,7 @@ pub struct stacksym_stack_frame {
     pub sym: stacksym_sym,
 }
 
-/// An unwound, symbolized stack; one block, freed by [`stacksym_stack_free`].
+/// An unwound, symbolized stack; one block, freed by stacksym_stack_free().
 #[repr(C)]
 #[derive(Debug)]
 pub struct stacksym_stack {
@@ -133,12 +133,12 @@ pub struct stacksym_stack {
     pub stop_addr: u64,
     /// For `STACKSYM_STOP_INVALID_UNWIND_INFO`, what was wrong; else NULL.
     pub stop_detail: *const c_char,
-    /// As [`crate::stacksym_syms`]' `debug_error`.
+    /// As stacksym_syms' `debug_error`.
     pub debug_error: *const c_char,
 }
 
 /// The mask of the user registers to ask perf for (`sample_regs_user`) so that
-/// [`stacksym_unwind_sample`] has every register it can use, on this machine's architecture
+/// stacksym_unwind_sample() has every register it can use, on this machine's architecture
 /// (x86_64: `0xff0fff`; aarch64: `(1 << 33) - 1`).
 #[no_mangle]
 pub extern "C" fn stacksym_perf_sample_regs_mask() -> u64 {
@@ -300,12 +300,11 @@ fn stack_block(
 /// the process is needed), and symbolizes each frame where its kind says. The thread must
 /// stay stopped during the call (ptrace), or be the calling thread unwinding frames that
 /// are still live above the registers given. On success `*out` holds the stack (free it
-/// with [`stacksym_stack_free`]); on failure `*out` is NULL: `STACKSYM_ERR_PROCESS_GONE`
+/// with stacksym_stack_free()); on failure `*out` is NULL: `STACKSYM_ERR_PROCESS_GONE`
 /// when the process does not exist (any more). A walk that stops early is not a failure:
 /// `stop` says why.
 ///
-/// # Safety
-/// `symbolizer` is a live handle; `regs` points to a valid [`stacksym_regs`] whose
+/// Pointers: `symbolizer` is a live handle; `regs` points to a valid stacksym_regs whose
 /// `values` holds `len` values; `out` is a valid pointer.
 #[no_mangle]
 pub unsafe extern "C" fn stacksym_unwind_process(
@@ -332,11 +331,10 @@ pub unsafe extern "C" fn stacksym_unwind_process(
 /// Unwinds a sample of the live process `pid`: `regs` and the copy of its user stack from
 /// the stack pointer up (`stack_len` bytes at `stack`, as `PERF_SAMPLE_STACK_USER` records
 /// it, its `dyn_size` bytes), with the process's current mappings; reads no memory of the
-/// process. Symbolizes and returns as [`stacksym_unwind_process`]. The walk stops
+/// process. Symbolizes and returns as stacksym_unwind_process(). The walk stops
 /// (`STACKSYM_STOP_MEMORY_UNREADABLE`) where it needs memory beyond the copy.
 ///
-/// # Safety
-/// `symbolizer` is a live handle; `regs` points to a valid [`stacksym_regs`] whose
+/// Pointers: `symbolizer` is a live handle; `regs` points to a valid stacksym_regs whose
 /// `values` holds `len` values (the stack pointer among them); `stack` points to
 /// `stack_len` bytes (or is NULL with `stack_len` 0); `out` is a valid pointer.
 #[no_mangle]
@@ -370,10 +368,106 @@ pub unsafe extern "C" fn stacksym_unwind_sample(
 
 /// Frees the result of a `stacksym_unwind_*` call (NULL is ignored).
 ///
-/// # Safety
-/// `stack` is NULL or a result of a `stacksym_unwind_*` call, not freed before.
+/// Pointers: `stack` is NULL or a result of a `stacksym_unwind_*` call, not freed before.
 #[no_mangle]
 pub unsafe extern "C" fn stacksym_stack_free(stack: *mut stacksym_stack) {
     // SAFETY: by the contract, NULL or a block `Block::finish` handed out, freed once.
     unsafe { free_block(stack) }
+}
+
+/// The name of a register layout ("STACKSYM_REGS_PERF"), a static string; "unknown" for a value this
+/// library does not know.
+#[no_mangle]
+pub extern "C" fn stacksym_regs_layout_name(layout: stacksym_regs_layout) -> *const c_char {
+    name_of(
+        layout,
+        &[
+            (STACKSYM_REGS_PERF, c"STACKSYM_REGS_PERF"),
+            (STACKSYM_REGS_USER, c"STACKSYM_REGS_USER"),
+            (STACKSYM_REGS_IP_SP_FP, c"STACKSYM_REGS_IP_SP_FP"),
+        ],
+    )
+}
+
+/// The name of a frame kind ("STACKSYM_FRAME_IP"), a static string; "unknown" for a value this
+/// library does not know.
+#[no_mangle]
+pub extern "C" fn stacksym_frame_kind_name(kind: stacksym_frame_kind) -> *const c_char {
+    name_of(
+        kind,
+        &[
+            (STACKSYM_FRAME_IP, c"STACKSYM_FRAME_IP"),
+            (
+                STACKSYM_FRAME_RETURN_ADDRESS,
+                c"STACKSYM_FRAME_RETURN_ADDRESS",
+            ),
+            (
+                STACKSYM_FRAME_SIGNAL_TRAMPOLINE,
+                c"STACKSYM_FRAME_SIGNAL_TRAMPOLINE",
+            ),
+        ],
+    )
+}
+
+/// The name of a recovery ("STACKSYM_RECOVERED_REGISTERS"), a static string; "unknown" for a value this
+/// library does not know.
+#[no_mangle]
+pub extern "C" fn stacksym_recovery_name(recovered: stacksym_recovery) -> *const c_char {
+    name_of(
+        recovered,
+        &[
+            (
+                STACKSYM_RECOVERED_REGISTERS,
+                c"STACKSYM_RECOVERED_REGISTERS",
+            ),
+            (STACKSYM_RECOVERED_CFI, c"STACKSYM_RECOVERED_CFI"),
+            (
+                STACKSYM_RECOVERED_FRAME_POINTER,
+                c"STACKSYM_RECOVERED_FRAME_POINTER",
+            ),
+            (
+                STACKSYM_RECOVERED_LINK_REGISTER,
+                c"STACKSYM_RECOVERED_LINK_REGISTER",
+            ),
+            (
+                STACKSYM_RECOVERED_SIGNAL_CONTEXT,
+                c"STACKSYM_RECOVERED_SIGNAL_CONTEXT",
+            ),
+            (STACKSYM_RECOVERED_GO_TABLE, c"STACKSYM_RECOVERED_GO_TABLE"),
+            (
+                STACKSYM_RECOVERED_GO_STACK_SWITCH,
+                c"STACKSYM_RECOVERED_GO_STACK_SWITCH",
+            ),
+        ],
+    )
+}
+
+/// The name of a stop reason ("STACKSYM_STOP_ROOT"), a static string; "unknown" for a value this
+/// library does not know.
+#[no_mangle]
+pub extern "C" fn stacksym_stop_name(stop: stacksym_stop) -> *const c_char {
+    name_of(
+        stop,
+        &[
+            (STACKSYM_STOP_ROOT, c"STACKSYM_STOP_ROOT"),
+            (
+                STACKSYM_STOP_MEMORY_UNREADABLE,
+                c"STACKSYM_STOP_MEMORY_UNREADABLE",
+            ),
+            (
+                STACKSYM_STOP_NO_UNWIND_INFO,
+                c"STACKSYM_STOP_NO_UNWIND_INFO",
+            ),
+            (
+                STACKSYM_STOP_NO_FRAME_POINTER,
+                c"STACKSYM_STOP_NO_FRAME_POINTER",
+            ),
+            (
+                STACKSYM_STOP_INVALID_UNWIND_INFO,
+                c"STACKSYM_STOP_INVALID_UNWIND_INFO",
+            ),
+            (STACKSYM_STOP_NO_PROGRESS, c"STACKSYM_STOP_NO_PROGRESS"),
+            (STACKSYM_STOP_DEPTH_LIMIT, c"STACKSYM_STOP_DEPTH_LIMIT"),
+        ],
+    )
 }

@@ -15,6 +15,12 @@
 //! - `header_compiles_as_c_and_cxx`: the committed header, with `-Wall -Wextra -Werror`.
 //! - `committed_header_is_what_cbindgen_generates`: the committed header, byte for byte, is
 //!   what cbindgen 0.29.4 (a dev-dependency, as a library) generates from capi/src.
+//! - `readme_c_snippet_builds_and_answers`: README's C snippet against this build's static
+//!   library; `cinstall_prefix_links_through_pkg_config`: the same snippet against the library
+//!   `cargo cinstall` (cargo-c) installs into a fresh prefix, built through pkg-config, shared
+//!   (NEEDED is the SONAME) and static.
+//! - `every_constant_has_its_name`, `version_constants_are_the_packages`: the header's
+//!   macros against the `stacksym_*_name` functions and the package version.
 //!
 //! The libraries are the ones cargo builds for this package's own tests (the crate's lib
 //! target, in all its crate types, is built before its integration tests), found beside the
@@ -28,7 +34,7 @@ use stacksym::elf::{Binding, ElfFile, SymbolKind, SymbolOrigin};
 use stacksym::kernel::KernelModules;
 use stacksym::symbolize::{FindOptions, FoundIn, NamePattern, SymbolMatch};
 use stacksym::{
-    AbsAddr, FileOffset, InlineFrame, Input, KernelSource, NameOrigin, NotFound, Source,
+    AbsAddr, ErrorKind, FileOffset, InlineFrame, Input, KernelSource, NameOrigin, NotFound, Source,
     Symbolizer, Symbols, VirtAddr,
 };
 
@@ -396,6 +402,38 @@ fn script() -> Vec<(String, Option<String>)> {
         format!("findk {} *_stext*", synthetic.display()),
         Some(print_matches(&found)),
     ));
+    // Hidden kernel addresses (every kallsyms address 0, as kptr_restrict shows them):
+    // symbolize succeeds and answers each address STACKSYM_KERNEL_ADDRS_HIDDEN (5) with the
+    // message; find, with no answer per address to put it in, fails with
+    // STACKSYM_ERR_PERMISSION_DENIED and the same words (the header documents both).
+    let zeroed = testdata("kallsyms/zeroed.txt");
+    let zeroed_source = Source::Kernel(KernelSource {
+        kallsyms: Some(&zeroed),
+        ..KernelSource::default()
+    });
+    let addrs = [0xffff_ffff_8100_0010];
+    let symbols = symbolizer
+        .symbolize(
+            &zeroed_source,
+            Input::AbsAddrs(AbsAddr::from_raw_slice(&addrs)),
+        )
+        .unwrap();
+    let Err(NotFound::KernelAddrsHidden(hidden)) = symbols.results().next().unwrap() else {
+        panic!("zeroed kallsyms: {symbols:?}");
+    };
+    requests.push((
+        format!("kernel {} - - {:#x}", zeroed.display(), addrs[0]),
+        Some(print_symbols(&symbols, &addrs)),
+    ));
+    let error = symbolizer
+        .find_addresses(&zeroed_source, &NamePattern::parse("_stext"))
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::PermissionDenied, "{error}");
+    assert_eq!(error.to_string(), hidden.to_string());
+    requests.push((
+        format!("findk {} _stext", zeroed.display()),
+        Some(format!("error STACKSYM_ERR_PERMISSION_DENIED: {error}\n")),
+    ));
     // The system's libc (a file nobody here wrote): names by file offset, and a lookup.
     let libc = [
         "/lib/x86_64-linux-gnu/libc.so.6",
@@ -537,7 +575,7 @@ fn c_program_gives_the_rust_apis_answers_under_valgrind() {
             None => {
                 assert!(!got.contains("FAILED"), "{request}:\n{got}");
                 let oks = got.lines().filter(|l| l.starts_with("ok ")).count();
-                assert_eq!(oks, 10, "{request}:\n{got}");
+                assert_eq!(oks, 13, "{request}:\n{got}");
             }
         }
     }
@@ -642,24 +680,19 @@ fn header_compiles_as_c_and_cxx() {
     }
 }
 
-/// The C snippet of README.md's "Use from C", built with the link line shown there, prints
-/// what the Rust API answers.
-#[test]
-fn readme_c_snippet_builds_and_answers() {
-    const TEST: &str = "readme_c_snippet_builds_and_answers";
+/// README.md's "Use from C" C snippet, written to the target's tmp dir.
+fn readme_snippet() -> PathBuf {
     let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
     let section = &readme[readme.find("## Use from C").expect("README has Use from C")..];
     let start = section.find("```c\n").expect("a C snippet") + "```c\n".len();
     let snippet = &section[start..start + section[start..].find("```").unwrap()];
     let source = Path::new(env!("CARGO_TARGET_TMPDIR")).join("readme_snippet.c");
     std::fs::write(&source, snippet).unwrap();
-    let lib = capi_lib("libstacksym_capi.a");
-    let link = [lib.to_str().unwrap(), "-lpthread", "-ldl", "-lm"];
-    let Some(program) = compile_c(TEST, &source, "readme_snippet", &link) else {
-        return;
-    };
-    let output = Command::new(program).current_dir(repo()).output().unwrap();
-    assert!(output.status.success(), "{output:?}");
+    source
+}
+
+/// What README's C snippet prints, from the Rust API.
+fn readme_snippet_answer() -> String {
     let path = testdata("bin/c-pie-g");
     let symbols = Symbolizer::builder()
         .build()
@@ -687,7 +720,274 @@ fn readme_c_snippet_builds_and_answers() {
         .unwrap();
     }
     expected.push_str("0x10: ?? (reason 1)\n");
-    assert_eq!(String::from_utf8_lossy(&output.stdout), expected);
+    expected
+}
+
+/// The C snippet of README.md's "Use from C", built against this build's static library,
+/// prints what the Rust API answers (the installed library's build is
+/// `cinstall_prefix_links_through_pkg_config`'s).
+#[test]
+fn readme_c_snippet_builds_and_answers() {
+    const TEST: &str = "readme_c_snippet_builds_and_answers";
+    let source = readme_snippet();
+    let lib = capi_lib("libstacksym_capi.a");
+    let link = [lib.to_str().unwrap(), "-lpthread", "-ldl", "-lm"];
+    let Some(program) = compile_c(TEST, &source, "readme_snippet", &link) else {
+        return;
+    };
+    let output = Command::new(program).current_dir(repo()).output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        readme_snippet_answer()
+    );
+}
+
+/// Runs `command`, returns its stdout; fails the test with its output if it fails.
+fn run(command: &mut Command) -> String {
+    let output = command
+        .output()
+        .unwrap_or_else(|e| panic!("{command:?}: {e}"));
+    assert!(
+        output.status.success(),
+        "{command:?} failed ({}):\n{}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The words of `readelf -d`'s lines of `tag` (`SONAME`, `NEEDED`): the names in brackets.
+fn dynamic_entries(readelf: &Path, file: &Path, tag: &str) -> Vec<String> {
+    let text = run(Command::new(readelf).arg("-d").arg(file));
+    text.lines()
+        .filter(|line| line.contains(&format!("({tag})")))
+        .filter_map(|line| {
+            let start = line.find('[')? + 1;
+            let end = line.rfind(']')?;
+            Some(line[start..end].to_string())
+        })
+        .collect()
+}
+
+/// The C library as a C user installs it: `cargo cinstall` (cargo-c) into a fresh prefix
+/// gives libstacksym.so.0.MINOR with that SONAME, libstacksym.a, stacksym.pc and
+/// include/stacksym.h (the committed header, byte for byte); README's C snippet, built with
+/// `cc $(pkg-config --cflags --libs stacksym)` (PKG_CONFIG_PATH=PREFIX/lib/pkgconfig) and
+/// run from the prefix, prints the Rust API's answers and needs the library by its SONAME,
+/// not by a path; built again with the static library (`pkg-config --static`), it prints
+/// them too and needs no libstacksym at all.
+///
+/// Without cargo-c (`cargo install cargo-c --version 0.10.24 --locked`), pkg-config,
+/// readelf or cc the test says SKIPPED, and fails under CI (.ci/run installs them). The
+/// install builds the library in release, as a user's does, into a target dir of its own
+/// (`CARGO_TARGET_TMPDIR/cinstall`): the dependencies once, then only what changed.
+#[test]
+fn cinstall_prefix_links_through_pkg_config() {
+    const TEST: &str = "cinstall_prefix_links_through_pkg_config";
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let has_cargo_c = Command::new(&cargo)
+        .args(["cinstall", "--version"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has_cargo_c {
+        let why = "cargo-c not found (cargo cinstall --version failed); install it with \
+                   `cargo install cargo-c --version 0.10.24 --locked` (.ci/run does)";
+        if std::env::var_os("CI").is_some() {
+            panic!("{TEST}: {why}; CI is expected to provide it");
+        }
+        note(format_args!("{TEST}: SKIPPED: {why}"));
+        return;
+    }
+    let (Some(pkg_config), Some(readelf), Some(cc)) = (
+        tool(TEST, "pkg-config", "pkgconf"),
+        tool(TEST, "readelf", "binutils"),
+        tool(TEST, "cc", "gcc"),
+    ) else {
+        return;
+    };
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let prefix = tmp.join("cinstall-prefix");
+    let _ = std::fs::remove_dir_all(&prefix);
+    // What a C user types (README's "Use from C"), with a target dir of the test's own.
+    run(Command::new(&cargo)
+        .args([
+            "cinstall",
+            "-p",
+            "stacksym-capi",
+            "--libdir",
+            "lib",
+            "--prefix",
+        ])
+        .arg(&prefix)
+        .arg("--target-dir")
+        .arg(tmp.join("cinstall"))
+        .current_dir(repo()));
+
+    let lib = prefix.join("lib");
+    let minor = env!("CARGO_PKG_VERSION_MINOR");
+    let soname = format!("libstacksym.so.0.{minor}");
+    let real = lib.join(format!("libstacksym.so.{}", env!("CARGO_PKG_VERSION")));
+    assert!(real.is_file(), "{} is missing", real.display());
+    for link in [lib.join(&soname), lib.join("libstacksym.so")] {
+        assert!(link.is_symlink(), "{} is not a symlink", link.display());
+    }
+    assert!(lib.join("libstacksym.a").is_file());
+    assert_eq!(
+        dynamic_entries(&readelf, &real, "SONAME"),
+        vec![soname.clone()]
+    );
+    let header = std::fs::read(prefix.join("include/stacksym.h")).expect("the installed header");
+    let committed =
+        std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("include/stacksym.h")).unwrap();
+    assert!(
+        header == committed,
+        "the installed header is not include/stacksym.h"
+    );
+
+    let pkg_config_path = lib.join("pkgconfig");
+    let flags = |args: &[&str]| -> Vec<String> {
+        run(Command::new(&pkg_config)
+            .args(args)
+            .arg("stacksym")
+            .env("PKG_CONFIG_PATH", &pkg_config_path))
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+    };
+    let version = run(Command::new(&pkg_config)
+        .args(["--modversion", "stacksym"])
+        .env("PKG_CONFIG_PATH", &pkg_config_path));
+    assert_eq!(version.trim(), env!("CARGO_PKG_VERSION"));
+    let source = readme_snippet();
+    let build = |name: &str, link: Vec<String>| -> PathBuf {
+        let program = tmp.join(name);
+        run(Command::new(&cc)
+            .args(["-std=c11", "-Wall", "-Wextra", "-Werror"])
+            .arg(&source)
+            .arg("-o")
+            .arg(&program)
+            .args(flags(&["--cflags"]))
+            .args(link));
+        program
+    };
+    let answer = readme_snippet_answer();
+
+    // Shared: cc demo.c $(pkg-config --cflags --libs stacksym), run with the prefix's lib.
+    let shared = build("installed_shared", flags(&["--libs"]));
+    assert_eq!(
+        dynamic_entries(&readelf, &shared, "NEEDED")
+            .into_iter()
+            .filter(|n| n.contains("stacksym"))
+            .collect::<Vec<_>>(),
+        vec![soname.clone()],
+        "the program needs the library by its SONAME, not by a build path"
+    );
+    let output = Command::new(&shared)
+        .env("LD_LIBRARY_PATH", &lib)
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), answer);
+
+    // Static: the archive by name, and the system libraries `pkg-config --static` lists.
+    let mut link = flags(&["--libs", "--static"]);
+    for word in &mut link {
+        if word == "-lstacksym" {
+            *word = "-l:libstacksym.a".to_string();
+        }
+    }
+    let fixed = build("installed_static", link);
+    assert!(
+        dynamic_entries(&readelf, &fixed, "NEEDED")
+            .iter()
+            .all(|n| !n.contains("stacksym")),
+        "the static build needs no libstacksym"
+    );
+    let output = Command::new(&fixed).current_dir(repo()).output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), answer);
+    note(format_args!(
+        "{TEST}: {} installed (SONAME {soname}); README's snippet built through pkg-config, \
+         shared and static, gives the Rust API's answers",
+        prefix.display()
+    ));
+}
+
+/// Every integer macro of the header (but the error codes, which stacksym_err_name() names,
+/// the find flags and the version) is named by one of the `stacksym_*_name` functions: a
+/// constant added without its name fails here.
+#[test]
+fn every_constant_has_its_name() {
+    use std::ffi::{c_char, CStr};
+    let header =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("include/stacksym.h"))
+            .unwrap();
+    let namers: [(&str, extern "C" fn(u32) -> *const c_char); 10] = [
+        ("addr_kind", stacksym_capi::stacksym_addr_kind_name),
+        ("reason", stacksym_capi::stacksym_reason_name),
+        ("origin", stacksym_capi::stacksym_origin_name),
+        ("binding", stacksym_capi::stacksym_binding_name),
+        ("found_in", stacksym_capi::stacksym_found_in_name),
+        ("norm_kind", stacksym_capi::stacksym_norm_kind_name),
+        ("regs_layout", stacksym_capi::stacksym_regs_layout_name),
+        ("frame_kind", stacksym_capi::stacksym_frame_kind_name),
+        ("recovery", stacksym_capi::stacksym_recovery_name),
+        ("stop", stacksym_capi::stacksym_stop_name),
+    ];
+    // SAFETY: each returns a static NUL-terminated string.
+    let text = |p: *const c_char| unsafe { CStr::from_ptr(p) }.to_str().unwrap().to_string();
+    let mut checked = 0;
+    for line in header.lines() {
+        let mut words = line.split_whitespace();
+        let (Some("#define"), Some(name), Some(value)) = (words.next(), words.next(), words.next())
+        else {
+            continue;
+        };
+        let Ok(value) = value.parse::<u32>() else {
+            continue;
+        };
+        if name.starts_with("STACKSYM_ERR_") || name == "STACKSYM_OK" {
+            assert_eq!(text(stacksym_capi::stacksym_err_name(value as i32)), name);
+        } else if !name.starts_with("STACKSYM_VERSION_") && !name.starts_with("STACKSYM_FIND_") {
+            let named: Vec<String> = namers.iter().map(|(_, f)| text(f(value))).collect();
+            assert!(
+                named.iter().any(|n| n == name),
+                "{name} is named by no stacksym_*_name function (they say {named:?})"
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked > 60, "only {checked} constants in the header");
+    for (what, f) in namers {
+        assert_eq!(text(f(1000)), "unknown", "{what}");
+    }
+}
+
+/// The header's version macros are the package's version.
+#[test]
+fn version_constants_are_the_packages() {
+    use std::ffi::CStr;
+    let parse = |v: &str| v.parse::<u32>().unwrap();
+    assert_eq!(
+        (
+            stacksym_capi::STACKSYM_VERSION_MAJOR,
+            stacksym_capi::STACKSYM_VERSION_MINOR,
+            stacksym_capi::STACKSYM_VERSION_PATCH
+        ),
+        (
+            parse(env!("CARGO_PKG_VERSION_MAJOR")),
+            parse(env!("CARGO_PKG_VERSION_MINOR")),
+            parse(env!("CARGO_PKG_VERSION_PATCH"))
+        )
+    );
+    // SAFETY: a static NUL-terminated string.
+    let version = unsafe { CStr::from_ptr(stacksym_capi::stacksym_version()) };
+    assert_eq!(version.to_str().unwrap(), env!("CARGO_PKG_VERSION"));
 }
 
 /// The committed header is what cbindgen 0.29.4 (the dev-dependency, as a library) generates

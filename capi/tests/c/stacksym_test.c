@@ -13,8 +13,8 @@
  *   findk KALLSYMS PATTERN
  *   self ELF ADDR NAME NOT_ELF
  *               checks on this process (symbolize, normalize, unwind its own stack live and
- *               as a sample, threads, errors); prints "ok ..." lines, exits 1 on a failed
- *               check
+ *               as a sample, threads, errors, the version, names and options); prints
+ *               "ok ..." lines, exits 1 on a failed check
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -313,6 +313,65 @@ static void check_threads(const char *path, uint64_t addr, const char *want) {
     printf("ok threads: 4 threads x 20 batches on one handle\n");
 }
 
+/* The version macros and stacksym_version() agree; every code type's name function names its
+ * constants; options are refused without their size, with a debug_dirs of NULL and a length,
+ * and with a byte set past this version's fields. */
+static void check_version_names_options(void) {
+    char want[64];
+    snprintf(want, sizeof want, "%d.%d.%d", STACKSYM_VERSION_MAJOR, STACKSYM_VERSION_MINOR,
+             STACKSYM_VERSION_PATCH);
+    CHECK(strcmp(stacksym_version(), want) == 0, "%s != %s", stacksym_version(), want);
+    printf("ok version: %s\n", stacksym_version());
+
+    CHECK(strcmp(stacksym_reason_name(STACKSYM_KERNEL_ADDRS_HIDDEN),
+                 "STACKSYM_KERNEL_ADDRS_HIDDEN") == 0, "reason");
+    CHECK(strcmp(stacksym_origin_name(STACKSYM_ORIGIN_GO_TABLE), "STACKSYM_ORIGIN_GO_TABLE") == 0,
+          "origin");
+    CHECK(strcmp(stacksym_stop_name(STACKSYM_STOP_DEPTH_LIMIT), "STACKSYM_STOP_DEPTH_LIMIT") == 0,
+          "stop");
+    CHECK(strcmp(stacksym_found_in_name(STACKSYM_FOUND_IN_DEBUG_FILE),
+                 "STACKSYM_FOUND_IN_DEBUG_FILE") == 0, "found_in");
+    CHECK(strcmp(stacksym_recovery_name(STACKSYM_RECOVERED_CFI), "STACKSYM_RECOVERED_CFI") == 0,
+          "recovery");
+    CHECK(strcmp(stacksym_reason_name(99), "unknown") == 0, "unknown reason");
+    printf("ok names: %s %s\n", stacksym_stop_name(STACKSYM_STOP_ROOT),
+           stacksym_frame_kind_name(STACKSYM_FRAME_RETURN_ADDRESS));
+
+    stacksym_symbolizer *made = (stacksym_symbolizer *)&failed; /* set to NULL on failure */
+    stacksym_options options;
+    memset(&options, 0xff, sizeof options);
+    CHECK(stacksym_options_init(&options, sizeof options) == STACKSYM_OK, "init");
+    CHECK(options.size == sizeof options && options.demangle && options.debug_dirs == NULL &&
+          options.debug_dirs_len == 0 && options.threads == 1, "defaults");
+    CHECK(stacksym_options_init(&options, 4) == STACKSYM_ERR_INVALID_ARGUMENT, "a short size");
+    CHECK(stacksym_options_init(NULL, sizeof options) == STACKSYM_ERR_INVALID_ARGUMENT, "NULL");
+    stacksym_options unset = {0};
+    CHECK(stacksym_symbolizer_new(&unset, &made) == STACKSYM_ERR_INVALID_ARGUMENT && !made,
+          "size 0 accepted");
+    CHECK(strstr(or_dash(stacksym_last_error()), "stacksym_options_init") != NULL, "%s",
+          or_dash(stacksym_last_error()));
+    stacksym_options_init(&options, sizeof options);
+    options.debug_dirs_len = 2; /* and debug_dirs NULL */
+    CHECK(stacksym_symbolizer_new(&options, &made) == STACKSYM_ERR_INVALID_ARGUMENT && !made,
+          "NULL debug_dirs with a length accepted");
+    /* A program built with a later header: a larger struct; a later field left at what
+     * stacksym_options_init() wrote (0) is fine, one set is refused. */
+    struct {
+        stacksym_options options;
+        uint64_t later_field;
+    } later;
+    memset(&later, 0xff, sizeof later);
+    CHECK(stacksym_options_init(&later.options, sizeof later) == STACKSYM_OK, "later init");
+    CHECK(later.later_field == 0 && later.options.size == sizeof later, "later defaults");
+    CHECK(stacksym_symbolizer_new(&later.options, &made) == STACKSYM_OK && made, "%s",
+          or_dash(stacksym_last_error()));
+    stacksym_symbolizer_free(made);
+    later.later_field = 1;
+    CHECK(stacksym_symbolizer_new(&later.options, &made) == STACKSYM_ERR_INVALID_ARGUMENT, "%s",
+          "a later option ignored");
+    printf("ok options: size checked, debug_dirs NULL with a length refused\n");
+}
+
 static void check_errors(const char *elf, const char *not_elf) {
     uint64_t addr = 0x1000;
     stacksym_syms *syms = (stacksym_syms *)&addr; /* must be set to NULL on failure */
@@ -366,6 +425,14 @@ static void check_errors(const char *elf, const char *not_elf) {
     err = stacksym_symbolize_process(symbolizer, 4194305u * 2, &addr, 1, &syms);
     CHECK(err == STACKSYM_ERR_PROCESS_GONE, "%s: %s", stacksym_err_name(err),
           or_dash(stacksym_last_error()));
+    stacksym_normalized *normalized = NULL;
+    err = stacksym_normalize(symbolizer, 4194305u * 2, &addr, 1, &normalized);
+    CHECK(err == STACKSYM_ERR_PROCESS_GONE && !normalized, "%s", stacksym_err_name(err));
+    uint64_t ip_sp[2] = {0x1000, 0x2000};
+    stacksym_regs regs = {STACKSYM_REGS_IP_SP_FP, 0, ip_sp, 2};
+    stacksym_stack *gone_stack = NULL;
+    err = stacksym_unwind_process(symbolizer, 4194305u * 2, &regs, &gone_stack);
+    CHECK(err == STACKSYM_ERR_PROCESS_GONE && !gone_stack, "%s", stacksym_err_name(err));
     printf("ok process gone: %s\n", stacksym_err_name(err));
 
     uint8_t no_such_build_id[20] = {0xde, 0xad, 0xbe, 0xef};
@@ -392,7 +459,11 @@ int main(int argc, char **argv) {
     volatile char marker = 0;
     /* main's frame, its saved registers and return address, and some of its caller's. */
     stack_end = (uintptr_t)&marker + 256;
-    stacksym_options options = stacksym_options_default();
+    stacksym_options options;
+    if (stacksym_options_init(&options, sizeof options) != STACKSYM_OK) {
+        print_error(STACKSYM_ERR_INVALID_ARGUMENT);
+        return 1;
+    }
     const char *debug_dirs[1];
     if (argc > 1) {
         debug_dirs[0] = argv[1];
@@ -448,6 +519,7 @@ int main(int argc, char **argv) {
             check_unwind();
             check_threads(words[1], strtoull(words[2], NULL, 0), words[3]);
             check_errors(words[1], words[4]);
+            check_version_names_options();
         } else {
             printf("bad request\n");
             failed = 1;
