@@ -4,7 +4,9 @@
 use std::ops::Range;
 use std::path::Path;
 
-use object::read::elf::{FileHeader, Rel, Rela, SectionHeader, SectionTable, Sym, SymbolTable};
+use object::read::elf::{
+    FileHeader, Rel, Rela, SectionHeader, SectionTable, Sym, SymbolTable, VersionTable,
+};
 use object::read::ReadRef;
 use object::read::{SectionIndex, SymbolIndex};
 use object::{elf, Endianness};
@@ -161,18 +163,7 @@ pub(crate) fn build_symbol_tables<Elf: FileHeader<Endian = Endianness>>(
         }
     };
     if let Some(versions) = &versions {
-        // Version indexes are small (one per version a library defines or needs).
-        for index in 0..=u16::MAX {
-            match versions.version(elf::VersionIndex(index)) {
-                Ok(Some(v)) => {
-                    let slot = usize::from(index);
-                    tables.version_names.resize(slot + 1, None);
-                    tables.version_names[slot] = Some(range_of(data, v.name()));
-                }
-                Ok(None) => {}
-                Err(_) => break,
-            }
-        }
+        tables.version_names = version_names(versions, data);
     }
 
     for (table, symbols) in [(NameTable::Symtab, &symtab), (NameTable::Dynsym, &dynsym)] {
@@ -225,26 +216,7 @@ pub(crate) fn build_symbol_tables<Elf: FileHeader<Endian = Endianness>>(
         &dynsym,
         &tables.dynsym_strings,
     );
-    for (addr, size, target) in plt {
-        let Ok(offset) = u32::try_from(tables.synthetic_names.len()) else {
-            break;
-        };
-        tables.synthetic_names.extend_from_slice(target);
-        tables.synthetic_names.extend_from_slice(b"@plt\0");
-        let Some(name) = measure_name(NameTable::Synthetic, &tables.synthetic_names, offset) else {
-            continue;
-        };
-        code.push(Candidate {
-            addr,
-            size,
-            // PLT entries have no symbol of their own to compete with; rank them last.
-            rank: u32::MAX,
-            label: false,
-            name,
-            section_end: addr.saturating_add(size),
-            versym: 0,
-        });
-    }
+    add_plt_candidates(plt, &mut tables.synthetic_names, &mut code);
 
     if skipped.bad_name + skipped.bad_section > 0 {
         log::debug!(
@@ -261,6 +233,57 @@ pub(crate) fn build_symbol_tables<Elf: FileHeader<Endian = Endianness>>(
     tables.code_versions = code_versions;
     tables.data_versions = data_versions;
     Ok(tables)
+}
+
+/// The names of a file's symbol versions by version index (`.gnu.version_d` and
+/// `.gnu.version_r`), as ranges of the file's bytes. Indexes are small (one per version a
+/// library defines or needs): read until the first index the table does not hold.
+fn version_names<Elf: FileHeader<Endian = Endianness>>(
+    versions: &VersionTable<'_, Elf>,
+    data: &[u8],
+) -> Vec<Option<Range<usize>>> {
+    let mut names = Vec::new();
+    for index in 0..=u16::MAX {
+        match versions.version(elf::VersionIndex(index)) {
+            Ok(Some(v)) => {
+                let slot = usize::from(index);
+                names.resize(slot + 1, None);
+                names[slot] = Some(range_of(data, v.name()));
+            }
+            Ok(None) => {}
+            Err(_) => break,
+        }
+    }
+    names
+}
+
+/// PLT entries as code candidates named `target@plt`: the names made up into
+/// `synthetic_names` (the one table of names the file does not hold).
+fn add_plt_candidates<'d>(
+    plt: impl IntoIterator<Item = (u64, u64, &'d [u8])>,
+    synthetic_names: &mut Vec<u8>,
+    code: &mut Vec<Candidate>,
+) {
+    for (addr, size, target) in plt {
+        let Ok(offset) = u32::try_from(synthetic_names.len()) else {
+            break;
+        };
+        synthetic_names.extend_from_slice(target);
+        synthetic_names.extend_from_slice(b"@plt\0");
+        let Some(name) = measure_name(NameTable::Synthetic, synthetic_names, offset) else {
+            continue;
+        };
+        code.push(Candidate {
+            addr,
+            size,
+            // PLT entries have no symbol of their own to compete with; rank them last.
+            rank: u32::MAX,
+            label: false,
+            name,
+            section_end: addr.saturating_add(size),
+            versym: 0,
+        });
+    }
 }
 
 /// The index of a file without section headers: its dynamic symbols, found through
