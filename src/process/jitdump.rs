@@ -26,6 +26,7 @@
 //! [`Process::jit_dumps`](super::Process::jit_dumps) finds and reads a process's files.
 
 use std::collections::HashMap;
+use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -697,10 +698,29 @@ impl Process {
     /// Errors: a file that cannot be opened or read, or is not a jitdump ([`Error::JitDump`]
     /// naming it and the offset); the first error is returned once no file could be read.
     pub fn jit_dumps(&self, maps: &ProcessMaps) -> Result<Vec<JitDump>> {
-        use std::io::Read;
         let mut dumps: Vec<JitDump> = Vec::new();
         let mut first_error = None;
+        for opened in self.jit_dump_files(maps) {
+            match opened.and_then(|(file, path)| read_jit_dump(file, &path)) {
+                Ok(dump) => dumps.push(dump),
+                Err(e) => {
+                    log::debug!("process {}: {e}", self.pid);
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        match first_error {
+            Some(e) if dumps.is_empty() => Err(e),
+            _ => Ok(dumps),
+        }
+    }
+
+    /// The jitdump files the process maps, opened (each once, in maps order), with the
+    /// names they are shown by: for the symbolizer's cache, which reads a file again only
+    /// when it changed.
+    pub(crate) fn jit_dump_files(&self, maps: &ProcessMaps) -> Vec<Result<(File, PathBuf)>> {
         let mut seen: Vec<&Path> = Vec::new();
+        let mut files = Vec::new();
         for mapping in maps.mappings() {
             let MappingKind::File { path, .. } = &mapping.kind else {
                 continue;
@@ -709,33 +729,24 @@ impl Process {
                 continue;
             }
             seen.push(path);
-            let read = |(file, shown): (std::fs::File, PathBuf)| -> Result<JitDump> {
-                let mut bytes = Vec::new();
-                file.take(MAX_JITDUMP_BYTES)
-                    .read_to_end(&mut bytes)
-                    .map_err(|source| Error::Io {
-                        path: shown.clone(),
-                        source,
-                    })?;
-                parse_growing_jitdump(&shown, &bytes)
-            };
-            match self
-                .open_mapped(mapping)
-                .map(|opened| opened.and_then(read))
-            {
-                Some(Ok(dump)) => dumps.push(dump),
-                Some(Err(e)) => {
-                    log::debug!("process {}: {e}", self.pid);
-                    first_error.get_or_insert(e);
-                }
-                None => {}
-            }
+            files.extend(self.open_mapped(mapping));
         }
-        match first_error {
-            Some(e) if dumps.is_empty() => Err(e),
-            _ => Ok(dumps),
-        }
+        files
     }
+}
+
+/// Reads an opened jitdump (at most [`MAX_JITDUMP_BYTES`]) and parses it as a file still
+/// being written.
+pub(crate) fn read_jit_dump(file: File, path: &Path) -> Result<JitDump> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    file.take(MAX_JITDUMP_BYTES)
+        .read_to_end(&mut bytes)
+        .map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    parse_growing_jitdump(path, &bytes)
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@
 //! (normalization).
 
 mod jitdump;
+pub(crate) use jitdump::read_jit_dump;
 mod maps;
 mod perfmap;
 mod vdso;
