@@ -2,8 +2,8 @@
 //! --interpreted-frames-native-stack`: `jit-PID.dump` in its working directory, which it maps
 //! so that perf sees it): `Source::Process` names the code of the JIT's anonymous memory from
 //! that file, and the names are compared with the same file read by an independent reader
-//! written here (the specification's record layout, little-endian only, no checks beyond
-//! what it needs), the last load covering each address winning.
+//! in tests/support (`jitdump_loads`: the specification's record layout, little-endian only,
+//! no checks beyond what it needs), the last load covering each address winning.
 
 mod support;
 
@@ -22,43 +22,6 @@ impl Drop for KillOnDrop {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-/// (start, size, name) of every JIT_CODE_LOAD, in file order; the records' layout from
-/// perf's jitdump-specification.txt. A record cut short at the end (being written) ends it.
-fn loads_by_hand(bytes: &[u8]) -> Vec<(u64, u64, String)> {
-    let u32_at = |at: usize| {
-        bytes
-            .get(at..at + 4)
-            .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
-    };
-    let u64_at = |at: usize| {
-        bytes
-            .get(at..at + 8)
-            .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
-    };
-    assert_eq!(u32_at(0), Some(0x4A69_5444), "a little-endian jitdump");
-    let mut at = u32_at(8).unwrap() as usize;
-    let mut loads = Vec::new();
-    while let (Some(id), Some(size)) = (u32_at(at), u32_at(at + 4)) {
-        let size = size as usize;
-        if at + size > bytes.len() || size < 16 {
-            break;
-        }
-        if id == 0 {
-            let payload = at + 16;
-            let start = u64_at(payload + 16).unwrap();
-            let code_size = u64_at(payload + 24).unwrap();
-            let name = &bytes[payload + 40..at + size];
-            let name = &name[..name.iter().position(|&b| b == 0).unwrap()];
-            loads.push((start, code_size, String::from_utf8_lossy(name).into_owned()));
-        }
-        if id == 3 {
-            break;
-        }
-        at += size;
-    }
-    loads
 }
 
 #[test]
@@ -104,7 +67,7 @@ fn node_jit_code_is_named_from_its_jitdump() {
         .any(|m| matches!(&m.kind, MappingKind::File { path, .. } if *path == dump_path));
     assert!(mapped, "node maps {}", dump_path.display());
     let bytes = std::fs::read(&dump_path).unwrap();
-    let loads = loads_by_hand(&bytes);
+    let loads = support::jitdump_loads(&bytes);
     assert!(loads.len() > 100, "{} loads", loads.len());
     // The middle of each load still covered by it (no later load over that address), in
     // anonymous executable memory.
