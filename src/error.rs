@@ -99,6 +99,18 @@ pub enum Error {
         /// that is gone).
         what: String,
     },
+    /// A jitdump file (`jit-PID.dump`, perf's format for what a JIT compiled) is malformed:
+    /// a wrong magic or version, a record cut short or larger than the file, records out of
+    /// time order. `offset` is where in the file the bad header or record starts.
+    #[error("{path}: jitdump at offset {offset:#x}: {what}")]
+    JitDump {
+        /// The jitdump file.
+        path: PathBuf,
+        /// The file offset of the header or record that is wrong.
+        offset: u64,
+        /// What was wrong.
+        what: String,
+    },
     /// A kallsyms file (`/proc/kallsyms` or a copy) cannot be used: every address in it is 0
     /// (then [`Error::KernelAddrsHidden`]), no line in it is a symbol line, or it is too
     /// large. The message says which and how to fix it.
@@ -192,6 +204,7 @@ impl Error {
             Error::NotElf { .. }
             | Error::MalformedElf { .. }
             | Error::Process { .. }
+            | Error::JitDump { .. }
             | Error::Kallsyms { .. }
             | Error::Python { .. } => ErrorKind::Malformed,
             Error::InvalidRequest { .. } => ErrorKind::InvalidRequest,
@@ -214,6 +227,7 @@ impl Error {
             | Error::MalformedElf { path, .. }
             | Error::Unsupported { path, .. }
             | Error::Process { path, .. }
+            | Error::JitDump { path, .. }
             | Error::Kallsyms { path, .. }
             | Error::KernelAddrsHidden { path, .. }
             | Error::KernelModule { path, .. }
@@ -263,6 +277,11 @@ impl Error {
             },
             Error::Process { path, what } => Error::Process {
                 path: path.clone(),
+                what: what.clone(),
+            },
+            Error::JitDump { path, offset, what } => Error::JitDump {
+                path: path.clone(),
+                offset: *offset,
                 what: what.clone(),
             },
             Error::Kallsyms { path, what } => Error::Kallsyms {

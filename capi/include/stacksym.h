@@ -481,6 +481,9 @@ typedef struct {
 // A Go binary's own table (`.gopclntab`), for a Go function of a file without `.symtab`.
 #define STACKSYM_ORIGIN_GO_TABLE 8
 
+// A jitdump file (`jit-PID.dump`) the process maps: the code its JIT last loaded there.
+#define STACKSYM_ORIGIN_JIT_DUMP 9
+
 // perf's layout (`PERF_SAMPLE_REGS_USER`): one value per bit set in `perf_mask`, in
 // increasing bit order (`enum perf_event_x86_regs`, `enum perf_event_arm64_regs`); see
 // stacksym_perf_sample_regs_mask() for the mask to ask perf for.

@@ -67,6 +67,8 @@ pub const STACKSYM_ORIGIN_PERF_MAP: stacksym_origin = 6;
 pub const STACKSYM_ORIGIN_OTHER: stacksym_origin = 7;
 /// A Go binary's own table (`.gopclntab`), for a Go function of a file without `.symtab`.
 pub const STACKSYM_ORIGIN_GO_TABLE: stacksym_origin = 8;
+/// A jitdump file (`jit-PID.dump`) the process maps: the code its JIT last loaded there.
+pub const STACKSYM_ORIGIN_JIT_DUMP: stacksym_origin = 9;
 
 /// One source location of an address, innermost first: the inlined calls, then the
 /// function whose machine code it is. An outer frame's location is the call site of the
@@ -249,6 +251,7 @@ fn origin_code(origin: NameOrigin) -> stacksym_origin {
         NameOrigin::Kallsyms => STACKSYM_ORIGIN_KALLSYMS,
         NameOrigin::PerfMap => STACKSYM_ORIGIN_PERF_MAP,
         NameOrigin::GoTable => STACKSYM_ORIGIN_GO_TABLE,
+        NameOrigin::JitDump => STACKSYM_ORIGIN_JIT_DUMP,
         // `NameOrigin` is non-exhaustive: an origin added later than this C API.
         _ => STACKSYM_ORIGIN_OTHER,
     }

@@ -10,7 +10,8 @@
 //!
 //! Also here: the vDSO of another process, read from `<procfs_root>/<pid>/mem`
 //! ([`Process::vdso`]), perf's JIT maps (`/tmp/perf-PID.map`, in the container's `/tmp` first:
-//! [`Process::perf_map`]), and the in-container pid (`NSpid`, [`Process::ns_pid`]).
+//! [`Process::perf_map`]), jitdump files (`jit-PID.dump`, the ones the process maps:
+//! [`Process::jit_dumps`]; parsed by the I/O-free [`parse_jitdump`]), and the in-container pid (`NSpid`, [`Process::ns_pid`]).
 //!
 //! Every path that comes from the process is untrusted: a mapped file is opened through
 //! `<procfs_root>/<pid>/map_files/<start>-<end>` (the very inode mapped) where that is
@@ -24,6 +25,8 @@
 //! symbolizing is its job too; this layer reads ELF files only for their build-ids
 //! (normalization).
 
+mod jitdump;
+pub(crate) use jitdump::read_jit_dump;
 mod maps;
 mod perfmap;
 mod vdso;
@@ -33,6 +36,10 @@ use std::fs::File;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+pub use jitdump::{
+    parse_growing_jitdump, parse_jitdump, JitCode, JitDump, JitDumpHeader, JitSourceLine,
+    JitUnwindingInfo, MAX_JITDUMP_BYTES,
+};
 pub use maps::{file_offset_in, parse_maps, Dev, Mapping, MappingKind, Perms};
 pub use perfmap::{parse_perf_map, PerfMap, PerfMapSym, MAX_PERF_MAP_BYTES};
 pub use vdso::MAX_VDSO_BYTES;

@@ -54,11 +54,18 @@ struct Entry {
     name: Range<usize>,
 }
 
+/// A range of addresses and the entry (index) that covers it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Piece {
-    start: u64,
-    end: u64,
-    entry: usize,
+pub(super) struct Piece {
+    pub(super) start: u64,
+    pub(super) end: u64,
+    pub(super) entry: usize,
+}
+
+/// The piece of `index` (sorted, disjoint) that holds `addr`.
+pub(super) fn find_piece(index: &[Piece], addr: u64) -> Option<&Piece> {
+    let at = index.partition_point(|p| p.start <= addr).checked_sub(1)?;
+    index.get(at).filter(|piece| addr < piece.end)
 }
 
 /// One symbol of a perf map that covers an address.
@@ -98,14 +105,7 @@ impl PerfMap {
     /// The symbol covering `addr`: of the lines whose `START..START+SIZE` contains it, the last
     /// one in the file. `None` if no line covers it.
     pub fn find(&self, addr: AbsAddr) -> Option<PerfMapSym<'_>> {
-        let at = self
-            .index
-            .partition_point(|p| p.start <= addr.0)
-            .checked_sub(1)?;
-        let piece = self.index.get(at)?;
-        if addr.0 >= piece.end {
-            return None;
-        }
+        let piece = find_piece(&self.index, addr.0)?;
         let entry = self.entries.get(piece.entry)?;
         Some(PerfMapSym {
             name: self.names.get(entry.name.clone()).unwrap_or_default(),
@@ -176,18 +176,19 @@ pub fn parse_perf_map(name: &Path, text: &[u8]) -> Result<PerfMap> {
             ),
         });
     }
-    map.index = build_index(&map.entries);
+    map.index = build_index(map.entries.iter().map(|e| (e.start, e.start + e.size)));
     Ok(map)
 }
 
-/// Disjoint pieces where each address belongs to the last entry covering it.
-fn build_index(entries: &[Entry]) -> Vec<Piece> {
+/// Disjoint pieces where each address belongs to the last range covering it; `ranges` are
+/// `(start, end)` in the order they were written (`end >= start`; the jitdump reader uses
+/// this too: a later load at an address replaces an earlier one).
+pub(super) fn build_index(ranges: impl IntoIterator<Item = (u64, u64)>) -> Vec<Piece> {
     // start -> (end, entry), disjoint. Each entry removes what it overlaps (trimming the
     // neighbours at its edges) and inserts itself: at most three pieces added per entry.
     let mut pieces: BTreeMap<u64, (u64, usize)> = BTreeMap::new();
-    for (i, entry) in entries.iter().enumerate() {
-        let (start, end) = (entry.start, entry.start + entry.size);
-        if start == end {
+    for (i, (start, end)) in ranges.into_iter().enumerate() {
+        if start >= end {
             continue;
         }
         // A piece starting before `start` that reaches into the new range: keep its head, and

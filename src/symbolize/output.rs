@@ -18,7 +18,7 @@ use crate::elf::{ElfFile, Segments, SymbolKind, SymbolOrigin, SymbolSpans};
 use crate::error::Error;
 use crate::gopclntab::GoTable;
 use crate::kernel::Kallsyms;
-use crate::process::{MappingKind, PerfMap};
+use crate::process::{JitDump, MappingKind, PerfMap};
 use crate::symbolize::loaded::LoadedElf;
 
 /// Where a [`Sym`]'s name comes from.
@@ -37,6 +37,9 @@ pub enum NameOrigin {
     Kallsyms,
     /// A perf JIT map (`/tmp/perf-PID.map`) of the process.
     PerfMap,
+    /// A jitdump file (`jit-PID.dump`) the process maps: the last code its JIT loaded at the
+    /// address; its source line, where the JIT wrote one, in [`Sym::frames`].
+    JitDump,
     /// A Go binary's own table (`.gopclntab`, [`crate::gopclntab`]): no symbol table covers
     /// the address (a stripped Go binary), or only a farther `.dynsym` symbol does. The name
     /// is as Go prints it; the size reaches the next function's entry.
@@ -234,6 +237,8 @@ pub(crate) enum Answer {
     Kallsyms { part: u32, addr: u64 },
     /// A perf map part's line covers `addr` (looked up again, as for kallsyms).
     PerfMap { part: u32, addr: AbsAddr },
+    /// A jitdump part's load covers `addr` (looked up again, as for kallsyms).
+    JitDump { part: u32, addr: AbsAddr },
     /// A vDSO part's symbol covers the image offset (looked up again, as for kallsyms).
     Vdso { part: u32, offset: FileOffset },
     /// Nothing covers it: [`NotFound::NoSymbol`], the common case, kept without a box.
@@ -260,6 +265,7 @@ pub(crate) enum Part {
     Elf(ElfPart),
     Kallsyms(Arc<Kallsyms>),
     PerfMap(Arc<PerfMap>),
+    JitDump(Arc<JitDump>),
     Vdso(Arc<ElfFile>),
 }
 
@@ -409,6 +415,7 @@ impl Symbols {
                 | Answer::Go { part, .. }
                 | Answer::Kallsyms { part, .. }
                 | Answer::PerfMap { part, .. }
+                | Answer::JitDump { part, .. }
                 | Answer::Vdso { part, .. } => *part = part.saturating_add(part_base),
                 Answer::NoSymbol | Answer::NotFound(_) => {}
             }
@@ -792,6 +799,30 @@ impl Symbols {
                     module: module_path,
                     opened_as,
                     symbol_file: map.path(),
+                    file_offset_at: self.entry_file_offset(entry),
+                    build_id: None,
+                    kernel_module,
+                    frames,
+                })
+            }
+            Answer::JitDump { part: p, addr } => {
+                let Some(Part::JitDump(dump)) = part(p) else {
+                    return None;
+                };
+                let code = dump.find(*addr)?;
+                Some(Sym {
+                    name: code.name,
+                    raw_name: code.name.as_bytes(),
+                    version: None,
+                    version_hidden: false,
+                    origin: NameOrigin::JitDump,
+                    addr: VirtAddr(code.start.0),
+                    size: code.size,
+                    offset: code.offset,
+                    kind: SymbolKind::Function,
+                    module: module_path,
+                    opened_as,
+                    symbol_file: dump.path(),
                     file_offset_at: self.entry_file_offset(entry),
                     build_id: None,
                     kernel_module,

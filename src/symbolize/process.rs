@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::process::{FileKey, Mapping, MappingKind, Normalized, PerfMap, Process, ProcessMaps};
 use crate::symbolize::maps_cache::ProcessKey;
 use crate::symbolize::output::{Answer, Entry, ModuleName, NotFound, Part, NO_MODULE};
-use crate::symbolize::specials_cache::ProcessSpecials;
+use crate::symbolize::specials_cache::{JitDumps, ProcessSpecials};
 use crate::symbolize::{Input, Symbolizer, Symbols};
 
 impl Symbolizer {
@@ -215,16 +215,21 @@ struct Special {
     cached: Option<Arc<ProcessSpecials>>,
     vdso: Option<Result<Option<Arc<ElfFile>>>>,
     perf_map: Option<Result<Option<Arc<PerfMap>>>>,
-    /// The parts and module names added to the batch for the vDSO and the perf map.
+    jit_dumps: Option<Result<JitDumps>>,
+    /// The parts and module names added to the batch for the vDSO, the perf map and each
+    /// jitdump (by its index in `jit_dumps`).
     vdso_part: Option<(u32, u32)>,
     perf_map_part: Option<(u32, u32)>,
+    jit_parts: HashMap<usize, (u32, u32)>,
 }
 
 impl Special {
     /// An address in a mapping that is not a file: in `[vdso]`, symbolized from the vDSO read
     /// from the process's memory (module `[vdso]`, file offset the offset in its image); in
-    /// anonymous executable memory, from the perf map if the process has one (module the
-    /// map's path, file offset the offset in the mapping). Otherwise, and where neither covers
+    /// anonymous executable memory, from the jitdump files the process maps (the last code
+    /// loaded there, with its source line as the answer's frame), else from the perf map if
+    /// the process has one (module the dump's or the map's path, file offset the offset in
+    /// the mapping). Otherwise, and where neither covers
     /// the address (no vDSO symbol, no perf-map line), `NotInFile`. A vDSO or perf map that
     /// cannot be read is a `FileError` for its addresses; only a process that is gone fails
     /// the call.
@@ -278,6 +283,49 @@ impl Special {
                 },
             },
             MappingKind::Anonymous | MappingKind::AnonNamed(_) if mapping.perms.exec => {
+                let dumps = self.jit_dumps.get_or_insert_with(|| match &self.cached {
+                    Some(cached) => cached.jit_dumps(process, maps),
+                    None => process
+                        .jit_dumps(maps)
+                        .map(|dumps| Arc::new(dumps.into_iter().map(Arc::new).collect())),
+                });
+                let dumps = match dumps {
+                    Ok(dumps) => Arc::clone(dumps),
+                    Err(e) => return failed(e),
+                };
+                let hit = dumps
+                    .iter()
+                    .enumerate()
+                    .find_map(|(i, dump)| dump.find(addr).map(|code| (i, dump, code)));
+                if let Some((i, dump, code)) = hit {
+                    let (part, module) = *self.jit_parts.entry(i).or_insert_with(|| {
+                        let part = batch.add_part(Part::JitDump(Arc::clone(dump)));
+                        let module = batch.add_module(ModuleName {
+                            shown: dump.path().to_path_buf(),
+                            opened_as: None,
+                            kernel_module: None,
+                        });
+                        (part, module)
+                    });
+                    let first = batch.frames.len();
+                    if let Some(line) = code.line() {
+                        batch.frames.push(crate::dwarf::InlineFrame {
+                            function: None,
+                            file: Some(Arc::from(line.file)),
+                            line: (line.line != 0).then_some(line.line),
+                            column: None,
+                            discriminator: (line.discriminator != 0).then_some(line.discriminator),
+                            inlined: false,
+                        });
+                    }
+                    let to_u32 = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+                    return Ok(Entry {
+                        answer: Answer::JitDump { part, addr },
+                        module,
+                        file_offset: Some(offset),
+                        frames: to_u32(first)..to_u32(batch.frames.len()),
+                    });
+                }
                 let loaded = self.perf_map.get_or_insert_with(|| match &self.cached {
                     Some(cached) => cached.perf_map(process),
                     None => process.perf_map().map(|map| map.map(Arc::new)),

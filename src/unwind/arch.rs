@@ -747,7 +747,9 @@ pub enum UnwindProblem {
     UnknownRegister(u16),
     /// An expression could not be evaluated.
     Expression(ExprError),
-    /// The CFI of the file is malformed (the error is logged with the file's name).
+    /// The CFI of the file is malformed (the error is logged with the file's name). Only
+    /// without [`UnwindOptions::frame_pointer_fallback`](super::UnwindOptions): with it, such
+    /// a frame is walked by its frame pointer, as a frame without CFI is.
     MalformedCfi,
     /// A register rule this unwinder does not apply (`DW_CFA_val_expression` on the CFA…).
     UnsupportedRule,

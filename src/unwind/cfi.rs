@@ -18,6 +18,7 @@ use gimli::{
 };
 
 use super::go::{GoRuntime, GoRuntimeFn};
+use super::omitted_lsda::without_omitted_lsda;
 use crate::debuginfo::DebugFinder;
 use crate::dwarf::SectionBytes;
 use crate::elf::{ElfFile, SectionContents};
@@ -99,8 +100,12 @@ pub struct ModuleCfi {
     eh_frame: Option<CfiSection>,
     eh_frame_hdr: Option<CfiSection>,
     bases: BaseAddresses,
-    /// `.eh_frame`'s FDEs sorted, when `.eh_frame_hdr` gives no table.
-    eh_frame_table: OnceLock<FdeTable>,
+    /// `.eh_frame`'s FDEs sorted, when `.eh_frame_hdr` gives no table; `true`: sorted from
+    /// the rewritten copy (`eh_frame_copy`).
+    eh_frame_table: OnceLock<(FdeTable, bool)>,
+    /// `.eh_frame` rewritten where gimli cannot read a CIE (`omitted_lsda.rs`), made the
+    /// first time it fails so.
+    eh_frame_copy: OnceLock<Option<Vec<u8>>>,
     debug_frame: OnceLock<Option<DebugFrameCfi>>,
     finder: Option<DebugFinder>,
     /// Compiled rules by ELF virtual address: a `Mutex<RuleTable<R>>` for the rule type of
@@ -168,6 +173,7 @@ impl ModuleCfi {
             eh_frame_hdr,
             bases,
             eh_frame_table: OnceLock::new(),
+            eh_frame_copy: OnceLock::new(),
             debug_frame: OnceLock::new(),
             finder,
             rules: OnceLock::new(),
@@ -260,11 +266,7 @@ impl ModuleCfi {
     ) -> Result<Option<T>> {
         let mut f = Some(f);
         if let Some(eh) = &self.eh_frame {
-            let bytes: &[u8] = &eh.bytes;
-            let mut section = EhFrame::new(bytes, self.endian);
-            section.set_address_size(8);
-            section.set_vendor(self.vendor);
-            if let Some(found) = self.eh_frame_row(&section, bytes, addr, ctx, &mut f)? {
+            if let Some(found) = self.eh_frame_row(eh, addr, ctx, &mut f)? {
                 return Ok(Some(found));
             }
         }
@@ -283,18 +285,21 @@ impl ModuleCfi {
         let fde = section
             .fde_from_offset(&bases, offset.into(), DebugFrame::cie_from_offset)
             .map_err(malformed)?;
-        evaluate_fde(&section, &bases, &fde, ctx, addr, bytes, &mut f, malformed)
+        evaluate_fde(&section, &bases, &fde, ctx, addr, bytes, &mut f).map_err(malformed)
     }
 
-    fn eh_frame_row<'s, T>(
+    /// The row of `addr` in `.eh_frame`, through `.eh_frame_hdr`'s table, else the sorted
+    /// FDEs. Where gimli cannot read a CIE whose LSDA encoding is `DW_EH_PE_omit` (V8's),
+    /// the section's rewritten copy answers (`omitted_lsda.rs`).
+    fn eh_frame_row<T>(
         &self,
-        section: &EhFrame<EndianSlice<'s, RunTimeEndian>>,
-        bytes: &'s [u8],
+        eh: &CfiSection,
         addr: u64,
         ctx: &mut CfiContext,
         f: &mut Option<impl FnOnce(&Row<'_>) -> T>,
     ) -> Result<Option<T>> {
         let malformed = |e: gimli::Error| malformed(self.elf.path(), ".eh_frame", e);
+        let original: &[u8] = &eh.bytes;
         let parsed_hdr = self.eh_frame_hdr.as_ref().and_then(|hdr| {
             match EhFrameHdr::new(&hdr.bytes, self.endian).parse(&self.bases, 8) {
                 Ok(parsed) => Some(parsed),
@@ -304,28 +309,76 @@ impl ModuleCfi {
                 }
             }
         });
-        let table = parsed_hdr.as_ref().and_then(|hdr| hdr.table());
-        let fde = match table {
-            Some(table) => {
-                match table.fde_for_address(section, &self.bases, addr, EhFrame::cie_from_offset) {
-                    Ok(fde) => fde,
-                    Err(gimli::Error::NoUnwindInfoForAddress) => return Ok(None),
-                    Err(e) => return Err(malformed(e)),
+        if let Some(table) = parsed_hdr.as_ref().and_then(|hdr| hdr.table()) {
+            let in_table = |bytes: &[u8], ctx: &mut CfiContext, f: &mut Option<_>| {
+                let section = self.eh_frame_section(bytes);
+                match table.fde_for_address(&section, &self.bases, addr, EhFrame::cie_from_offset) {
+                    Ok(fde) => evaluate_fde(&section, &self.bases, &fde, ctx, addr, bytes, f),
+                    Err(gimli::Error::NoUnwindInfoForAddress) => Ok(None),
+                    Err(e) => Err(e),
+                }
+            };
+            return match in_table(original, ctx, f) {
+                Err(gimli::Error::CannotParseOmitPointerEncoding) => {
+                    match self.eh_frame_copy(original) {
+                        Some(copy) => in_table(copy, ctx, f).map_err(malformed),
+                        None => Err(malformed(gimli::Error::CannotParseOmitPointerEncoding)),
+                    }
+                }
+                other => other.map_err(malformed),
+            };
+        }
+        let (sorted, from_copy) = self.eh_frame_table.get_or_init(|| {
+            let mut omitted_lsda = false;
+            let section = self.eh_frame_section(original);
+            let table = fde_table(&section, &self.bases, self.elf.path(), &mut omitted_lsda);
+            if omitted_lsda {
+                if let Some(copy) = self.eh_frame_copy(original) {
+                    let section = self.eh_frame_section(copy);
+                    let path = self.elf.path();
+                    return (fde_table(&section, &self.bases, path, &mut false), true);
                 }
             }
-            None => {
-                let sorted = self
-                    .eh_frame_table
-                    .get_or_init(|| fde_table(section, &self.bases, self.elf.path()));
-                let Some(offset) = table_lookup(sorted, addr) else {
-                    return Ok(None);
-                };
-                section
-                    .fde_from_offset(&self.bases, offset.into(), EhFrame::cie_from_offset)
-                    .map_err(malformed)?
-            }
+            (table, false)
+        });
+        let bytes = match from_copy {
+            true => self.eh_frame_copy(original).unwrap_or(original),
+            false => original,
         };
-        evaluate_fde(section, &self.bases, &fde, ctx, addr, bytes, f, malformed)
+        let Some(offset) = table_lookup(sorted, addr) else {
+            return Ok(None);
+        };
+        let section = self.eh_frame_section(bytes);
+        let fde = section
+            .fde_from_offset(&self.bases, offset.into(), EhFrame::cie_from_offset)
+            .map_err(malformed)?;
+        evaluate_fde(&section, &self.bases, &fde, ctx, addr, bytes, f).map_err(malformed)
+    }
+
+    /// gimli's view of `.eh_frame` bytes (the file's or their rewritten copy).
+    fn eh_frame_section<'s>(&self, bytes: &'s [u8]) -> EhFrame<EndianSlice<'s, RunTimeEndian>> {
+        let mut section = EhFrame::new(bytes, self.endian);
+        section.set_address_size(8);
+        section.set_vendor(self.vendor);
+        section
+    }
+
+    /// `.eh_frame` rewritten so that gimli reads CIEs whose LSDA encoding is omitted
+    /// (`omitted_lsda.rs`), made the first time gimli fails on one; `None` when the section
+    /// has no such CIE.
+    fn eh_frame_copy(&self, original: &[u8]) -> Option<&[u8]> {
+        self.eh_frame_copy
+            .get_or_init(|| {
+                let copy = without_omitted_lsda(original, self.endian == RunTimeEndian::Big);
+                if copy.is_some() {
+                    log::debug!(
+                        "{}: .eh_frame has CIEs with an omitted LSDA encoding; read through a copy",
+                        self.elf.path().display()
+                    );
+                }
+                copy
+            })
+            .as_deref()
     }
 
     /// `.debug_frame` of the file, else of its debug companion; looked for once.
@@ -349,7 +402,7 @@ impl ModuleCfi {
                 let mut section = DebugFrame::new(&bytes, self.endian);
                 section.set_address_size(8);
                 section.set_vendor(self.vendor);
-                let table = fde_table(&section, &BaseAddresses::default(), elf.path());
+                let table = fde_table(&section, &BaseAddresses::default(), elf.path(), &mut false);
                 Some(DebugFrameCfi {
                     path: elf.path().to_path_buf(),
                     table,
@@ -363,7 +416,6 @@ impl ModuleCfi {
 /// Runs `fde`'s instructions up to `addr` and hands the row to `f` (taken from its option,
 /// so that a caller that found nothing can still pass it on); `Ok(None)` when the FDE has
 /// no row for `addr`.
-#[allow(clippy::too_many_arguments)]
 fn evaluate_fde<'s, S, T>(
     section: &S,
     bases: &BaseAddresses,
@@ -372,15 +424,14 @@ fn evaluate_fde<'s, S, T>(
     addr: u64,
     bytes: &'s [u8],
     f: &mut Option<impl FnOnce(&Row<'_>) -> T>,
-    malformed: impl Fn(gimli::Error) -> Error,
-) -> Result<Option<T>>
+) -> std::result::Result<Option<T>, gimli::Error>
 where
     S: UnwindSection<EndianSlice<'s, RunTimeEndian>>,
 {
     let row = match fde.unwind_info_for_address(section, bases, ctx, addr) {
         Ok(row) => row,
         Err(gimli::Error::NoUnwindInfoForAddress) => return Ok(None),
-        Err(e) => return Err(malformed(e)),
+        Err(e) => return Err(e),
     };
     let row = Row {
         row,
@@ -425,8 +476,14 @@ fn malformed(path: &std::path::Path, section: &str, e: gimli::Error) -> Error {
 }
 
 /// Every FDE of `section`, sorted by start address (at most [`MAX_TABLE_FDES`]). Reading
-/// stops at the first malformed entry (logged): the FDEs before it still serve.
-fn fde_table<'s, S>(section: &S, bases: &BaseAddresses, path: &std::path::Path) -> FdeTable
+/// stops at the first malformed entry (logged): the FDEs before it still serve. An FDE that
+/// gimli could not read because its CIE omits the LSDA encoding sets `omitted_lsda`.
+fn fde_table<'s, S>(
+    section: &S,
+    bases: &BaseAddresses,
+    path: &std::path::Path,
+    omitted_lsda: &mut bool,
+) -> FdeTable
 where
     S: UnwindSection<EndianSlice<'s, RunTimeEndian>>,
     S::Offset: gimli::UnwindOffset<usize>,
@@ -443,7 +500,10 @@ where
                             table.push((fde.initial_address(), fde.end_address(), offset));
                         }
                     }
-                    Err(e) => log::debug!("{}: FDE at {offset:#x}: {e}", path.display()),
+                    Err(e) => {
+                        *omitted_lsda |= e == gimli::Error::CannotParseOmitPointerEncoding;
+                        log::debug!("{}: FDE at {offset:#x}: {e}", path.display());
+                    }
                 }
             }
             Ok(Some(gimli::CieOrFde::Cie(_))) => {}

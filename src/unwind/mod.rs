@@ -47,6 +47,7 @@ mod expr;
 mod go;
 mod memory;
 mod module;
+mod omitted_lsda;
 mod prologue;
 mod regs;
 mod table;
@@ -512,6 +513,14 @@ impl Unwinder {
                             Ok(rule) => {
                                 cfi.cache_rule(virt, rule);
                                 rule
+                            }
+                            // CFI that cannot be read at this PC is no CFI: the frame
+                            // pointer, as for code without any (libdw and framehop do
+                            // the same). Not kept in the file's table, which unwinders
+                            // without the fallback share.
+                            Err(e) if self.options.frame_pointer_fallback => {
+                                log::debug!("unwinding at {ip:#x}: {e}; frame pointer instead");
+                                None
                             }
                             Err(e) => {
                                 log::debug!("unwinding at {ip:#x}: {e}");

@@ -370,6 +370,121 @@ fn x86_64_frame_pointer_fallback_and_cycles() {
     assert_eq!(result.stop, StopReason::NoUnwindInfo { addr: code(0x610) });
 }
 
+/// A file whose CFI gimli cannot read at some PCs, beside V8's CIE (`zLR` with no LSDA):
+/// - 0x000..0x100: `framed`'s rows (after 0x13: CFA = rbp + 16), under a "zLR" CIE
+/// - 0x100..0x200: an FDE whose instructions hold an opcode that does not exist (0x3d)
+fn x86_64_unreadable_cfi_unwinder(options: UnwindOptions) -> Unwinder {
+    let t = TEXT_OFFSET;
+    let cie = Cie {
+        augmentation: "zLR",
+        code_align: 1,
+        data_align: -8,
+        ra_register: 16,
+        instructions: X86_CIE,
+    };
+    let fdes: &[(u64, u64, &[u8])] = &[
+        (t, 0x100, &[0x41, 0x0e, 16, 0x86, 2, 0x43, 0x0d, 6]),
+        (t + 0x100, 0x100, &[0x3d]),
+    ];
+    let cfi = cfi_section(CfiKind::EhFrame, &cie, fdes);
+    // int3: no prologue the decoder knows, so only CFI or the frame pointer step.
+    let bytes = elf_with_cfi(62, &[0xcc; 0x200], CfiKind::EhFrame, &cfi);
+    let len = bytes.len() as u64;
+    let elf = ElfFile::from_bytes("synthetic", bytes).expect("the builder writes valid ELF");
+    let mut modules = Modules::new();
+    modules.add(BASE..BASE + len, 0, Arc::new(elf));
+    Unwinder::with_options(modules, options)
+}
+
+#[test]
+fn x86_64_unreadable_cfi_falls_back_to_the_frame_pointer() {
+    let unwinder = x86_64_unreadable_cfi_unwinder(UnwindOptions::default());
+    // 0x110: unreadable CFI, so the frame pointer; 0x30: V8's CIE, read by CFI; 0x130:
+    // the frame pointer again, to the root.
+    let bytes = stack(
+        0x100,
+        &[
+            (0x10, SP + 0x40),
+            (0x18, code(0x30)),
+            (0x40, SP + 0x60),
+            (0x48, code(0x130)),
+        ],
+    );
+    let regs = RegsX86_64::new(code(0x110), SP, SP + 0x10);
+    let result = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+    assert_eq!(
+        addrs(&result),
+        vec![
+            (code(0x110), false, Recovery::Registers),
+            (code(0x30), true, Recovery::FramePointer),
+            (code(0x130), true, Recovery::Cfi),
+        ]
+    );
+    assert_eq!(result.stop, StopReason::Root);
+    // A frame pointer that leaves the stack copy: a clean stop there (the return address
+    // above it is read first).
+    let regs = RegsX86_64::new(code(0x110), SP, SP + 0x1000);
+    let result = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+    assert_eq!(result.frames.len(), 1);
+    assert_eq!(
+        result.stop,
+        StopReason::MemoryUnreadable { addr: SP + 0x1008 }
+    );
+    // Without the fallback, unreadable CFI stops the walk and says so.
+    let strict = x86_64_unreadable_cfi_unwinder(UnwindOptions {
+        frame_pointer_fallback: false,
+        ..UnwindOptions::default()
+    });
+    let regs = RegsX86_64::new(code(0x110), SP, SP + 0x10);
+    let result = strict.unwind(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+    assert_eq!(
+        result.stop,
+        StopReason::InvalidUnwindInfo {
+            addr: code(0x110),
+            what: UnwindProblem::MalformedCfi
+        }
+    );
+}
+
+/// perf inject's ELF files of V8 code (testdata/jit/record-node.sh): `jitted-fib.so`, whose
+/// `.eh_frame` has V8's "zLR" CIE (its FDE covers 0x80..0x1fe: CFA = rbp + 16 from 0x92 to
+/// 0x196), and `jitted-builtin.so`, with an empty `.eh_frame` (walked by frame pointer).
+/// perf maps each at the code's address from file offset 0x80.
+#[test]
+fn perf_inject_jitted_files_unwind() {
+    const FIB: u64 = 0x7f00_0000_0000;
+    const BUILTIN: u64 = 0x7f00_0001_0000;
+    let open = |name: &str| {
+        let path = format!("{}/testdata/jit/{name}", env!("CARGO_MANIFEST_DIR"));
+        Arc::new(ElfFile::open(path).expect("testdata/jit"))
+    };
+    let mut modules = Modules::new();
+    modules.add(FIB..FIB + 0x180, 0x80, open("jitted-fib.so"));
+    modules.add(BUILTIN..BUILTIN + 0xcc, 0x80, open("jitted-builtin.so"));
+    let unwinder = Unwinder::new(modules);
+    // fib at 0x100 → the builtin (by fib's CFI) → fib at 0xb0 (by the frame pointer) → root.
+    let bytes = stack(
+        0x100,
+        &[
+            (0x20, SP + 0x40),
+            (0x28, BUILTIN + 0x20),
+            (0x40, SP + 0x60),
+            (0x48, FIB + 0x30),
+        ],
+    );
+    let regs = RegsX86_64::new(FIB + 0x80, SP, SP + 0x20);
+    let result = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+    assert_eq!(
+        addrs(&result),
+        vec![
+            (FIB + 0x80, false, Recovery::Registers),
+            (BUILTIN + 0x20, true, Recovery::Cfi),
+            (FIB + 0x30, true, Recovery::FramePointer),
+        ]
+    );
+    assert_eq!(result.stop, StopReason::Root);
+}
+
 #[test]
 fn x86_64_depth_limit() {
     let unwinder = Unwinder::with_options(

@@ -16,8 +16,8 @@ pub enum CfiKind {
 }
 
 /// One CIE with one FDE per `(start, len, instructions)`; addresses absolute (8 bytes).
-/// `augmentation` is for `.eh_frame` "z" or "zS" (a signal frame), for `.debug_frame` ""
-/// or "S". `data_align` is usually -8 (x86_64) or -8 (aarch64); `code_align` 1 or 4.
+/// `augmentation` is for `.eh_frame` "z" or "zS" (a signal frame), or V8's "zLR" (no LSDA,
+/// absolute FDE addresses), for `.debug_frame` "" or "S". `data_align` is usually -8 (x86_64) or -8 (aarch64); `code_align` 1 or 4.
 pub struct Cie<'a> {
     pub augmentation: &'a str,
     pub code_align: u8,
@@ -49,7 +49,17 @@ pub fn cfi_section(kind: CfiKind, cie: &Cie<'_>, fdes: &[(u64, u64, &[u8])]) -> 
     out.push(cie.ra_register);
     let z = cie.augmentation.starts_with('z');
     if z {
-        out.push(0); // augmentation data length
+        // The augmentation data: `L` as V8 writes it (DW_EH_PE_omit: the FDEs carry no LSDA
+        // pointer), `R` for the absolute (absptr) FDE addresses written here.
+        let data: Vec<u8> = (cie.augmentation.bytes())
+            .filter_map(|c| match c {
+                b'L' => Some(0xff),
+                b'R' => Some(0x00),
+                _ => None,
+            })
+            .collect();
+        out.push(data.len() as u8);
+        out.extend(data);
     }
     out.extend(cie.instructions);
     pad(&mut out, cie_start);

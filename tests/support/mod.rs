@@ -778,3 +778,45 @@ pub fn perf_report_rows(
     }
     rows
 }
+
+/// (start, size, name) of every `JIT_CODE_LOAD` of a little-endian jitdump, in file order:
+/// an independent reading of perf's jitdump-specification.txt for the tests (no checks beyond
+/// what it needs). A record cut short at the end (being written) or `JIT_CODE_CLOSE` ends it.
+pub fn jitdump_loads(bytes: &[u8]) -> Vec<(u64, u64, String)> {
+    let u32_at = |at: usize| {
+        let b = bytes.get(at..at + 4)?;
+        Some(u32::from_le_bytes(b.try_into().ok()?))
+    };
+    let u64_at = |at: usize| {
+        let b = bytes.get(at..at + 8)?;
+        Some(u64::from_le_bytes(b.try_into().ok()?))
+    };
+    assert_eq!(u32_at(0), Some(0x4A69_5444), "a little-endian jitdump");
+    let mut at = u32_at(8).expect("a header") as usize;
+    let mut loads = Vec::new();
+    while let (Some(id), Some(size)) = (u32_at(at), u32_at(at + 4)) {
+        let size = size as usize;
+        if at + size > bytes.len() || size < 16 || id == 3 {
+            break;
+        }
+        if id == 0 {
+            let payload = at + 16;
+            let start = u64_at(payload + 16).expect("code address");
+            let code_size = u64_at(payload + 24).expect("code size");
+            let name = &bytes[payload + 40..at + size];
+            let name = &name[..name.iter().position(|&b| b == 0).expect("a NUL")];
+            loads.push((start, code_size, String::from_utf8_lossy(name).into_owned()));
+        }
+        at += size;
+    }
+    loads
+}
+
+/// The name of the last of `loads` ([`jitdump_loads`]) that covers `addr`.
+pub fn jitdump_name_at(loads: &[(u64, u64, String)], addr: u64) -> Option<&str> {
+    loads
+        .iter()
+        .rev()
+        .find(|(start, size, _)| *start <= addr && addr - start < *size)
+        .map(|(_, _, name)| name.as_str())
+}

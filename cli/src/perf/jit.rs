@@ -14,10 +14,24 @@
 //! its root: a container's), else at the reader's `/tmp/perf-PID.map`: the only place left
 //! once the process is gone. The reader's `/tmp` is trusted (ARCHITECTURE.md, "Trust"); the
 //! file's contents are not (`parse_perf_map` is fuzzed).
+//!
+//! jitdump files: a runtime maps the `jit-PID.dump` it writes (V8 with `--perf-prof`), so
+//! the recording's MMAP records name it, as `perf inject --jit` finds it. A raw recording's
+//! frames in the process's anonymous JIT memory are named from that file (read when a frame
+//! needs it, with the library's `parse_growing_jitdump`) before the perf map: the names and
+//! source lines `perf script` prints after `perf inject --jit`. The dso column stays the
+//! perf map's path (`/tmp/perf-PID.map`, what perf prints for such memory without inject):
+//! inject's `jitted-PID-N.so` files are not written here. The code that covers an address is
+//! the last loaded there (not the one loaded at the sample's time).
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use stacksym::process::{parse_perf_map, PerfMap, Process, MAX_PERF_MAP_BYTES};
+use stacksym::process::{
+    parse_growing_jitdump, parse_perf_map, JitDump, PerfMap, Process, MAX_JITDUMP_BYTES,
+    MAX_PERF_MAP_BYTES,
+};
 
 /// perf's `is_anon_memory` and `is_no_dso_memory`: a mapping whose addresses are its own
 /// (identity-mapped), not offsets into a file.
@@ -85,4 +99,66 @@ fn read_capped(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
         )));
     }
     Ok(Some(text))
+}
+
+/// The jitdump files the recording's MMAP records name, by process, and each read once.
+#[derive(Default)]
+pub struct Dumps {
+    paths: Mutex<HashMap<i32, PathBuf>>,
+    read: Mutex<HashMap<i32, Arc<OnceLock<Option<JitDump>>>>>,
+}
+
+/// Whether `path` names a jitdump as runtimes name them (`jit-<digits>.dump`).
+pub fn is_jitdump(path: &[u8]) -> bool {
+    let name = path.rsplit(|&b| b == b'/').next().unwrap_or_default();
+    name.strip_prefix(b"jit-")
+        .and_then(|rest| rest.strip_suffix(b".dump"))
+        .is_some_and(|pid| !pid.is_empty() && pid.iter().all(u8::is_ascii_digit))
+}
+
+impl Dumps {
+    /// Process `pid` mapped the jitdump at `path`.
+    pub fn mapped(&self, pid: i32, path: &[u8]) {
+        let path = PathBuf::from(String::from_utf8_lossy(path).into_owned());
+        let mut paths = self.paths.lock().unwrap_or_else(PoisonError::into_inner);
+        paths.entry(pid).or_insert(path);
+    }
+
+    /// Process `pid`'s jitdump, read on first use (`None`: none mapped, or unreadable: said
+    /// on stderr).
+    pub fn of(&self, pid: i32) -> Option<Arc<OnceLock<Option<JitDump>>>> {
+        let path = self
+            .paths
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&pid)?
+            .clone();
+        let cell = Arc::clone(
+            self.read
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .entry(pid)
+                .or_default(),
+        );
+        cell.get_or_init(|| read_dump(&path));
+        Some(cell)
+    }
+}
+
+fn read_dump(path: &Path) -> Option<JitDump> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    let read = std::fs::File::open(path)
+        .and_then(|file| file.take(MAX_JITDUMP_BYTES).read_to_end(&mut bytes));
+    if let Err(e) = read {
+        eprintln!("stacksym perf: note: {}: {e}", path.display());
+        return None;
+    }
+    match parse_growing_jitdump(path, &bytes) {
+        Ok(dump) => Some(dump),
+        Err(e) => {
+            eprintln!("stacksym perf: note: {e}");
+            None
+        }
+    }
 }

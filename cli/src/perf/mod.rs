@@ -147,6 +147,8 @@ struct FileInfo {
     /// For `/tmp/perf-PID.map` (an executable anonymous mapping): process PID, whose perf
     /// map is read when an address needs it.
     jit: Option<(i32, std::sync::OnceLock<Option<stacksym::process::PerfMap>>)>,
+    /// The recording's jitdump files (src/perf/jit.rs), for `jit`'s process.
+    jit_dumps: Arc<jit::Dumps>,
 }
 
 /// One mapping of a process.
@@ -286,6 +288,8 @@ struct Unwinding<A: UnwindArch> {
     /// Which processes live in another mount namespace (src/perf/container.rs).
     roots: container::Roots,
     vdso: Option<Arc<ElfFile>>,
+    /// The jitdump files the MMAP records name (shared with the naming side by the files).
+    jit_dumps: Arc<jit::Dumps>,
 }
 
 /// The naming side (the main thread): names the located frames, as perf does, and prints
@@ -454,6 +458,7 @@ fn unwind_all<A: UnwindArch + FromPerfRegs + Send, R: AsRef<[u8]> + Send>(
         buildid_dir: buildid_dir(args),
         roots: container::Roots::default(),
         vdso: own_vdso(),
+        jit_dumps: Arc::default(),
     };
     let mut naming = Naming {
         symbolizer,
@@ -608,6 +613,9 @@ impl<A: UnwindArch + FromPerfRegs> Unwinding<A> {
                 path,
                 exec,
             } => {
+                if jit::is_jitdump(&path) {
+                    self.jit_dumps.mapped(pid, &path);
+                }
                 let jit = exec && jit::is_identity(&path);
                 let path = match jit {
                     true => jit::map_path(pid).into_bytes(),
@@ -968,6 +976,7 @@ impl<A: UnwindArch> Unwinding<A> {
                     id: self.files.len(),
                     identity: jit || jit::is_identity(path),
                     jit: jit.then(|| (pid, std::sync::OnceLock::new())),
+                    jit_dumps: Arc::clone(&self.jit_dumps),
                 });
                 self.files.insert(key, file.clone());
                 file
@@ -1084,7 +1093,18 @@ impl Naming {
             srcline: None,
         };
         if let Some((pid, map)) = &file.jit {
-            // An identity mapping: `offset` is the address.
+            // An identity mapping: `offset` is the address. The jitdump first, as perf inject
+            // names the code: its name, and `FILE:LINE` where it wrote a line.
+            let dump = file.jit_dumps.of(*pid);
+            let code = dump.as_deref().and_then(|d| d.get()?.as_ref());
+            if let Some(code) = code.and_then(|d| d.find(stacksym::AbsAddr(offset))) {
+                resolved.sym = Some((code.name.into(), code.offset));
+                resolved.srcline = Some(match code.line() {
+                    Some(line) => format!("{}:{}", line.file, line.line).into(),
+                    None => format!("{}[{offset:x}]", file.short).into(),
+                });
+                return resolved;
+            }
             let map = map.get_or_init(|| jit::read(*pid));
             if let Some(sym) = map.as_ref().and_then(|m| m.find(stacksym::AbsAddr(offset))) {
                 resolved.sym = Some((sym.name.into(), sym.offset));
