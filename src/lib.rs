@@ -64,7 +64,7 @@
 //!
 //! - `minidebuginfo` (default): read `.gnu_debugdata` (xz) with a pure-Rust decoder.
 //! - `debuginfod` (off): fetch missing debug files from debuginfod servers
-//!   ([`debuginfo::DebuginfodConfig`]), into the cache gdb and elfutils share. Nothing touches
+//!   (`debuginfo::DebuginfodConfig`), into the cache gdb and elfutils share. Nothing touches
 //!   the network, and the environment is not read, unless the caller configures it.
 //!
 //! The default build is offline and needs no C compiler.

@@ -663,6 +663,7 @@ pub extern "C" fn stacksym_origin_name(origin: stacksym_origin) -> *const c_char
             (STACKSYM_ORIGIN_PERF_MAP, c"STACKSYM_ORIGIN_PERF_MAP"),
             (STACKSYM_ORIGIN_OTHER, c"STACKSYM_ORIGIN_OTHER"),
             (STACKSYM_ORIGIN_GO_TABLE, c"STACKSYM_ORIGIN_GO_TABLE"),
+            (STACKSYM_ORIGIN_JIT_DUMP, c"STACKSYM_ORIGIN_JIT_DUMP"),
         ],
     )
 }
