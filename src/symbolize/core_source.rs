@@ -67,7 +67,7 @@ impl Symbolizer {
                 continue;
             };
             let (Some(file), Some(offset)) = (mapping.file, mapping.file_offset(addr)) else {
-                results.entries.push(Entry::not_found(NotFound::NoSymbol));
+                results.entries.push(Entry::no_symbol());
                 continue;
             };
             let next = groups.len();

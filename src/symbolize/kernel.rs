@@ -121,7 +121,7 @@ impl Symbolizer {
                         frames: 0..0,
                     }
                 }
-                None => Entry::not_found(NotFound::NoSymbol),
+                None => Entry::no_symbol(),
             };
             symbols.entries.push(entry);
         }

@@ -686,7 +686,7 @@ impl Symbolizer {
         symbols.entries.reserve(input_addrs.len());
         for (&raw, &k) in input_addrs.iter().zip(&place) {
             let entry = match in_address_order.get_mut(k as usize) {
-                Some(entry) => std::mem::replace(entry, Entry::not_found(NotFound::NoSymbol)),
+                Some(entry) => std::mem::replace(entry, Entry::no_symbol()),
                 // No virtual address: a file offset in no segment.
                 None => Entry {
                     answer: Answer::NoSymbol,
