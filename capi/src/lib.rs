@@ -16,7 +16,13 @@
 //! they are written for C readers: no intra-doc links, no `# Safety` headings, no Rust paths.
 //! Each function's pointer contract is its doc's last paragraph, starting "Pointers:".
 
-#![deny(missing_docs)]
+// As in the library: every public item documented and printable with `{:?}`, every `unsafe`
+// block with the reason it is sound.
+#![deny(
+    missing_docs,
+    missing_debug_implementations,
+    clippy::undocumented_unsafe_blocks
+)]
 #![allow(non_camel_case_types)]
 // The header is the documentation of these functions, and a `# Safety` heading would be Rust
 // syntax in it: each unsafe entry point states its contract in its "Pointers:" paragraph.
@@ -74,6 +80,7 @@ const VERSION: &CStr =
 /// The symbolizer: caches of opened files, process maps and kallsyms. Thread-safe: one handle
 /// may be used by any number of threads at once. Opaque; made by stacksym_symbolizer_new(),
 /// freed by stacksym_symbolizer_free().
+#[derive(Debug)]
 pub struct stacksym_symbolizer {
     inner: Symbolizer,
     /// Whether names are demangled (which DWARF spelling frames get).
@@ -348,7 +355,8 @@ impl stacksym_symbolizer {
                 modules: None,
             });
         };
-        // SAFETY (each `opt_path`): by the contract, the strings are NULL or NUL-terminated.
+        // SAFETY: by the contract, the strings are NULL or NUL-terminated (each `opt_path`
+        // below).
         let modules_dir = unsafe { opt_path(kernel.modules_dir) };
         let modules_key = match modules_dir {
             Some(dir) => {
