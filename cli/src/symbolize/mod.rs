@@ -723,6 +723,19 @@ fn resolved_outcome(
     }
 }
 
+/// What stops kernel lookups from `kernel`, found by looking one address up: kallsyms that
+/// cannot be used or hides its addresses, a vmlinux that cannot be read or matched.
+fn kernel_problem(symbolizer: &Symbolizer, kernel: stacksym::KernelSource<'_>) -> Option<String> {
+    let one = stacksym::AbsAddr::from_raw_slice(&[u64::MAX]);
+    match symbolizer.symbolize(&Source::Kernel(kernel), Input::AbsAddrs(one)) {
+        Err(err) => Some(err.to_string()),
+        Ok(symbols) => match symbols.not_found(0) {
+            Some(stacksym::NotFound::KernelAddrsHidden(err)) => Some(err.to_string()),
+            _ => None,
+        },
+    }
+}
+
 /// The repository the tool was built from (cli/'s parent), where the demo dump lies.
 fn repo_dir() -> PathBuf {
     let cli = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -855,54 +868,27 @@ fn run(args: Args, no_arguments: bool) -> io::Result<bool> {
         return Ok(false);
     }
     live.vmlinux = args.vmlinux.clone();
-    if let Some(kernel) = live.kernel_source() {
-        // Read (and cached) now: a kallsyms file that cannot be used or a vmlinux that does
-        // not match fails here, once, not per address.
-        let checked = symbolizer.symbolize(
-            &stacksym::Source::Kernel(kernel),
-            stacksym::Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&[u64::MAX])),
-        );
-        let err = match &checked {
-            Err(err) => Some(err),
-            Ok(symbols) => match symbols.not_found(0) {
-                Some(stacksym::NotFound::KernelAddrsHidden(err)) => Some(err),
-                _ => None,
-            },
-        };
-        if let Some(err) = err {
-            // A vmlinux that cannot be read or matched costs its source lines, not the run:
-            // kallsyms still names the kernel, as perf goes on with kallsyms when its vmlinux
-            // is missing. Checked again without it, so that a kallsyms problem still stops.
-            let without_vmlinux = live.vmlinux.is_some() && {
-                let vmlinux = live.vmlinux.take();
-                let kallsyms_ok = live.kernel_source().is_some_and(|kernel| {
-                    symbolizer
-                        .symbolize(
-                            &stacksym::Source::Kernel(kernel),
-                            stacksym::Input::AbsAddrs(stacksym::AbsAddr::from_raw_slice(&[
-                                u64::MAX,
-                            ])),
-                        )
-                        .is_ok_and(|symbols| {
-                            !matches!(
-                                symbols.not_found(0),
-                                Some(stacksym::NotFound::KernelAddrsHidden(_))
-                            )
-                        })
-                });
-                if !kallsyms_ok {
-                    live.vmlinux = vmlinux;
-                }
-                kallsyms_ok
-            };
-            if without_vmlinux {
-                eprintln!("symbolize: note: {err}; kernel names from kallsyms only");
-            } else {
-                // The library's message names the file and, for zeroed addresses, explains
-                // kptr_restrict and how to lift it.
-                eprintln!("symbolize: {err}");
-                return Ok(false);
-            }
+    // Read (and cached) now: a kallsyms file that cannot be used or a vmlinux that does not
+    // match fails here, once, not per address.
+    if let Some(err) = live
+        .kernel_source()
+        .and_then(|kernel| kernel_problem(&symbolizer, kernel))
+    {
+        // A vmlinux that cannot be read or matched costs its source lines, not the run:
+        // kallsyms still names the kernel, as perf goes on with kallsyms when its vmlinux is
+        // missing. Checked again without it, so that a kallsyms problem still stops.
+        let vmlinux = live.vmlinux.take();
+        let kallsyms_ok = vmlinux.is_some()
+            && live
+                .kernel_source()
+                .is_some_and(|kernel| kernel_problem(&symbolizer, kernel).is_none());
+        if kallsyms_ok {
+            eprintln!("symbolize: note: {err}; kernel names from kallsyms only");
+        } else {
+            // The library's message names the file and, for zeroed addresses, explains
+            // kptr_restrict and how to lift it.
+            eprintln!("symbolize: {err}");
+            return Ok(false);
         }
     }
     if let Some(pid) = args.pid {
