@@ -33,6 +33,7 @@ use blazesym::symbolize::{Input, Symbolized, Symbolizer};
 use blazesym::MaybeDefault;
 use criterion::SamplingMode;
 use stacksym::kernel::{Kallsyms, PROC_KALLSYMS};
+use stacksym::AbsAddr;
 
 mod common;
 use common::{consume, median as median_of, mode, XorShift};
@@ -126,7 +127,7 @@ fn blazesym_lookups(s: &Symbolizer, source: &Source<'_>, addrs: &[u64]) -> usize
 fn stacksym_lookups(k: &Kallsyms, addrs: &[u64]) -> usize {
     addrs
         .iter()
-        .map(|&addr| match k.find_symbol(addr) {
+        .map(|&addr| match k.find_symbol(AbsAddr(addr)) {
             Ok(Some(sym)) => consume(sym.name),
             _ => 0,
         })
@@ -134,7 +135,7 @@ fn stacksym_lookups(k: &Kallsyms, addrs: &[u64]) -> usize {
 }
 
 fn stacksym_batch_lookups(k: &Kallsyms, addrs: &[u64]) -> usize {
-    k.find_symbols(addrs)
+    k.find_symbols(AbsAddr::from_raw_slice(addrs))
         .expect("lookups do not fail")
         .iter()
         .map(|sym| sym.map_or(0, |sym| consume(sym.name)))
@@ -165,11 +166,11 @@ fn agreement(path: &Path, addrs: &[u64]) -> (usize, usize, usize) {
         .expect("blazesym symbolizes kallsyms");
     let (mut same_name, mut same_start, mut both) = (0, 0, 0);
     for (&addr, theirs) in addrs.iter().zip(&theirs) {
-        let ours = k.find_symbol(addr).ok().flatten();
+        let ours = k.find_symbol(AbsAddr(addr)).ok().flatten();
         if let (Some(ours), Symbolized::Sym(theirs)) = (ours, theirs) {
             both += 1;
             same_name += usize::from(ours.name == theirs.name);
-            same_start += usize::from(ours.addr == theirs.addr);
+            same_start += usize::from(ours.addr.0 == theirs.addr);
         }
     }
     (same_name, same_start, both)

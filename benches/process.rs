@@ -296,7 +296,7 @@ fn agreement(pid: u32, ours: &[u64], theirs: &[u64]) -> ([usize; 5], Vec<(String
                 if ours.name != theirs.name && differing.len() < 4 && !differing.contains(&pair) {
                     differing.push(pair);
                 }
-                counts[1] += usize::from(ours.addr.0 == theirs.addr);
+                counts[1] += usize::from(ours.addr.raw() == theirs.addr);
                 counts[2] += 1;
             }
             (Some(_), Symbolized::Unknown(_)) => counts[3] += 1,

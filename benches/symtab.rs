@@ -480,7 +480,7 @@ impl Setup<'_> {
                 let s = stacksym_new(demangle);
                 stacksym_symbolize(&s, self.path, self.addrs)
                     .iter()
-                    .map(|sym| sym.map(|sym| (sym.addr.0, sym.name.to_owned())))
+                    .map(|sym| sym.map(|sym| (sym.addr.raw(), sym.name.to_owned())))
                     .collect()
             }
             Peer::Blazesym => {

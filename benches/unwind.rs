@@ -57,6 +57,7 @@ use stacksym::process::Process;
 use stacksym::unwind::{
     Frame, Memory, Modules, Registers, RegsX86_64, StackCopy, UnwindCache, Unwinder,
 };
+use stacksym::{AbsAddr, FileOffset};
 
 mod common;
 use common::{median, mode, quick_note};
@@ -245,7 +246,11 @@ fn stacksym_unwinders(
             let mut modules = Modules::new();
             for mapping in mappings {
                 if let Some(elf) = files.get(&mapping.path) {
-                    modules.add(mapping.range.clone(), mapping.pgoff, Arc::clone(elf));
+                    modules.add(
+                        AbsAddr(mapping.range.start)..AbsAddr(mapping.range.end),
+                        FileOffset(mapping.pgoff),
+                        Arc::clone(elf),
+                    );
                 }
             }
             (pid, Unwinder::new(modules))
@@ -426,7 +431,7 @@ fn print_agreement(peers: &mut Peers, samples: &[Sample]) {
     for sample in samples {
         let ours: Vec<u64> = stacksym_unwind(&peers.stacksym, &mut peers.stacksym_cache, sample)
             .iter()
-            .map(|frame| frame.addr)
+            .map(|frame| frame.addr.0)
             .collect();
         let theirs = framehop_unwind(&peers.framehop, &mut peers.framehop_cache, sample);
         our_frames += ours.len();

@@ -32,7 +32,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map_or("-".to_string(), |o| format!("{:#x}", o.0));
         println!(
             "{:#x} file offset {offset}: {} ({})",
-            m.addr.0, m.demangled, m.name
+            m.addr.raw(),
+            m.demangled,
+            m.name
         );
     }
     Ok(())

@@ -2,8 +2,15 @@
 //!
 //! A profiler sees absolute addresses in a process; an ELF file speaks in virtual addresses
 //! (`st_value`, `p_vaddr`) and file offsets. Mixing them up is the classic symbolizer bug, so
-//! each kind has its own type and the conversions live in one place
-//! ([`crate::elf::Segments`]).
+//! each kind has its own type and the conversions live in one place: arithmetic within a kind
+//! here (checked where it can overflow, wrapping where the modular result is the meaning, as
+//! for a load bias), between a file's addresses and its offsets in [`crate::elf::Segments`],
+//! between a process's addresses and a file's through a [`LoadBias`] or a mapping
+//! ([`crate::process::Mapping::file_offset`]).
+//!
+//! Register values (a stack pointer, a frame pointer, a CFA) stay plain `u64`: they are data
+//! the unwinder computes with, and only become an [`AbsAddr`] where they are answered as an
+//! address (a frame's return address, where memory could not be read).
 
 use std::fmt;
 
@@ -97,9 +104,181 @@ macro_rules! raw_slices {
 
 raw_slices!(VirtAddr, AbsAddr, FileOffset);
 
+/// Where a symbol starts, in the kind of address its source states: an answer from an ELF
+/// file's symbol table or DWARF gives the file's virtual address, one from kallsyms, a perf
+/// map or a jitdump gives the absolute address they list.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SymAddr {
+    /// An ELF virtual address of the file (`st_value`; vmlinux and a `.ko` at their layout
+    /// address).
+    Virt(VirtAddr),
+    /// An absolute address in the process or the kernel (kallsyms, perf maps, jitdump).
+    Abs(AbsAddr),
+}
+
+impl SymAddr {
+    /// The address as a number, whatever its kind (for printing and the C API).
+    #[inline]
+    pub fn raw(self) -> u64 {
+        match self {
+            SymAddr::Virt(virt) => virt.0,
+            SymAddr::Abs(abs) => abs.0,
+        }
+    }
+
+    /// The virtual address, if the source states one.
+    #[inline]
+    pub fn virt(self) -> Option<VirtAddr> {
+        match self {
+            SymAddr::Virt(virt) => Some(virt),
+            SymAddr::Abs(_) => None,
+        }
+    }
+
+    /// The absolute address, if the source states one.
+    #[inline]
+    pub fn abs(self) -> Option<AbsAddr> {
+        match self {
+            SymAddr::Abs(abs) => Some(abs),
+            SymAddr::Virt(_) => None,
+        }
+    }
+}
+
+impl fmt::Debug for SymAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SymAddr::Virt(virt) => fmt::Debug::fmt(virt, f),
+            SymAddr::Abs(abs) => fmt::Debug::fmt(abs, f),
+        }
+    }
+}
+
+impl fmt::LowerHex for SymAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::LowerHex::fmt(&self.raw(), f)
+    }
+}
+
+/// Arithmetic within one kind: an address plus or minus a distance is the same kind of
+/// address; the distance between two addresses of one kind is a plain `u64`.
+macro_rules! arithmetic {
+    ($($kind:ident),*) => {$(
+        impl $kind {
+            /// `self + distance`, or `None` if that overflows.
+            #[inline]
+            pub fn checked_add(self, distance: u64) -> Option<$kind> {
+                self.0.checked_add(distance).map($kind)
+            }
+
+            /// `self - distance`, or `None` if that goes below 0.
+            #[inline]
+            pub fn checked_sub(self, distance: u64) -> Option<$kind> {
+                self.0.checked_sub(distance).map($kind)
+            }
+
+            /// `self + distance`, modulo 2^64.
+            #[inline]
+            pub fn wrapping_add(self, distance: u64) -> $kind {
+                $kind(self.0.wrapping_add(distance))
+            }
+
+            /// `self - distance`, modulo 2^64 (a return address minus one is the call
+            /// instruction's last byte; 0 minus one is no address anyone will find).
+            #[inline]
+            pub fn wrapping_sub(self, distance: u64) -> $kind {
+                $kind(self.0.wrapping_sub(distance))
+            }
+
+            /// How far `self` is past `base`, or `None` if it is below `base`.
+            #[inline]
+            pub fn offset_from(self, base: $kind) -> Option<u64> {
+                self.0.checked_sub(base.0)
+            }
+        }
+    )*};
+}
+
+arithmetic!(VirtAddr, AbsAddr, FileOffset);
+
+/// The difference between where a file is loaded and where it says it is: `absolute =
+/// virtual + bias`, modulo 2^64 (a non-PIE executable has bias 0; a shared library the address
+/// its first segment was mapped at; the kernel its KASLR offset). Both conversions wrap on
+/// purpose: a bias computed from one pair of addresses converts every other address of the
+/// same file exactly, whichever of the two is larger.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[repr(transparent)]
+pub struct LoadBias(pub u64);
+
+impl LoadBias {
+    /// The bias that puts `virt` at `abs`.
+    #[inline]
+    pub fn between(abs: AbsAddr, virt: VirtAddr) -> LoadBias {
+        LoadBias(abs.0.wrapping_sub(virt.0))
+    }
+
+    /// The file's virtual address for an absolute address of it.
+    #[inline]
+    pub fn to_virt(self, abs: AbsAddr) -> VirtAddr {
+        VirtAddr(abs.0.wrapping_sub(self.0))
+    }
+
+    /// The absolute address of a virtual address of the file.
+    #[inline]
+    pub fn to_abs(self, virt: VirtAddr) -> AbsAddr {
+        AbsAddr(virt.0.wrapping_add(self.0))
+    }
+}
+
+impl fmt::Debug for LoadBias {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "LoadBias({:#x})", self.0)
+    }
+}
+
+impl fmt::LowerHex for LoadBias {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::LowerHex::fmt(&self.0, f)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arithmetic_is_checked_or_wrapping_as_named() {
+        assert_eq!(AbsAddr(u64::MAX).checked_add(1), None);
+        assert_eq!(AbsAddr(0x1000).checked_add(0x10), Some(AbsAddr(0x1010)));
+        assert_eq!(VirtAddr(0).checked_sub(1), None);
+        assert_eq!(AbsAddr(0).wrapping_sub(1), AbsAddr(u64::MAX));
+        assert_eq!(
+            FileOffset(0x1010).offset_from(FileOffset(0x1000)),
+            Some(0x10)
+        );
+        assert_eq!(FileOffset(0x1000).offset_from(FileOffset(0x1010)), None);
+    }
+
+    #[test]
+    fn a_load_bias_converts_both_ways_whichever_is_larger() {
+        // A shared library loaded high: absolute above virtual.
+        let bias = LoadBias::between(AbsAddr(0x7f00_0000_1000), VirtAddr(0x1000));
+        assert_eq!(bias.to_abs(VirtAddr(0x2345)), AbsAddr(0x7f00_0000_2345));
+        assert_eq!(bias.to_virt(AbsAddr(0x7f00_0000_2345)), VirtAddr(0x2345));
+        // A kernel symbol file linked above where the kernel runs (a negative KASLR offset).
+        let bias = LoadBias::between(
+            AbsAddr(0xffff_ffff_8100_0000),
+            VirtAddr(0xffff_ffff_8200_0000),
+        );
+        assert_eq!(
+            bias.to_abs(VirtAddr(0xffff_ffff_8200_0010)),
+            AbsAddr(0xffff_ffff_8100_0010)
+        );
+        assert_eq!(
+            bias.to_virt(AbsAddr(0xffff_ffff_8100_0010)),
+            VirtAddr(0xffff_ffff_8200_0010)
+        );
+    }
 
     #[test]
     fn raw_slices_round_trip_without_copying() {

@@ -47,6 +47,23 @@ pub enum Error {
         /// What was wrong and where (section, offset).
         what: String,
     },
+    /// DWARF inside the file (debugging information in `.debug_*`, or call-frame information
+    /// in `.eh_frame` / `.debug_frame`) could not be read: gimli's error is the `source`,
+    /// the section and, where known, the offset of the entry say where.
+    #[error("{path}: malformed DWARF in {section}{}: {context}: {source}", at_offset(*offset))]
+    MalformedDwarf {
+        /// The file holding the section (the binary, or its debug companion).
+        path: PathBuf,
+        /// The section read, e.g. `.debug_info`, `.eh_frame`.
+        section: &'static str,
+        /// What was being read, e.g. `unit headers`, `lines at 0x1234`.
+        context: String,
+        /// The offset in `section` of the entry that could not be read, when known.
+        offset: Option<u64>,
+        /// What gimli reported.
+        #[source]
+        source: gimli::Error,
+    },
     /// The file is well-formed but uses something this crate does not handle.
     #[error("{path}: unsupported: {what}")]
     Unsupported {
@@ -203,6 +220,7 @@ impl Error {
             Error::NotAFile { .. } | Error::Unsupported { .. } => ErrorKind::Unsupported,
             Error::NotElf { .. }
             | Error::MalformedElf { .. }
+            | Error::MalformedDwarf { .. }
             | Error::Process { .. }
             | Error::JitDump { .. }
             | Error::Kallsyms { .. }
@@ -225,6 +243,7 @@ impl Error {
             | Error::NotAFile { path, .. }
             | Error::NotElf { path, .. }
             | Error::MalformedElf { path, .. }
+            | Error::MalformedDwarf { path, .. }
             | Error::Unsupported { path, .. }
             | Error::Process { path, .. }
             | Error::JitDump { path, .. }
@@ -235,6 +254,31 @@ impl Error {
             | Error::Python { path, .. } => path,
         }
     }
+}
+
+impl Error {
+    /// Where in the file (or, for [`Error::MalformedDwarf`], in [`Error::section`]) the data
+    /// that could not be read starts, when the error knows it.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            Error::MalformedDwarf { offset, .. } => *offset,
+            Error::JitDump { offset, .. } => Some(*offset),
+            _ => None,
+        }
+    }
+
+    /// The section the error is about, when it is about one section.
+    pub fn section(&self) -> Option<&str> {
+        match self {
+            Error::MalformedDwarf { section, .. } => Some(section),
+            _ => None,
+        }
+    }
+}
+
+/// ` at offset 0x…` for an error's message, or nothing.
+fn at_offset(offset: Option<u64>) -> String {
+    offset.map_or_else(String::new, |offset| format!(" at offset {offset:#x}"))
 }
 
 impl Error {
@@ -257,6 +301,19 @@ impl Error {
             Error::MalformedElf { path, what } => Error::MalformedElf {
                 path: path.clone(),
                 what: what.clone(),
+            },
+            Error::MalformedDwarf {
+                path,
+                section,
+                context,
+                offset,
+                source,
+            } => Error::MalformedDwarf {
+                path: path.clone(),
+                section,
+                context: context.clone(),
+                offset: *offset,
+                source: *source,
             },
             Error::Unsupported { path, what } => Error::Unsupported {
                 path: path.clone(),

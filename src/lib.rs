@@ -104,7 +104,7 @@ pub mod usdt;
 #[cfg(test)]
 mod test_support;
 
-pub use addr::{AbsAddr, FileOffset, VirtAddr};
+pub use addr::{AbsAddr, FileOffset, LoadBias, SymAddr, VirtAddr};
 pub use dwarf::{FunctionName, InlineFrame};
 pub use error::{Error, ErrorKind, Result};
 pub use symbolize::{

@@ -101,7 +101,7 @@ fn compare_file(
     for (i, (sample, frame)) in samples.iter().zip(&frames).enumerate() {
         let ours = found.get(i);
         let sampled = &symbols[sample.symbol];
-        if ours.is_some_and(|s| s.addr.0 == sampled.value) {
+        if ours.is_some_and(|s| s.addr.raw() == sampled.value) {
             sampled_start_matches += 1;
         }
         let verdict = match (&ours, frame) {
@@ -112,7 +112,7 @@ fn compare_file(
                     name: Some(name),
                     start: Some(start),
                 },
-            ) if ours.addr.0 == *start => {
+            ) if ours.addr.raw() == *start => {
                 if ours.raw_name == name.as_bytes() {
                     Ok("same start, same name")
                 } else {
@@ -128,11 +128,11 @@ fn compare_file(
             ) if index
                 .by_name
                 .get(name.as_str())
-                .is_some_and(|a| a.contains(&ours.addr.0)) =>
+                .is_some_and(|a| a.contains(&ours.addr.raw())) =>
             {
                 Ok("llvm gave no start; stacksym's start is an address of llvm's name")
             }
-            _ => Err(classify(&index, ours.as_ref().map(|s| s.addr.0), frame)),
+            _ => Err(classify(&index, ours.as_ref().map(|s| s.addr.raw()), frame)),
         };
         match verdict {
             Ok(how) => *agreements.entry(how).or_default() += 1,
@@ -142,7 +142,10 @@ fn compare_file(
                     let ours = match &ours {
                         Some(s) => format!(
                             "{} @ {:#x} (size {:#x}, offset {:#x})",
-                            s.name, s.addr.0, s.size, s.offset
+                            s.name,
+                            s.addr.raw(),
+                            s.size,
+                            s.offset
                         ),
                         None => "none".to_string(),
                     };
@@ -161,7 +164,7 @@ fn compare_file(
                     if let Some(s) = found.get(i) {
                         text += &format!(
                             "\n    readelf at stacksym's start: {}",
-                            index.describe(s.addr.0)
+                            index.describe(s.addr.raw())
                         );
                     }
                     shown.push(text);

@@ -13,7 +13,7 @@ use std::path::Path;
 use stacksym::process::{Normalized, Process};
 use stacksym::symbolize::{FindOptions, NamePattern};
 use stacksym::unwind::FrameKind;
-use stacksym::{AbsAddr, ErrorKind, FileOffset, Input, Source, Symbolizer, VirtAddr};
+use stacksym::{AbsAddr, ErrorKind, FileOffset, Input, Source, SymAddr, Symbolizer, VirtAddr};
 use support::bin;
 
 #[test]
@@ -128,7 +128,7 @@ fn template_functions_match_without_their_return_type() {
         );
         assert_eq!(
             found[0].addr,
-            VirtAddr(support::nm_addr(&path, &found[0].name))
+            SymAddr::Virt(VirtAddr(support::nm_addr(&path, &found[0].name)))
         );
     }
     let both = symbolizer
@@ -157,7 +157,7 @@ fn aliases_merge_into_one_match_per_address() {
             FindOptions::default().merge_aliases(true),
         )
         .unwrap();
-    let mut addrs: Vec<u64> = all.iter().map(|m| m.addr.0).collect();
+    let mut addrs: Vec<u64> = all.iter().map(|m| m.addr.raw()).collect();
     addrs.sort();
     addrs.dedup();
     assert_eq!(merged.len(), addrs.len(), "one match per address");
@@ -169,8 +169,13 @@ fn aliases_merge_into_one_match_per_address() {
         .iter()
         .find(|m| m.name == "malloc")
         .expect("malloc")
-        .addr;
-    let at_malloc = merged.iter().find(|m| m.addr == malloc_addr).unwrap();
+        .addr
+        .virt()
+        .expect("an ELF symbol's virtual address");
+    let at_malloc = merged
+        .iter()
+        .find(|m| m.addr.virt() == Some(malloc_addr))
+        .unwrap();
     let named = symbolizer
         .symbolize(&source, Input::VirtAddrs(&[malloc_addr]))
         .unwrap();

@@ -452,7 +452,7 @@ fn container_process_symbolized_from_the_host_by_host_pid() {
     assert_eq!(target.module, Path::new(APP_BIN));
     let wait = bin("c-wait");
     let target_virt = nm_addr(&wait, "wait_target");
-    assert_eq!(target.addr.0, target_virt);
+    assert_eq!(target.addr.raw(), target_virt);
     assert_eq!(
         target.file_offset(),
         Some(FileOffset(readelf_file_offset(&wait, target_virt)))

@@ -85,7 +85,7 @@ fn stacks_of(core: &CoreFile) -> Vec<(u32, Vec<String>, StopReason)> {
         .collect();
     let addrs: Vec<u64> = stacks
         .iter()
-        .flat_map(|(_, s)| s.frames.iter().map(|f| f.lookup_addr()))
+        .flat_map(|(_, s)| s.frames.iter().map(|f| f.lookup_addr().0))
         .collect();
     let symbols = Symbolizer::builder()
         .build()
@@ -943,7 +943,7 @@ fn crash_cores_match_gdb_and_eu_stack() {
         if *tid == cut_tid {
             assert!(
                 matches!(stop, StopReason::MemoryUnreadable { addr } if
-                    cut.why_unreadable(AbsAddr(*addr)) == Some(Unreadable::Truncated)),
+                    cut.why_unreadable(*addr) == Some(Unreadable::Truncated)),
                 "{tid}: {stop:?}"
             );
         } else {

@@ -254,7 +254,7 @@ fn symbolize_with(symbolizer: &Symbolizer, path: &Path, input: Input<'_>) -> Vec
                         NameOrigin::Table(origin) => origin,
                         other => panic!("{}: a name from {other:?}, not a table", s.name),
                     },
-                    addr: s.addr.0,
+                    addr: s.addr.raw(),
                     size: s.size,
                     offset: s.offset,
                     kind: s.kind,

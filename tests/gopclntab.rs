@@ -17,7 +17,7 @@ use go_spelling::go_spelling;
 use stacksym::elf::ElfFile;
 use stacksym::gopclntab::{GoTable, GoTableFoundBy, GoTableVersion};
 use stacksym::symbolize::{FoundIn, NamePattern};
-use stacksym::{Input, NameOrigin, Source, Symbolizer, VirtAddr};
+use stacksym::{AbsAddr, FileOffset, Input, NameOrigin, Source, Symbolizer, VirtAddr};
 use support::{bin, find_tool, skip_or_fail, XorShift};
 
 /// The `go` command, or a loud skip.
@@ -546,8 +546,12 @@ fn find_addresses_in_a_stripped_go_binary() {
         for found in &ours {
             assert_eq!(found.found_in, FoundIn::GoTable, "{pattern}");
             // The twin's symbol at that address, found again by its own name.
-            let symbol = twin_elf.find_symbol(found.addr).unwrap().expect("a symbol");
-            assert_eq!(symbol.addr, found.addr, "{pattern}: {}", found.name);
+            let addr = found
+                .addr
+                .virt()
+                .expect("a Go table gives virtual addresses");
+            let symbol = twin_elf.find_symbol(addr).unwrap().expect("a symbol");
+            assert_eq!(symbol.addr, addr, "{pattern}: {}", found.name);
             let symtab_name = symbol.name_str.unwrap();
             assert_eq!(go_spelling(symtab_name), found.name, "{pattern}");
             let theirs = find(&twin, symtab_name);
@@ -905,7 +909,7 @@ fn unwinds_a_cgo_stack_across_both_switches() {
                 }
                 // Above the loop the stack does not change: every stop gives the same
                 // return addresses.
-                let addrs: Vec<u64> = stack.frames[1..].iter().map(|f| f.addr).collect();
+                let addrs: Vec<u64> = stack.frames[1..].iter().map(|f| f.addr.0).collect();
                 match &ours {
                     Some(first) => assert_eq!(first, &addrs, "{name}: {names:?}"),
                     None => {
@@ -1293,7 +1297,7 @@ fn unwinds_arm64_go_code_stopped_by_gdb_under_qemu() {
             .find_addresses(&Source::Elf { path: &path }, &NamePattern::parse(name))
             .unwrap();
         assert_eq!(found.len(), 1, "{name}: {found:?}");
-        found[0].addr.0
+        found[0].addr.raw()
     };
     let middle = entry("main.spinMiddle");
     const STOPS: usize = 14;
@@ -1340,7 +1344,11 @@ fn unwinds_arm64_go_code_stopped_by_gdb_under_qemu() {
     let elf = Arc::new(ElfFile::open(&path).unwrap());
     let mut modules = Modules::new();
     for (offset, vaddr, size) in support::readelf_loads(&path) {
-        modules.add(vaddr..vaddr + size, offset, elf.clone());
+        modules.add(
+            AbsAddr(vaddr)..AbsAddr(vaddr + size),
+            FileOffset(offset),
+            elf.clone(),
+        );
     }
     let unwinder = Unwinder::new(modules);
     let chain = [
@@ -1367,7 +1375,7 @@ fn unwinds_arm64_go_code_stopped_by_gdb_under_qemu() {
         let addrs: Vec<VirtAddr> = stack
             .frames
             .iter()
-            .map(|f| VirtAddr(f.lookup_addr()))
+            .map(|f| VirtAddr(f.lookup_addr().0))
             .collect();
         let symbols = symbolizer
             .symbolize(&Source::Elf { path: &path }, Input::VirtAddrs(&addrs))

@@ -7,7 +7,7 @@ mod support;
 use std::path::Path;
 
 use stacksym::kernel::{Kallsyms, KernelSym, PROC_KALLSYMS};
-use stacksym::Error;
+use stacksym::{AbsAddr, Error};
 use support::writeln_stderr;
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/kallsyms");
@@ -21,9 +21,9 @@ type Found = Option<(String, u64, Option<String>)>;
 
 /// (name, offset, module) of the text symbol at `addr`.
 fn text_at(k: &Kallsyms, addr: u64) -> Found {
-    let sym = k.find_symbol(addr).expect("lookups do not fail")?;
+    let sym = k.find_symbol(AbsAddr(addr)).expect("lookups do not fail")?;
     assert!(sym.is_text());
-    assert_eq!(sym.addr + sym.offset, addr);
+    assert_eq!(sym.addr.0 + sym.offset, addr);
     Some((
         sym.name.to_string(),
         sym.offset,
@@ -101,14 +101,26 @@ fn synthetic_fixture() {
             .unwrap()
             .map(|s: KernelSym<'_>| (s.name, s.offset, s.type_char))
     };
-    assert_eq!(data(0x10), Some(("fixed_percpu_data", 0x10, 'A')));
-    assert_eq!(data(0x1010), Some(("cpu_number", 0x10, 'D')));
-    assert_eq!(data(0xffffffff82000010), Some(("init_task", 0x10, 'D')));
-    assert_eq!(data(0xffffffff82000110), Some(("local_data", 0x10, 'd')));
+    assert_eq!(data(AbsAddr(0x10)), Some(("fixed_percpu_data", 0x10, 'A')));
+    assert_eq!(data(AbsAddr(0x1010)), Some(("cpu_number", 0x10, 'D')));
+    assert_eq!(
+        data(AbsAddr(0xffffffff82000010)),
+        Some(("init_task", 0x10, 'D'))
+    );
+    assert_eq!(
+        data(AbsAddr(0xffffffff82000110)),
+        Some(("local_data", 0x10, 'd'))
+    );
     // The kernel image's last symbol ends at its page's end (before the first module).
-    assert_eq!(data(0xffffffff82000fff), Some(("__bss_start", 0xdff, 'B')));
-    assert_eq!(data(0xffffffff82001000), None);
-    assert_eq!(data(0xffffffff81000150), Some(("do_work", 0x50, 'T')));
+    assert_eq!(
+        data(AbsAddr(0xffffffff82000fff)),
+        Some(("__bss_start", 0xdff, 'B'))
+    );
+    assert_eq!(data(AbsAddr(0xffffffff82001000)), None);
+    assert_eq!(
+        data(AbsAddr(0xffffffff81000150)),
+        Some(("do_work", 0x50, 'T'))
+    );
 
     // symbols(): by address, one per address.
     let all: Vec<_> = k.symbols().collect();
@@ -230,8 +242,8 @@ fn garbage_never_panics() {
                 parsed += 1;
                 for _ in 0..50 {
                     let addr = rng.next();
-                    if let Some(sym) = k.find_any_symbol(addr).unwrap() {
-                        assert_eq!(sym.addr + sym.offset, addr);
+                    if let Some(sym) = k.find_any_symbol(AbsAddr(addr)).unwrap() {
+                        assert_eq!(sym.addr.0 + sym.offset, addr);
                         assert!(sym.offset < sym.size);
                     }
                 }
@@ -354,8 +366,14 @@ fn agree_with_reference(k: &Kallsyms, text: &str, seed: u64) {
         addrs[1],
     ]);
     for batch in [&addrs[..], &addrs[..1], &addrs[addrs.len() - 7..], &[]] {
-        let one_by_one: Vec<_> = batch.iter().map(|&a| k.find_symbol(a).unwrap()).collect();
-        assert_eq!(k.find_symbols(batch).unwrap(), one_by_one);
+        let one_by_one: Vec<_> = batch
+            .iter()
+            .map(|&a| k.find_symbol(AbsAddr(a)).unwrap())
+            .collect();
+        assert_eq!(
+            k.find_symbols(AbsAddr::from_raw_slice(batch)).unwrap(),
+            one_by_one
+        );
     }
 }
 
@@ -423,7 +441,7 @@ fn vmlinux_names_and_source_lines_after_the_kaslr_offset() {
     let kallsyms = Kallsyms::from_bytes("kallsyms-for-vmlinux", text.clone()).expect("parses");
     let vmlinux = Vmlinux::new(&vmlinux_path, &kallsyms).expect("matched by _stext");
     assert_eq!(vmlinux.anchor(), Some("_stext"));
-    assert_eq!(vmlinux.kaslr_offset(), offset);
+    assert_eq!(vmlinux.kaslr_offset(), stacksym::LoadBias(offset));
     let kallsyms_path = vmlinux_path.with_file_name("kallsyms");
     std::fs::write(&kallsyms_path, &text).unwrap();
 
@@ -443,7 +461,7 @@ fn vmlinux_names_and_source_lines_after_the_kaslr_offset() {
         stacksym::Source::Kernel(stacksym::KernelSource {
             kallsyms: Some(kallsyms),
             vmlinux,
-            kaslr_offset,
+            kaslr_offset: kaslr_offset.map(stacksym::LoadBias),
             modules: None,
         })
     }
@@ -516,8 +534,8 @@ fn vmlinux_names_and_source_lines_after_the_kaslr_offset() {
     let err = Vmlinux::new(support::bin("c-pie-g"), &kallsyms).expect_err("no _stext");
     assert!(err.to_string().contains("c-pie-g"), "{err}");
     assert_eq!(
-        Vmlinux::with_kaslr_offset(&vmlinux_path, offset)
-            .virt_addr(0x12c4 + offset)
+        Vmlinux::with_kaslr_offset(&vmlinux_path, stacksym::LoadBias(offset))
+            .virt_addr(AbsAddr(0x12c4 + offset))
             .0,
         0x12c4
     );
@@ -636,7 +654,7 @@ mod modules {
 
     use stacksym::kernel::{Kallsyms, KernelModules, ModuleSections};
     use stacksym::InlineFrame;
-    use stacksym::{Error, Input, KernelSource, Source, Symbolizer};
+    use stacksym::{AbsAddr, Error, Input, KernelSource, Source, Symbolizer};
 
     const TESTDATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata");
 
@@ -655,7 +673,7 @@ mod modules {
         let addrs: Vec<u64> = kallsyms
             .symbols()
             .filter(|sym| sym.module == Some("kmod_demo") && sym.is_text())
-            .map(|sym| sym.addr + 3)
+            .map(|sym| sym.addr.0 + 3)
             .collect();
         assert!(addrs.len() >= 5, "the fixture lists the module's functions");
         addrs
@@ -740,7 +758,7 @@ mod modules {
             // kallsyms' own name for the address, or another name the file lists at the
             // same start (its index keeps one: `kmod_demo_exit`, the .ko's index the
             // global `cleanup_module`).
-            let from_kallsyms = kallsyms.find_symbol(*addr).unwrap().unwrap();
+            let from_kallsyms = kallsyms.find_symbol(AbsAddr(*addr)).unwrap().unwrap();
             let start = format!("{:016x} ", from_kallsyms.addr);
             let names_at_start: Vec<&str> = text
                 .lines()
@@ -763,7 +781,7 @@ mod modules {
         let modules = KernelModules::new(vec![Path::new(TESTDATA).join("bin")], no_sysfs.path());
         let frames = symbolize(&Symbolizer::builder().build(), &kallsyms, &modules, &addrs);
         for (frame, addr) in frames.iter().zip(&addrs) {
-            let from_kallsyms = kallsyms.find_symbol(*addr).unwrap().unwrap();
+            let from_kallsyms = kallsyms.find_symbol(AbsAddr(*addr)).unwrap().unwrap();
             assert_eq!(frame.name, from_kallsyms.name);
             assert!(frame.frames.is_empty());
         }
@@ -780,7 +798,7 @@ mod modules {
         // The loaded module's build-id note (sysfs notes/) differs from the file's.
         let mut sections = ModuleSections::read(&sysfs(), "kmod_demo").unwrap();
         assert!(sections.build_id().is_some(), "the fixture has the note");
-        let listed: Vec<(String, u64)> = sections
+        let listed: Vec<(String, AbsAddr)> = sections
             .sections()
             .map(|(name, addr)| (name.to_string(), addr))
             .collect();
@@ -895,17 +913,19 @@ mod modules {
         };
         write_text_at(0xffff_ffff_c0a0_1000);
         let modules = KernelModules::new(vec![Path::new(TESTDATA).join("bin")], sysfs.path());
-        let first = modules.loaded("kmod_demo", 0xffff_ffff_c0a0_1080).unwrap();
-        let layout = first.layout_addr(0xffff_ffff_c0a0_1080).unwrap();
+        let first = modules
+            .loaded("kmod_demo", AbsAddr(0xffff_ffff_c0a0_1080))
+            .unwrap();
+        let layout = first.layout_addr(AbsAddr(0xffff_ffff_c0a0_1080)).unwrap();
 
         write_text_at(0xffff_ffff_c0c0_0000);
         let moved = 0xffff_ffff_c0c0_0080;
         // Within the second: the old match, which does not hold the address.
-        let cached = modules.loaded("kmod_demo", moved).unwrap();
-        assert_eq!(cached.layout_addr(moved), None);
+        let cached = modules.loaded("kmod_demo", AbsAddr(moved)).unwrap();
+        assert_eq!(cached.layout_addr(AbsAddr(moved)), None);
         std::thread::sleep(std::time::Duration::from_millis(1100));
-        let again = modules.loaded("kmod_demo", moved).unwrap();
-        assert_eq!(again.layout_addr(moved), Some(layout));
-        assert_eq!(again.layout_addr(0xffff_ffff_c0a0_1080), None);
+        let again = modules.loaded("kmod_demo", AbsAddr(moved)).unwrap();
+        assert_eq!(again.layout_addr(AbsAddr(moved)), Some(layout));
+        assert_eq!(again.layout_addr(AbsAddr(0xffff_ffff_c0a0_1080)), None);
     }
 }

@@ -94,7 +94,11 @@ fn stripped_binary_names_its_functions_from_minidebuginfo() {
             sym.symbol_file.display()
         );
         assert!(matches!(sym.origin, NameOrigin::Table(_)));
-        assert_eq!(sym.addr.0, *addr, "{name}: the symbol starts where nm says");
+        assert_eq!(
+            sym.addr.raw(),
+            *addr,
+            "{name}: the symbol starts where nm says"
+        );
         if sym.name != name {
             // Two names at one address (demo_impl / demo_alias): the library's rule picks one.
             assert!(

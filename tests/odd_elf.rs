@@ -445,7 +445,7 @@ fn prelinked_library_debug_file_is_rebased() {
         assert_eq!(sym.name, names[i], "at {addr:#x}");
         assert_eq!(binutils[i].0.as_deref(), Some(names[i]));
         assert_eq!(
-            sym.addr.0,
+            sym.addr.raw(),
             addr - 1,
             "the symbol's address is the library's"
         );

@@ -318,7 +318,7 @@ fn demangled_cpp_names_find_the_mangled_symbol() {
         let has = |pattern: &str| {
             find(&symbolizer, &path, pattern)
                 .iter()
-                .any(|m| m.name == mangled && m.addr.0 == addr)
+                .any(|m| m.name == mangled && m.addr.raw() == addr)
         };
         assert!(has(nice), "{nice:?} does not find {mangled}");
         assert!(has(mangled), "{mangled:?} does not find itself");
@@ -392,7 +392,7 @@ fn kernel_names_agree_with_kallsyms_lines() {
                 .find_addresses(&source, &NamePattern::parse(pattern))
                 .unwrap()
                 .into_iter()
-                .map(|m| (m.addr.0, m.name))
+                .map(|m| (m.addr.raw(), m.name))
                 .collect();
             assert_eq!(ours, theirs, "{} {pattern}", file.display());
         }

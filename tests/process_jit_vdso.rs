@@ -331,7 +331,7 @@ fn routing_jit_and_vdso_addresses_on_a_fake_procfs() {
     let found = results.get(0).expect("a perf-map symbol");
     assert_eq!(found.name, "LazyCompile:~handler /app/server.js:3");
     assert_eq!(found.offset, 0x10);
-    assert_eq!(found.addr.0, 0x7f0000001000);
+    assert_eq!(found.addr.raw(), 0x7f0000001000);
     assert_eq!(found.size, 0x100);
     assert_eq!(found.module, fake.container_map());
     assert_eq!(
@@ -507,7 +507,7 @@ fn live_vdso_of_a_child_is_read_from_its_memory() {
         found.name
     );
     assert_eq!(found.offset, 1);
-    assert_eq!(found.addr.0, target);
+    assert_eq!(found.addr.raw(), target);
     assert_eq!(found.module, Path::new("[vdso]"));
     assert_eq!(found.file_offset().unwrap().0, abs - start);
 }

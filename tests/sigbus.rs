@@ -331,7 +331,7 @@ fn victim(dir: &Path) {
         for thread in core.threads() {
             let regs = RegsX86_64::from_core(&thread.registers).expect("x86_64");
             let stack = unwinder.unwind(&regs, &core, &mut cache);
-            addrs.extend(stack.frames.iter().map(|f| f.lookup_addr()));
+            addrs.extend(stack.frames.iter().map(|f| f.lookup_addr().0));
         }
     }
     clean(

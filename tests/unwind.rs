@@ -147,7 +147,7 @@ fn own_stack_matches_libgcc_live_and_copied_and_symbolizes() {
         let memory = ProcessMemory::new(std::process::id());
         let mut cache = UnwindCache::new();
         let live = unwinder.unwind(&regs, &memory, &mut cache);
-        let addrs: Vec<u64> = live.frames.iter().map(|f| f.addr).collect();
+        let addrs: Vec<u64> = live.frames.iter().map(|f| f.addr.0).collect();
         check_against_libgcc(&addrs, reference);
         assert_eq!(live.stop, StopReason::Root, "{live:?}");
         assert!(live.frames[1..].iter().all(|f| f.is_return_address()));

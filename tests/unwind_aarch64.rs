@@ -24,7 +24,7 @@ use stacksym::elf::ElfFile;
 use stacksym::unwind::{
     Modules, Recovery, RegsAarch64, StackCopy, StopReason, UnwindCache, Unwinder,
 };
-use stacksym::{Input, Source, Symbolizer};
+use stacksym::{AbsAddr, Input, Source, Symbolizer};
 use support::{find_tool, skip_or_fail, writeln_stderr};
 
 /// One capture the program wrote.
@@ -125,8 +125,8 @@ fn aarch64_capture_under_qemu_unwinds_to_the_chain_it_recorded() {
     for load in elf.segments().loads() {
         let start = load.virt_addr.0;
         modules.add(
-            start..start + load.mem_size,
-            load.file_offset.0,
+            AbsAddr(start)..AbsAddr(start + load.mem_size),
+            load.file_offset,
             Arc::clone(&elf),
         );
     }
@@ -137,7 +137,7 @@ fn aarch64_capture_under_qemu_unwinds_to_the_chain_it_recorded() {
         let regs = RegsAarch64::new(capture.pc, capture.sp, capture.x29, capture.x30);
         let memory = StackCopy::new(capture.sp, &capture.stack);
         let stack = unwinder.unwind(&regs, &memory, &mut UnwindCache::new());
-        let lookups: Vec<u64> = stack.frames.iter().map(|f| f.lookup_addr()).collect();
+        let lookups: Vec<u64> = stack.frames.iter().map(|f| f.lookup_addr().0).collect();
         let symbols = symbolizer
             .symbolize(
                 &Source::Elf { path: &program },
@@ -165,7 +165,7 @@ fn aarch64_capture_under_qemu_unwinds_to_the_chain_it_recorded() {
         }
 
         // The addresses: the pc, then every return address the chain recorded.
-        let ours: Vec<u64> = stack.frames.iter().map(|f| f.addr).collect();
+        let ours: Vec<u64> = stack.frames.iter().map(|f| f.addr.0).collect();
         let mut recorded = vec![capture.pc];
         recorded.extend(&capture.returns);
         assert!(

@@ -146,7 +146,7 @@ fn matches_block(found: &[SymbolMatch]) -> Result<*mut stacksym_matches, CError>
         block.push_a(stacksym_match {
             name: at.str(f.name),
             demangled: at.str(f.demangled),
-            addr: m.addr.0,
+            addr: m.addr.raw(),
             size: m.size,
             has_file_offset: m.file_offset.is_some(),
             is_data: m.kind == SymbolKind::Data,

@@ -42,7 +42,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use stacksym::kernel::KernelModules;
-use stacksym::{KernelSource, Symbolizer};
+use stacksym::{KernelSource, LoadBias, Symbolizer};
 
 pub use error::*;
 pub use find::*;
@@ -331,7 +331,7 @@ impl KernelPaths<'_> {
         KernelSource {
             kallsyms: self.kallsyms,
             vmlinux: self.vmlinux,
-            kaslr_offset: self.kaslr_offset,
+            kaslr_offset: self.kaslr_offset.map(LoadBias),
             modules: self.modules.as_deref(),
         }
     }

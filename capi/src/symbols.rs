@@ -293,7 +293,7 @@ pub(crate) fn flatten_syms(
                     name,
                     raw_name: pool.str(sym.raw_name),
                     version: pool.opt_str(sym.version),
-                    addr: sym.addr.0,
+                    addr: sym.addr.raw(),
                     size: sym.size,
                     offset: sym.offset,
                     is_data: sym.kind == SymbolKind::Data,

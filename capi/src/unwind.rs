@@ -11,7 +11,7 @@
 use std::ffi::c_char;
 
 use stacksym::process::Process;
-use stacksym::unwind::{Frame, FrameKind, Recovery, Registers, Stack, StackCopy, StopReason};
+use stacksym::unwind::{FrameKind, Recovery, Registers, Stack, StackCopy, StopReason};
 
 use crate::block::{free_block, Block, Pool, Str};
 use crate::error::{guard, stacksym_err, CError};
@@ -237,12 +237,12 @@ fn recovery(recovered: Recovery) -> stacksym_recovery {
 fn stop_reason(stop: &StopReason) -> (stacksym_stop, u64, Option<String>) {
     match *stop {
         StopReason::Root => (STACKSYM_STOP_ROOT, 0, None),
-        StopReason::MemoryUnreadable { addr } => (STACKSYM_STOP_MEMORY_UNREADABLE, addr, None),
-        StopReason::NoUnwindInfo { addr } => (STACKSYM_STOP_NO_UNWIND_INFO, addr, None),
+        StopReason::MemoryUnreadable { addr } => (STACKSYM_STOP_MEMORY_UNREADABLE, addr.0, None),
+        StopReason::NoUnwindInfo { addr } => (STACKSYM_STOP_NO_UNWIND_INFO, addr.0, None),
         StopReason::NoFramePointer => (STACKSYM_STOP_NO_FRAME_POINTER, 0, None),
         StopReason::InvalidUnwindInfo { addr, what } => (
             STACKSYM_STOP_INVALID_UNWIND_INFO,
-            addr,
+            addr.0,
             Some(format!("{what:?}")),
         ),
         StopReason::NoProgress => (STACKSYM_STOP_NO_PROGRESS, 0, None),
@@ -257,7 +257,11 @@ fn stack_block(
     stack: &Stack,
 ) -> Result<*mut stacksym_stack, CError> {
     let symbols = handle.inner.symbolize_frames(process, &stack.frames)?;
-    let lookups: Vec<u64> = stack.frames.iter().map(Frame::lookup_addr).collect();
+    let lookups: Vec<u64> = stack
+        .frames
+        .iter()
+        .map(|frame| frame.lookup_addr().0)
+        .collect();
     let mut pool = Pool::default();
     let flat = flatten_syms(&mut pool, &symbols, &lookups, handle.demangle);
     if flat.syms.len() != stack.frames.len() {
@@ -278,8 +282,8 @@ fn stack_block(
     }
     for (frame, sym) in stack.frames.iter().zip(&flat.syms) {
         block.push_a(stacksym_stack_frame {
-            addr: frame.addr,
-            lookup_addr: frame.lookup_addr(),
+            addr: frame.addr.0,
+            lookup_addr: frame.lookup_addr().0,
             kind: frame_kind(frame.kind),
             recovered: recovery(frame.recovered),
             sym: sym.to_c(&at),

@@ -173,7 +173,7 @@ fn print_symbols(symbols: &Symbols, inputs: &[u64]) -> String {
                     sym.name,
                     hx(sym.offset),
                     hx(sym.size),
-                    hx(sym.addr.0),
+                    hx(sym.addr.raw()),
                     origin_code(sym.origin),
                     i32::from(sym.kind == SymbolKind::Data),
                     String::from_utf8_lossy(sym.raw_name),
@@ -226,7 +226,7 @@ fn print_matches(found: &[SymbolMatch]) -> String {
             "{} {} addr={} size={} fo={} data={} bind={} in={} ver={}{} kmod={} file={} aliases={}",
             m.name,
             m.demangled,
-            hx(m.addr.0),
+            hx(m.addr.raw()),
             hx(m.size),
             m.file_offset.map_or("-".to_string(), |o| hx(o.0)),
             i32::from(m.kind == SymbolKind::Data),
@@ -304,7 +304,7 @@ fn script() -> Vec<(String, Option<String>)> {
     let rust = testdata("bin/rust-O2-g");
     let (line, rust_main) = find(&rust, "*main*");
     assert!(!rust_main.is_empty(), "rust-O2-g has main functions");
-    let rust_addrs: Vec<u64> = rust_main.iter().take(4).map(|m| m.addr.0 + 1).collect();
+    let rust_addrs: Vec<u64> = rust_main.iter().take(4).map(|m| m.addr.raw() + 1).collect();
     requests.push((line, Some(print_matches(&rust_main))));
     requests.push(elf(&rust, false, &rust_addrs));
     for (path, pattern) in [
@@ -325,7 +325,7 @@ fn script() -> Vec<(String, Option<String>)> {
         .expect("c-buildid has a build-id")
         .to_vec();
     let (_, main) = find(&c_buildid, "main");
-    let addrs = [main[0].addr.0 + 4, main[0].addr.0 + 8];
+    let addrs = [main[0].addr.raw() + 4, main[0].addr.raw() + 8];
     let symbols = symbolizer
         .symbolize(
             &Source::BuildId {

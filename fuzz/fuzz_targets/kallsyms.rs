@@ -9,6 +9,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use stacksym::kernel::Kallsyms;
+use stacksym::AbsAddr;
 
 /// Most symbols probed in one input, to keep each run fast.
 const MAX_PROBES: usize = 256;
@@ -25,10 +26,10 @@ fuzz_target!(|data: &[u8]| {
     let _ = kallsyms.modules().map(str::len).sum::<usize>();
 
     // Addresses chosen by the input itself: its last 32 bytes as four u64s.
-    let mut addrs: Vec<u64> = data
+    let mut addrs: Vec<AbsAddr> = data
         .rchunks_exact(8)
         .take(4)
-        .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
+        .map(|c| AbsAddr(u64::from_le_bytes(c.try_into().unwrap_or_default())))
         .collect();
     for sym in kallsyms.symbols().take(MAX_PROBES) {
         assert!(!sym.name.is_empty());

@@ -68,8 +68,8 @@ fuzz_target!(|input: &[u8]| {
                             .entry(pid)
                             .or_insert_with(|| Unwinder::new(Modules::new()));
                         unwinder.modules_mut().add(
-                            start..start.saturating_add(len),
-                            pgoff,
+                            stacksym::AbsAddr(start)..stacksym::AbsAddr(start.saturating_add(len)),
+                            stacksym::FileOffset(pgoff),
                             Arc::clone(elf),
                         );
                     }

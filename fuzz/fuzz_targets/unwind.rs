@@ -21,6 +21,7 @@ use stacksym::elf::ElfFile;
 use stacksym::unwind::{
     Modules, RegsAarch64, RegsX86_64, StackCopy, UnwindCache, UnwindOptions, Unwinder,
 };
+use stacksym::{AbsAddr, FileOffset};
 
 #[path = "../../tests/support/cfi_elf.rs"]
 mod cfi_elf;
@@ -45,9 +46,12 @@ fuzz_target!(|input: &[u8]| {
     let Some(flags) = take(&mut data, 1).map(|b| b[0]) else {
         return;
     };
-    let (Some(ip), Some(sp), Some(fp), Some(lr)) =
-        (word(&mut data), word(&mut data), word(&mut data), word(&mut data))
-    else {
+    let (Some(ip), Some(sp), Some(fp), Some(lr)) = (
+        word(&mut data),
+        word(&mut data),
+        word(&mut data),
+        word(&mut data),
+    ) else {
         return;
     };
     let Some(len) = take(&mut data, 2).map(|b| usize::from(u16::from_le_bytes([b[0], b[1]])))
@@ -76,7 +80,11 @@ fuzz_target!(|input: &[u8]| {
         return;
     };
     let mut modules = Modules::new();
-    modules.add(BASE..BASE + file_len, 0, Arc::new(elf));
+    modules.add(
+        AbsAddr(BASE)..AbsAddr(BASE + file_len),
+        FileOffset(0),
+        Arc::new(elf),
+    );
     let unwinder = Unwinder::with_options(
         modules,
         UnwindOptions {

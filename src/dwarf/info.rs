@@ -209,7 +209,7 @@ impl DwarfSections {
 
     pub(crate) fn dwarf(&self) -> Result<gimli::Dwarf<Reader>> {
         gimli::Dwarf::load(|id| Ok::<_, gimli::Error>(self.section(id)))
-            .map_err(|e| malformed_dwarf(&self.path, "sections", e))
+            .map_err(|e| malformed_dwarf(&self.path, ".debug_*", "sections", e))
     }
 }
 
@@ -394,8 +394,8 @@ impl DwarfInfo {
         if let Some(sup) = sup {
             dwarf.set_sup(sup.dwarf()?);
         }
-        let units =
-            Units::read(&dwarf).map_err(|e| malformed_dwarf(&sections.path, "unit headers", e))?;
+        let units = Units::read(&dwarf)
+            .map_err(|e| malformed_dwarf(&sections.path, ".debug_info", "unit headers", e))?;
         Ok(DwarfInfo {
             sections: sections.clone(),
             dwarf: Arc::new(dwarf),
@@ -468,7 +468,12 @@ impl DwarfInfo {
                 malformed_dwarf_text(&self.sections.path, &format!("functions at {addr:#x}"), &e)
             })?;
             let lines = entry.lines().map_err(|e| {
-                malformed_dwarf(&self.sections.path, &format!("lines at {addr:#x}"), e)
+                malformed_dwarf(
+                    &self.sections.path,
+                    ".debug_line",
+                    format!("lines at {addr:#x}"),
+                    e,
+                )
             })?;
             let row = lines.and_then(|lines| lines.row_at(addr.0)).copied();
             let mut chain = self.chain.borrow_mut();
@@ -631,7 +636,9 @@ impl DwarfInfo {
             None => {
                 let raw: Arc<str> = name
                     .to_string_lossy()
-                    .map_err(|e| malformed_dwarf(&self.sections.path, "function name", e))?
+                    .map_err(|e| {
+                        malformed_dwarf(&self.sections.path, ".debug_info", "function name", e)
+                    })?
                     .into();
                 let demangled: Arc<str> = match demangle(&raw) {
                     std::borrow::Cow::Borrowed(_) => Arc::clone(&raw),
@@ -681,8 +688,10 @@ impl DwarfInfo {
         file: UnitFile,
         die: gimli::UnitOffset<usize>,
     ) -> Result<Option<Reader>> {
-        let malformed =
-            |e| malformed_dwarf(&self.sections.path, &format!("function at {:#x}", die.0), e);
+        let malformed = |e| {
+            let context = format!("function at unit offset {:#x}", die.0);
+            malformed_dwarf(&self.sections.path, ".debug_info", context, e)
+        };
         let mut entries = unit.entries_raw(Some(die)).map_err(malformed)?;
         let Some(abbrev) = entries.read_abbreviation().map_err(malformed)? else {
             return Ok(None);
@@ -834,7 +843,7 @@ impl DwarfInfo {
                     Some(header) => Ok(dwarf.unit(header)?.dwo_id),
                     None => Ok(None),
                 })
-                .map_err(|e| malformed_dwarf(&path, "split unit", e))?;
+                .map_err(|e| malformed_dwarf(&path, ".debug_info.dwo", "split unit", e))?;
             if id != Some(dwo_id) {
                 log::debug!(
                     "{}: split unit id {id:?}, the skeleton wants {dwo_id:?}; not used",
@@ -1037,7 +1046,7 @@ fn load_package(
         let empty = Reader::new(SectionBytes::empty(), endian);
         gimli::DwarfPackage::load(|id| Ok::<_, gimli::Error>(sections.section(id)), empty)
             .map(Some)
-            .map_err(|e| malformed_dwarf(&dwp, "package index", e))
+            .map_err(|e| malformed_dwarf(&dwp, ".debug_cu_index", "package index", e))
     })();
     loaded.unwrap_or_else(|e| {
         log::debug!("{e}");
@@ -1052,10 +1061,19 @@ fn malformed_dwarf_text(path: &Path, what: &str, e: &str) -> Error {
     }
 }
 
-fn malformed_dwarf(path: &Path, what: &str, e: gimli::Error) -> Error {
-    Error::MalformedElf {
+/// gimli's error `e` while reading `context` from `section` of `path`.
+fn malformed_dwarf(
+    path: &Path,
+    section: &'static str,
+    context: impl Into<String>,
+    e: gimli::Error,
+) -> Error {
+    Error::MalformedDwarf {
         path: path.to_path_buf(),
-        what: format!("DWARF {what}: {e}"),
+        section,
+        context: context.into(),
+        offset: None,
+        source: e,
     }
 }
 

@@ -30,6 +30,7 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use crate::addr::AbsAddr;
 use crate::error::{Error, Result};
 use crate::radix::sorted_by_key;
 
@@ -119,7 +120,7 @@ pub struct KernelSym<'a> {
     /// The symbol's name as kallsyms lists it, e.g. `do_sys_openat2`.
     pub name: &'a str,
     /// The symbol's start address.
-    pub addr: u64,
+    pub addr: AbsAddr,
     /// How far into the symbol the looked-up address is (`0` in [`Kallsyms::symbols`]).
     pub offset: u64,
     /// The bytes up to where the symbol is taken to end (kallsyms has no sizes: see
@@ -266,11 +267,11 @@ impl Kallsyms {
     /// names it: also a name the index dropped for another at the same address (`_text`,
     /// `_stext` and `startup_64` share one). A linear scan of the text, for the few lookups
     /// by name there are (the KASLR anchor of [`crate::kernel::Vmlinux`]).
-    pub fn address_of(&self, name: &str) -> Option<u64> {
+    pub fn address_of(&self, name: &str) -> Option<AbsAddr> {
         self.text.lines().find_map(|line| {
             let parsed = parse_line(line.as_bytes()).ok()??;
             let found = line.get(parsed.name.0..parsed.name.1)?;
-            (found == name && parsed.module.is_none()).then_some(parsed.addr)
+            (found == name && parsed.module.is_none()).then_some(AbsAddr(parsed.addr))
         })
     }
 
@@ -281,7 +282,7 @@ impl Kallsyms {
     /// file was opened, a lookup does not fail.
     // Inlined into the caller's loop over addresses (measured in benches/kernel.rs).
     #[inline]
-    pub fn find_symbol(&self, addr: u64) -> Result<Option<KernelSym<'_>>> {
+    pub fn find_symbol(&self, addr: AbsAddr) -> Result<Option<KernelSym<'_>>> {
         Ok(self
             .find_any_symbol(addr)?
             .filter(|sym| is_text(sym.type_char as u8)))
@@ -289,7 +290,8 @@ impl Kallsyms {
 
     /// The symbol of any type (code, data, absolute, ...) covering `addr`.
     #[inline]
-    pub fn find_any_symbol(&self, addr: u64) -> Result<Option<KernelSym<'_>>> {
+    pub fn find_any_symbol(&self, addr: AbsAddr) -> Result<Option<KernelSym<'_>>> {
+        let addr = addr.0;
         let Some((start, entry)) = self.at_or_below(addr) else {
             return Ok(None);
         };
@@ -302,10 +304,10 @@ impl Kallsyms {
     /// the batch), so the index and the names are read front to back instead of at random:
     /// for 100,000 random addresses of a 122,000-symbol kallsyms, about half the time of
     /// 100,000 `find_symbol` calls (`cargo bench --bench kernel`: 59 vs 121 ns an address).
-    pub fn find_symbols(&self, addrs: &[u64]) -> Result<Vec<Option<KernelSym<'_>>>> {
+    pub fn find_symbols(&self, addrs: &[AbsAddr]) -> Result<Vec<Option<KernelSym<'_>>>> {
         let mut found = vec![None; addrs.len()];
         let mut block = 0;
-        let order = sorted_by_key(addrs.iter().copied().zip(0..).collect());
+        let order = sorted_by_key(addrs.iter().map(|addr| addr.0).zip(0..).collect());
         for (addr, index) in order {
             let Some(slot) = found.get_mut(index) else {
                 continue; // An index of `addrs`: in range.
@@ -357,13 +359,13 @@ impl Kallsyms {
                 Some(range) => Some(field(range)?),
                 None => None,
             };
-            let size = match self.find_any_symbol(parsed.addr) {
-                Ok(Some(sym)) if sym.addr == parsed.addr && sym.name == name => sym.size,
+            let size = match self.find_any_symbol(AbsAddr(parsed.addr)) {
+                Ok(Some(sym)) if sym.addr.0 == parsed.addr && sym.name == name => sym.size,
                 _ => 0,
             };
             Some(KernelSym {
                 name,
-                addr: parsed.addr,
+                addr: AbsAddr(parsed.addr),
                 offset: 0,
                 size,
                 module,
@@ -427,7 +429,7 @@ impl Kallsyms {
         };
         Some(KernelSym {
             name,
-            addr,
+            addr: AbsAddr(addr),
             offset: 0,
             size: u64::from(entry.size),
             module,
@@ -1143,20 +1145,24 @@ mod tests {
         assert_eq!(all.len(), k.len());
         assert!(all.windows(2).all(|w| w[0].addr < w[1].addr));
         let expected = |a: u64| {
-            let i = all.partition_point(|s| s.addr <= a).checked_sub(1)?;
+            let i = all
+                .partition_point(|s| s.addr <= AbsAddr(a))
+                .checked_sub(1)?;
             let s = all[i];
-            (a - s.addr < s.size).then_some((s.name, a - s.addr))
+            let into = AbsAddr(a).offset_from(s.addr)?;
+            (into < s.size).then_some((s.name, into))
         };
         let mut probes = vec![0, u64::MAX, u64::MAX - 1];
         for s in &all {
-            probes.extend([s.addr, s.addr.wrapping_sub(1), s.addr + s.size.max(1) - 1]);
-            probes.extend([s.addr + s.size, s.addr + next() % s.size.max(1)]);
+            let start = s.addr.0;
+            probes.extend([start, start.wrapping_sub(1), start + s.size.max(1) - 1]);
+            probes.extend([start + s.size, start + next() % s.size.max(1)]);
         }
         probes.extend((0..5000).map(|_| next()));
         for a in probes {
-            let found = k.find_any_symbol(a).ok().flatten();
+            let found = k.find_any_symbol(AbsAddr(a)).ok().flatten();
             assert_eq!(found.map(|s| (s.name, s.offset)), expected(a), "{a:#x}");
-            let text = k.find_symbol(a).ok().flatten();
+            let text = k.find_symbol(AbsAddr(a)).ok().flatten();
             assert_eq!(text, found.filter(|s| s.is_text()), "{a:#x}");
         }
     }
@@ -1176,14 +1182,17 @@ mod tests {
                 .flatten()
                 .map(|s| (s.name, s.offset))
         };
-        assert_eq!(name(0x10), Some(("fixed_percpu_data", 0x10)));
-        assert_eq!(name(0x4000), Some(("cpu_number", 0)));
-        assert_eq!(name(0xffff_ffff_8100_0004), Some(("_stext", 4)));
-        assert_eq!(name(0xffff_ffff_8100_0010), Some(("second", 0)));
-        assert_eq!(name(0xffff_ffff_efff_ffff), Some(("second", 0x6eff_ffef)));
-        assert_eq!(name(0xffff_ffff_f000_0001), Some(("far", 1)));
-        assert_eq!(name(0xffff_ffff_f000_0104), Some(("end", 4)));
-        let all: Vec<u64> = k.symbols().map(|s| s.addr).collect();
+        assert_eq!(name(AbsAddr(0x10)), Some(("fixed_percpu_data", 0x10)));
+        assert_eq!(name(AbsAddr(0x4000)), Some(("cpu_number", 0)));
+        assert_eq!(name(AbsAddr(0xffff_ffff_8100_0004)), Some(("_stext", 4)));
+        assert_eq!(name(AbsAddr(0xffff_ffff_8100_0010)), Some(("second", 0)));
+        assert_eq!(
+            name(AbsAddr(0xffff_ffff_efff_ffff)),
+            Some(("second", 0x6eff_ffef))
+        );
+        assert_eq!(name(AbsAddr(0xffff_ffff_f000_0001)), Some(("far", 1)));
+        assert_eq!(name(AbsAddr(0xffff_ffff_f000_0104)), Some(("end", 4)));
+        let all: Vec<AbsAddr> = k.symbols().map(|s| s.addr).collect();
         assert_eq!(all.len(), 6);
         assert!(all.is_sorted());
     }

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::addr::VirtAddr;
+use crate::addr::{AbsAddr, VirtAddr};
 use crate::elf::{hex, ElfFile};
 use crate::error::{Error, Result};
 
@@ -46,7 +46,7 @@ const MAX_SECTION_FILE: usize = 64;
 pub struct ModuleSections {
     module: String,
     /// `(section name, address)`, sorted by name.
-    sections: Vec<(String, u64)>,
+    sections: Vec<(String, AbsAddr)>,
     /// The module's build-id from `/sys/module/NAME/notes/.note.gnu.build-id`, if readable.
     build_id: Option<Vec<u8>>,
 }
@@ -86,7 +86,7 @@ impl ModuleSections {
                     String::from_utf8_lossy(&text[..text.len().min(MAX_SECTION_FILE)])
                 ),
             })?;
-            sections.push((name, addr));
+            sections.push((name, AbsAddr(addr)));
         }
         let note = sys_module
             .join(module)
@@ -103,10 +103,10 @@ impl ModuleSections {
     /// tracer's own record); `build_id` is the loaded module's, if known.
     pub fn new(
         module: impl Into<String>,
-        sections: impl IntoIterator<Item = (String, u64)>,
+        sections: impl IntoIterator<Item = (String, AbsAddr)>,
         build_id: Option<Vec<u8>>,
     ) -> ModuleSections {
-        let mut sections: Vec<(String, u64)> = sections.into_iter().collect();
+        let mut sections: Vec<(String, AbsAddr)> = sections.into_iter().collect();
         sections.sort();
         ModuleSections {
             module: module.into(),
@@ -121,7 +121,7 @@ impl ModuleSections {
     }
 
     /// The address of section `name`, if listed.
-    pub fn address(&self, name: &str) -> Option<u64> {
+    pub fn address(&self, name: &str) -> Option<AbsAddr> {
         self.sections
             .binary_search_by(|(section, _)| section.as_str().cmp(name))
             .ok()
@@ -130,7 +130,7 @@ impl ModuleSections {
     }
 
     /// Every listed section and its address, by name.
-    pub fn sections(&self) -> impl Iterator<Item = (&str, u64)> + '_ {
+    pub fn sections(&self) -> impl Iterator<Item = (&str, AbsAddr)> + '_ {
         self.sections
             .iter()
             .map(|(name, addr)| (name.as_str(), *addr))
@@ -200,7 +200,7 @@ impl LoadedModule {
             }
             has_code |= section.executable;
             ranges.push(LoadedRange {
-                start,
+                start: start.0,
                 size: section.size,
                 layout: section.addr.0,
             });
@@ -244,7 +244,8 @@ impl LoadedModule {
     /// The `.ko`'s layout address of the running address `kernel_addr` (what to give
     /// [`crate::Symbolizer::symbolize`] with the `.ko` as source), or `None` when no loaded
     /// section of the module holds it.
-    pub fn layout_addr(&self, kernel_addr: u64) -> Option<VirtAddr> {
+    pub fn layout_addr(&self, kernel_addr: AbsAddr) -> Option<VirtAddr> {
+        let kernel_addr = kernel_addr.0;
         let at = self
             .ranges
             .partition_point(|range| range.start <= kernel_addr)
@@ -315,7 +316,7 @@ impl KernelModules {
     /// match while `kernel_addr` falls inside one of its sections, else (at most once a
     /// second) found and matched again. An error says why the module's file cannot be used
     /// (kallsyms' names still can).
-    pub fn loaded(&self, name: &str, kernel_addr: u64) -> Result<Arc<LoadedModule>> {
+    pub fn loaded(&self, name: &str, kernel_addr: AbsAddr) -> Result<Arc<LoadedModule>> {
         let mut lookups = self.lookups.lock().unwrap_or_else(PoisonError::into_inner);
         match lookups.get(name) {
             // An address outside every section of the match: the module may have been

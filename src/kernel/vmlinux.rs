@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::addr::VirtAddr;
+use crate::addr::{AbsAddr, LoadBias, VirtAddr};
 use crate::elf::ElfFile;
 use crate::error::{Error, Result};
 use crate::kernel::Kallsyms;
@@ -21,7 +21,7 @@ pub const KASLR_ANCHORS: [&str; 3] = ["_stext", "_text", "startup_64"];
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Vmlinux {
     path: PathBuf,
-    kaslr_offset: u64,
+    kaslr_offset: LoadBias,
     anchor: Option<&'static str>,
 }
 
@@ -41,7 +41,7 @@ impl Vmlinux {
             if let Some(linked) = elf.symbol_value_by_name(anchor)? {
                 return Ok(Vmlinux {
                     path,
-                    kaslr_offset: running.wrapping_sub(linked.0),
+                    kaslr_offset: LoadBias::between(running, linked),
                     anchor: Some(anchor),
                 });
             }
@@ -58,7 +58,7 @@ impl Vmlinux {
     }
 
     /// A vmlinux whose KASLR offset is known (`0` for a kernel booted with `nokaslr`).
-    pub fn with_kaslr_offset(path: impl Into<PathBuf>, kaslr_offset: u64) -> Vmlinux {
+    pub fn with_kaslr_offset(path: impl Into<PathBuf>, kaslr_offset: LoadBias) -> Vmlinux {
         Vmlinux {
             path: path.into(),
             kaslr_offset,
@@ -73,7 +73,7 @@ impl Vmlinux {
 
     /// Running address minus linked address (wrapping: a kernel may be loaded below its
     /// link address).
-    pub fn kaslr_offset(&self) -> u64 {
+    pub fn kaslr_offset(&self) -> LoadBias {
         self.kaslr_offset
     }
 
@@ -83,7 +83,7 @@ impl Vmlinux {
     }
 
     /// The vmlinux virtual address of a running kernel address.
-    pub fn virt_addr(&self, kernel_addr: u64) -> VirtAddr {
-        VirtAddr(kernel_addr.wrapping_sub(self.kaslr_offset))
+    pub fn virt_addr(&self, kernel_addr: AbsAddr) -> VirtAddr {
+        self.kaslr_offset.to_virt(kernel_addr)
     }
 }

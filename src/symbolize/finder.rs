@@ -29,7 +29,7 @@ use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
-use crate::addr::{FileOffset, VirtAddr};
+use crate::addr::{FileOffset, SymAddr, VirtAddr};
 use crate::demangle::demangle;
 use crate::elf::{Binding, ElfFile, NamedSymbol, SymbolKind, SymbolOrigin};
 use crate::error::{Error, Result};
@@ -110,9 +110,9 @@ pub struct SymbolMatch {
     pub name: String,
     /// The demangled name (the same as `name` for C names).
     pub demangled: String,
-    /// The symbol's start: its ELF virtual address (`st_value`); for the kernel, the address
-    /// kallsyms lists.
-    pub addr: VirtAddr,
+    /// The symbol's start: its ELF virtual address (`st_value`); for the kernel, the absolute
+    /// address kallsyms lists.
+    pub addr: SymAddr,
     /// `st_size`; for the kernel, kallsyms' bound (the distance to the next symbol).
     pub size: u64,
     /// The start's offset in the file (from its `PT_LOAD` segments): what a uprobe takes
@@ -172,18 +172,18 @@ impl Symbolizer {
         // file too, and may prefer its `.symtab` name (`__libc_malloc`) over `.dynsym`'s.
         let mut answered: HashMap<u64, String> = HashMap::new();
         if matches!(source, Source::Elf { .. } | Source::BuildId { .. }) {
-            let mut addrs: Vec<VirtAddr> = found.iter().map(|m| m.addr).collect();
+            let mut addrs: Vec<VirtAddr> = found.iter().filter_map(|m| m.addr.virt()).collect();
             addrs.sort_unstable();
             addrs.dedup();
             let symbols = self.symbolize(source, Input::VirtAddrs(&addrs))?;
             for (addr, sym) in addrs.iter().zip(symbols.iter()) {
-                if let Some(sym) = sym.filter(|sym| sym.addr == *addr) {
+                if let Some(sym) = sym.filter(|sym| sym.addr == SymAddr::Virt(*addr)) {
                     answered.insert(addr.0, String::from_utf8_lossy(sym.raw_name).into_owned());
                 }
             }
         }
         Ok(merge_aliases(found, |m| {
-            answered.get(&m.addr.0).map(String::as_str)
+            answered.get(&m.addr.raw()).map(String::as_str)
         }))
     }
 
@@ -230,7 +230,7 @@ impl Symbolizer {
                     .map(|sym| SymbolMatch {
                         name: sym.name.to_string(),
                         demangled: demangle(sym.name).into_owned(),
-                        addr: VirtAddr(sym.addr),
+                        addr: SymAddr::Abs(sym.addr),
                         size: sym.size,
                         file_offset: None,
                         kind: if sym.is_text() {
@@ -335,7 +335,7 @@ impl Symbolizer {
                     go_matches.push(SymbolMatch {
                         name: function.name.to_string(),
                         demangled: function.name.to_string(),
-                        addr: function.entry,
+                        addr: SymAddr::Virt(function.entry),
                         size: function.end.0.saturating_sub(function.entry.0),
                         file_offset: segments.virt_to_file_offset(function.entry),
                         kind: SymbolKind::Function,
@@ -366,7 +366,7 @@ impl Symbolizer {
                 SymbolMatch {
                     demangled: demangle(&name).into_owned(),
                     name,
-                    addr: sym.addr,
+                    addr: SymAddr::Virt(sym.addr),
                     size: sym.size,
                     file_offset: segments.virt_to_file_offset(sym.addr),
                     kind: sym.kind,
@@ -402,7 +402,7 @@ fn merge_aliases<'a>(
     let mut groups: Vec<Vec<SymbolMatch>> = Vec::new();
     let mut group_of: HashMap<u64, usize> = HashMap::new();
     for m in found {
-        let key = m.addr.0;
+        let key = m.addr.raw();
         match group_of.get(&key) {
             Some(&g) => groups[g].push(m),
             None => {
@@ -601,7 +601,7 @@ mod tests {
         let m = |name: &str, addr: u64, binding| SymbolMatch {
             name: name.to_string(),
             demangled: name.to_string(),
-            addr: VirtAddr(addr),
+            addr: SymAddr::Virt(VirtAddr(addr)),
             size: 8,
             file_offset: None,
             kind: SymbolKind::Function,
@@ -634,7 +634,7 @@ mod tests {
                 ("other", &[][..]),
             ]
         );
-        let merged = merge_aliases(found, |m| (m.addr.0 == 0x10).then_some("__libc_malloc"));
+        let merged = merge_aliases(found, |m| (m.addr.raw() == 0x10).then_some("__libc_malloc"));
         assert_eq!(merged[0].name, "__libc_malloc");
         assert_eq!(merged[0].aliases, ["__malloc", "malloc"]);
     }

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use crate::addr::{AbsAddr, LoadBias};
 use crate::error::Result;
 use crate::kernel::{Kallsyms, Vmlinux};
 use crate::symbolize::{FileId, Symbolizer};
@@ -32,7 +33,7 @@ pub(crate) struct CachedKallsyms {
 }
 
 /// A vmlinux matched to a kallsyms: its path, identity, the offset given (if one was).
-type MatchedVmlinux = (PathBuf, Option<FileId>, Option<u64>, Arc<Vmlinux>);
+type MatchedVmlinux = (PathBuf, Option<FileId>, Option<LoadBias>, Arc<Vmlinux>);
 
 impl CachedKallsyms {
     fn read(path: &Path) -> Result<CachedKallsyms> {
@@ -52,7 +53,11 @@ impl CachedKallsyms {
 
     /// The vmlinux at `path` matched to this kallsyms ([`Vmlinux::new`]), or placed at
     /// `kaslr_offset` when given; matched once per (path, file identity, offset).
-    pub(crate) fn vmlinux(&self, path: &Path, kaslr_offset: Option<u64>) -> Result<Arc<Vmlinux>> {
+    pub(crate) fn vmlinux(
+        &self,
+        path: &Path,
+        kaslr_offset: Option<LoadBias>,
+    ) -> Result<Arc<Vmlinux>> {
         let id = FileId::of_path(path).ok();
         let mut matched = self.vmlinux.lock().unwrap_or_else(PoisonError::into_inner);
         let known = matched
@@ -88,7 +93,7 @@ impl Symbolizer {
     pub(crate) fn cached_kallsyms(
         &self,
         path: &Path,
-        addrs: &[u64],
+        addrs: &[AbsAddr],
     ) -> Result<Arc<CachedKallsyms>> {
         let key = path.to_path_buf();
         let cached = self

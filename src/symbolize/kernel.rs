@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::addr::VirtAddr;
+use crate::addr::{AbsAddr, LoadBias, VirtAddr};
 use crate::error::{Error, Result};
 use crate::kernel::{is_pseudo_module, KernelModules, KernelSym, PROC_KALLSYMS};
 use crate::symbolize::output::{Answer, Entry, ModuleName, NotFound, Part};
@@ -50,7 +50,7 @@ pub struct KernelSource<'a> {
     pub vmlinux: Option<&'a Path>,
     /// The KASLR offset of the running kernel against `vmlinux` (running minus linked; `0`
     /// for `nokaslr`), when it is known rather than to be computed.
-    pub kaslr_offset: Option<u64>,
+    pub kaslr_offset: Option<LoadBias>,
     /// Where modules' `.ko` files and load addresses are found, for modules' names, sizes
     /// and source lines ([`KernelModules::running_kernel`] for this machine's).
     pub modules: Option<&'a KernelModules>,
@@ -79,7 +79,7 @@ impl Symbolizer {
     pub(crate) fn symbolize_kernel(
         &self,
         source: &KernelSource<'_>,
-        addrs: &[u64],
+        addrs: &[AbsAddr],
     ) -> Result<Symbols> {
         let mut symbols = Symbols::with_capacity(addrs.len(), self.demangle);
         let cached = match self.cached_kallsyms(source.kallsyms_path(), addrs) {
@@ -126,12 +126,11 @@ impl Symbolizer {
             symbols.entries.push(entry);
         }
         if let Some(vmlinux) = vmlinux {
-            let virt: Vec<u64> = addrs.iter().map(|&a| vmlinux.virt_addr(a).0).collect();
+            let virt: Vec<VirtAddr> = addrs.iter().map(|&a| vmlinux.virt_addr(a)).collect();
             let source = Source::Elf {
                 path: vmlinux.path(),
             };
-            let mut image =
-                self.symbolize(&source, Input::VirtAddrs(VirtAddr::from_raw_slice(&virt)))?;
+            let mut image = self.symbolize(&source, Input::VirtAddrs(&virt))?;
             image.rename_modules(kernel_module_name(None, Some(vmlinux.path())));
             // Only the image's addresses that vmlinux names: kallsyms answers the rest.
             let in_module = |i: usize| from_kallsyms[i].is_some_and(|sym| sym.module.is_some());
@@ -152,7 +151,7 @@ impl Symbolizer {
         &self,
         modules: &KernelModules,
         from_kallsyms: &[Option<KernelSym<'_>>],
-        addrs: &[u64],
+        addrs: &[AbsAddr],
         symbols: &mut Symbols,
     ) {
         let mut by_module: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
@@ -175,17 +174,15 @@ impl Symbolizer {
                     continue;
                 }
             };
-            let placed: Vec<(usize, u64)> = indexes
+            let placed: Vec<(usize, VirtAddr)> = indexes
                 .iter()
-                .filter_map(|&i| Some((i, module.layout_addr(addrs[i])?.0)))
+                .filter_map(|&i| Some((i, module.layout_addr(addrs[i])?)))
                 .collect();
-            let layout: Vec<u64> = placed.iter().map(|&(_, addr)| addr).collect();
+            let layout: Vec<VirtAddr> = placed.iter().map(|&(_, addr)| addr).collect();
             let source = Source::Elf {
                 path: module.path(),
             };
-            let mut from_file = match self
-                .symbolize(&source, Input::VirtAddrs(VirtAddr::from_raw_slice(&layout)))
-            {
+            let mut from_file = match self.symbolize(&source, Input::VirtAddrs(&layout)) {
                 Ok(symbols) => symbols,
                 Err(e) => {
                     log::debug!("module {name}: kallsyms names only: {e}");

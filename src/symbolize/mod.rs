@@ -408,7 +408,7 @@ impl Symbolizer {
                 }
             }
             (Source::Kernel(kernel), Input::AbsAddrs(addrs)) => {
-                self.symbolize_kernel(kernel, AbsAddr::as_raw_slice(addrs))
+                self.symbolize_kernel(kernel, addrs)
             }
             (Source::Core(core), Input::AbsAddrs(addrs)) => self.symbolize_core(core, addrs),
             (Source::Stack { process, kernel }, Input::AbsAddrs(addrs)) => {

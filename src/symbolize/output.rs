@@ -12,7 +12,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::addr::{AbsAddr, FileOffset, VirtAddr};
+use crate::addr::{AbsAddr, FileOffset, SymAddr, VirtAddr};
 use crate::dwarf::InlineFrame;
 use crate::elf::{ElfFile, Segments, SymbolKind, SymbolOrigin, SymbolSpans};
 use crate::error::Error;
@@ -66,9 +66,9 @@ pub struct Sym<'a> {
     /// Where the name comes from: a symbol table, DWARF, kallsyms, a perf map.
     pub origin: NameOrigin,
     /// The start of the symbol as its source states it: an ELF virtual address of the file
-    /// (`st_value`; also for vmlinux and a `.ko`, at its layout address), or, for kallsyms
-    /// and perf maps, the absolute address they list.
-    pub addr: VirtAddr,
+    /// (`st_value`; also for vmlinux and a `.ko`, at its layout address), or, for kallsyms,
+    /// perf maps and jitdumps, the absolute address they list.
+    pub addr: SymAddr,
     /// The size the source states; 0 for an ELF symbol without a size (which is then taken
     /// to reach the next symbol or its section's end); kallsyms' bound for kernel symbols.
     pub size: u64,
@@ -183,7 +183,7 @@ pub struct OwnedSym {
     pub version: Option<String>,
     pub version_hidden: bool,
     pub origin: NameOrigin,
-    pub addr: VirtAddr,
+    pub addr: SymAddr,
     pub size: u64,
     pub offset: u64,
     pub kind: SymbolKind,
@@ -234,7 +234,7 @@ pub(crate) enum Answer {
     /// A kallsyms part's text symbol covers `addr` (looked up again by [`Symbols::get`]: the
     /// lookup is deterministic on the immutable index, and keeping the borrowed answer would
     /// make the batch self-referential).
-    Kallsyms { part: u32, addr: u64 },
+    Kallsyms { part: u32, addr: AbsAddr },
     /// A perf map part's line covers `addr` (looked up again, as for kallsyms).
     PerfMap { part: u32, addr: AbsAddr },
     /// A jitdump part's load covers `addr` (looked up again, as for kallsyms).
@@ -668,7 +668,7 @@ impl Symbols {
             version,
             version_hidden: spans.version_hidden,
             origin: NameOrigin::Table(spans.origin),
-            addr: spans.addr,
+            addr: SymAddr::Virt(spans.addr),
             size: spans.size,
             offset: addr.0.wrapping_sub(spans.addr.0),
             kind: spans.kind,
@@ -731,7 +731,7 @@ impl Symbols {
                     version: None,
                     version_hidden: false,
                     origin: NameOrigin::Dwarf,
-                    addr: *addr,
+                    addr: SymAddr::Virt(*addr),
                     size: 0,
                     offset: 0,
                     kind: SymbolKind::Function,
@@ -757,7 +757,7 @@ impl Symbols {
                     version: None,
                     version_hidden: false,
                     origin: NameOrigin::GoTable,
-                    addr: function.entry,
+                    addr: SymAddr::Virt(function.entry),
                     size: function.end.0.saturating_sub(function.entry.0),
                     offset: addr.0.wrapping_sub(function.entry.0),
                     kind: SymbolKind::Function,
@@ -781,7 +781,7 @@ impl Symbols {
                     version: None,
                     version_hidden: false,
                     origin: NameOrigin::Kallsyms,
-                    addr: VirtAddr(sym.addr),
+                    addr: SymAddr::Abs(sym.addr),
                     size: sym.size,
                     offset: sym.offset,
                     kind: SymbolKind::Function,
@@ -805,7 +805,7 @@ impl Symbols {
                     version: None,
                     version_hidden: false,
                     origin: NameOrigin::PerfMap,
-                    addr: VirtAddr(sym.start.0),
+                    addr: SymAddr::Abs(sym.start),
                     size: sym.size,
                     offset: sym.offset,
                     kind: SymbolKind::Function,
@@ -829,7 +829,7 @@ impl Symbols {
                     version: None,
                     version_hidden: false,
                     origin: NameOrigin::JitDump,
-                    addr: VirtAddr(code.start.0),
+                    addr: SymAddr::Abs(code.start),
                     size: code.size,
                     offset: code.offset,
                     kind: SymbolKind::Function,
@@ -857,7 +857,7 @@ impl Symbols {
                     version: sym.version.and_then(|v| std::str::from_utf8(v).ok()),
                     version_hidden: sym.version_hidden,
                     origin: NameOrigin::Table(sym.origin),
-                    addr: sym.addr,
+                    addr: SymAddr::Virt(sym.addr),
                     size: sym.size,
                     offset: virt.0.wrapping_sub(sym.addr.0),
                     kind: sym.kind,

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use crate::addr::AbsAddr;
+use crate::addr::{AbsAddr, FileOffset};
 use crate::error::Result;
 use crate::process::{MappingKind, Process};
 use crate::symbolize::{Input, Source, Symbolizer, Symbols};
@@ -142,7 +142,7 @@ impl Symbolizer {
     /// at [`Frame::lookup_addr`] (a return address at `addr - 1`; the first frame, a signal
     /// trampoline and the code a signal interrupted at their own address).
     pub fn symbolize_frames(&self, process: &Process, frames: &[Frame]) -> Result<Symbols> {
-        let addrs: Vec<AbsAddr> = frames.iter().map(|f| AbsAddr(f.lookup_addr())).collect();
+        let addrs: Vec<AbsAddr> = frames.iter().map(|f| f.lookup_addr()).collect();
         self.symbolize(&Source::process(process), Input::AbsAddrs(&addrs))
     }
 
@@ -165,7 +165,7 @@ impl Symbolizer {
                 None => process.vdso(&maps).map(|vdso| vdso.map(Arc::new)),
             };
             match image {
-                Ok(Some(elf)) => modules.add(vdso.range.start.0..vdso.range.end.0, 0, elf),
+                Ok(Some(elf)) => modules.add(vdso.range.clone(), FileOffset(0), elf),
                 Ok(None) => {}
                 Err(e) => log::debug!("process {}: no vDSO CFI: {e}", process.pid()),
             }

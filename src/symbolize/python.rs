@@ -180,7 +180,7 @@ impl Symbolizer {
             .collect();
         let addrs: Vec<AbsAddr> = stacks
             .iter()
-            .flat_map(|(_, frames)| frames.iter().map(|f| AbsAddr(f.lookup_addr())))
+            .flat_map(|(_, frames)| frames.iter().map(|f| f.lookup_addr()))
             .collect();
         let symbols = self.symbolize(&Source::Core(core), Input::AbsAddrs(&addrs))?;
         let mut first = 0;
@@ -224,7 +224,7 @@ fn merge_named(
         .map(|(i, frame)| {
             let name = symbols.get(first + i).map(|sym| sym.name);
             let native = NativeFrame {
-                addr: AbsAddr(frame.addr),
+                addr: frame.addr,
                 function: name.map(str::to_string),
             };
             (native, name)

@@ -2,6 +2,7 @@
 //! samples and bpftrace's `kstack`/`ustack` give them. Kernel addresses go to the kernel
 //! source, user addresses to the process, and both batches are merged back in input order.
 
+use crate::addr::AbsAddr;
 use crate::error::Result;
 use crate::process::Process;
 use crate::symbolize::output::{Entry, NotFound};
@@ -40,7 +41,7 @@ impl Symbolizer {
             symbols.merge_into(answers, |k| user_at.get(k).copied());
         }
         if let (Some(kernel), false) = (kernel, kernel_at.is_empty()) {
-            let addrs: Vec<u64> = kernel_at.iter().map(|&i| addrs[i]).collect();
+            let addrs: Vec<AbsAddr> = kernel_at.iter().map(|&i| AbsAddr(addrs[i])).collect();
             let answers = self.symbolize_kernel(kernel, &addrs)?;
             symbols.merge_into(answers, |k| kernel_at.get(k).copied());
         }

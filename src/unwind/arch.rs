@@ -23,6 +23,7 @@ use super::expr::{evaluate, ExprError};
 use super::memory::Memory;
 use super::regs::{Registers, RegsAarch64, RegsX86_64};
 use super::{Recovery, StopReason};
+use crate::addr::AbsAddr;
 use gimli::{CfaRule, RegisterRule};
 
 /// What applying a rule did.
@@ -145,9 +146,9 @@ impl GoStep for RegsAarch64 {
 }
 
 fn read<M: Memory + ?Sized>(memory: &M, addr: u64) -> Result<u64, StopReason> {
-    memory
-        .read_u64(addr)
-        .ok_or(StopReason::MemoryUnreadable { addr })
+    memory.read_u64(addr).ok_or(StopReason::MemoryUnreadable {
+        addr: AbsAddr(addr),
+    })
 }
 
 fn offset_of(value: i64) -> Option<i32> {
@@ -425,7 +426,7 @@ impl UnwindArch for RegsX86_64 {
         memory: &M,
     ) -> Result<Applied, StopReason> {
         let unknown = |reg| StopReason::InvalidUnwindInfo {
-            addr: self.ip(),
+            addr: AbsAddr(self.ip()),
             what: UnwindProblem::UnknownRegister(reg),
         };
         let (cfa, bp_offset, saved) = match rule {
@@ -512,7 +513,7 @@ impl UnwindArch for RegsX86_64 {
         // At the trampoline `rsp` points at the ucontext (the handler's `ret` popped
         // `pretcode`).
         let sp = self.sp().ok_or(StopReason::InvalidUnwindInfo {
-            addr: self.ip(),
+            addr: AbsAddr(self.ip()),
             what: UnwindProblem::UnknownRegister(RegsX86_64::RSP),
         })?;
         let gregs = sp.wrapping_add(X86_64_GREGS_OFFSET);
@@ -651,7 +652,7 @@ impl UnwindArch for RegsAarch64 {
             RegsAarch64::SP_REG
         };
         let base = self.get(base_reg).ok_or(StopReason::InvalidUnwindInfo {
-            addr: self.ip(),
+            addr: AbsAddr(self.ip()),
             what: UnwindProblem::UnknownRegister(base_reg),
         })?;
         let cfa = base.wrapping_add(cfa_offset as i64 as u64);
@@ -660,7 +661,7 @@ impl UnwindArch for RegsAarch64 {
             (lr, Recovery::Cfi)
         } else {
             let lr = self.lr().ok_or(StopReason::InvalidUnwindInfo {
-                addr: self.ip(),
+                addr: AbsAddr(self.ip()),
                 what: UnwindProblem::UnknownRegister(RegsAarch64::X30),
             })?;
             (lr, Recovery::LinkRegister)
@@ -715,7 +716,7 @@ impl UnwindArch for RegsAarch64 {
         // ucontext }`; the ucontext's `uc_mcontext` (a `struct sigcontext`: fault_address,
         // regs[31], sp, pc) is 176 bytes in.
         let sp = self.sp().ok_or(StopReason::InvalidUnwindInfo {
-            addr: self.ip(),
+            addr: AbsAddr(self.ip()),
             what: UnwindProblem::UnknownRegister(RegsAarch64::SP_REG),
         })?;
         let regs = sp.wrapping_add(128 + 176 + 8);
@@ -762,11 +763,13 @@ pub fn apply_row<A: UnwindArch, M: Memory + ?Sized>(
     row: &Row<'_>,
     memory: &M,
 ) -> Result<Applied, StopReason> {
-    let ip = regs.ip();
+    let ip = AbsAddr(regs.ip());
     let problem = |what| StopReason::InvalidUnwindInfo { addr: ip, what };
     let eval = |expr, initial| {
         evaluate(row.expression(expr), regs, memory, initial).map_err(|e| match e {
-            ExprError::Unreadable(addr) => StopReason::MemoryUnreadable { addr },
+            ExprError::Unreadable(addr) => StopReason::MemoryUnreadable {
+                addr: AbsAddr(addr),
+            },
             e => problem(UnwindProblem::Expression(e)),
         })
     };
@@ -800,7 +803,11 @@ pub fn apply_row<A: UnwindArch, M: Memory + ?Sized>(
                         caller.forget(reg.0);
                         continue;
                     }
-                    None => return Err(StopReason::MemoryUnreadable { addr: slot }),
+                    None => {
+                        return Err(StopReason::MemoryUnreadable {
+                            addr: AbsAddr(slot),
+                        })
+                    }
                 }
             }
             RegisterRule::ValOffset(offset) => cfa.wrapping_add(*offset as u64),

@@ -19,6 +19,7 @@ use gimli::{
 
 use super::go::{GoRuntime, GoRuntimeFn};
 use super::omitted_lsda::without_omitted_lsda;
+use crate::addr::VirtAddr;
 use crate::debuginfo::DebugFinder;
 use crate::dwarf::SectionBytes;
 use crate::elf::{ElfFile, SectionContents};
@@ -207,7 +208,7 @@ impl ModuleCfi {
     /// `.debug_frame`, kept unless linked with `-w`): that CFI describes the frame on the
     /// stack the function started on, and only the Go table's step (`go.rs`) crosses to the
     /// other. Such addresses are treated as having no CFI.
-    pub(crate) fn is_go_stack_switch(&self, virt: u64) -> bool {
+    pub(crate) fn is_go_stack_switch(&self, virt: VirtAddr) -> bool {
         let go_sections = *self.go_sections.get_or_init(|| {
             [".gopclntab", ".data.rel.ro.gopclntab"]
                 .iter()
@@ -232,22 +233,25 @@ impl ModuleCfi {
 
     /// The compiled rule of `addr` (an ELF virtual address), if the file has it cached;
     /// `Some(None)`: no CFI covers `addr`.
-    pub fn cached_rule<R: Copy + Send + Sync + 'static>(&self, addr: u64) -> Option<Option<R>> {
+    pub fn cached_rule<R: Copy + Send + Sync + 'static>(
+        &self,
+        addr: VirtAddr,
+    ) -> Option<Option<R>> {
         // A poisoned lock (a panic elsewhere while it was held) still holds a valid table.
         let table = self.rule_table::<R>()?;
         let table = table
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        table.get(1, addr)
+        table.get(1, addr.0)
     }
 
     /// Caches the compiled rule of `addr`.
-    pub fn cache_rule<R: Copy + Send + Sync + 'static>(&self, addr: u64, rule: Option<R>) {
+    pub fn cache_rule<R: Copy + Send + Sync + 'static>(&self, addr: VirtAddr, rule: Option<R>) {
         if let Some(table) = self.rule_table::<R>() {
             let mut table = table
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
-            table.insert(1, addr, rule);
+            table.insert(1, addr.0, rule);
         }
     }
 
@@ -260,10 +264,12 @@ impl ModuleCfi {
     /// it; `Ok(None)` when no FDE covers `addr`. `.eh_frame` first, then `.debug_frame`.
     pub fn find_row<T>(
         &self,
-        addr: u64,
+        addr: VirtAddr,
         ctx: &mut CfiContext,
         f: impl FnOnce(&Row<'_>) -> T,
     ) -> Result<Option<T>> {
+        // gimli's tables speak in raw addresses.
+        let addr = addr.0;
         let mut f = Some(f);
         if let Some(eh) = &self.eh_frame {
             if let Some(found) = self.eh_frame_row(eh, addr, ctx, &mut f)? {
@@ -281,7 +287,13 @@ impl ModuleCfi {
         let Some(offset) = table_lookup(&debug.table, addr) else {
             return Ok(None);
         };
-        let malformed = |e: gimli::Error| malformed(&debug.path, ".debug_frame", e);
+        let malformed = |e: gimli::Error| Error::MalformedDwarf {
+            path: debug.path.clone(),
+            section: ".debug_frame",
+            context: format!("the FDE for {addr:#x}"),
+            offset: Some(offset as u64),
+            source: e,
+        };
         let fde = section
             .fde_from_offset(&bases, offset.into(), DebugFrame::cie_from_offset)
             .map_err(malformed)?;

@@ -37,7 +37,7 @@ use std::ops::Range;
 use super::arch::GoStep;
 use super::memory::Memory;
 use super::StopReason;
-use crate::addr::VirtAddr;
+use crate::addr::{AbsAddr, VirtAddr};
 use crate::gopclntab::GoTable;
 
 /// A runtime function where the Go step needs more than the SP delta.
@@ -60,7 +60,7 @@ pub(crate) enum GoRuntimeFn {
 /// The [`GoRuntimeFn`]s of one Go table, by their code ranges (ELF virtual addresses).
 #[derive(Debug, Default)]
 pub(crate) struct GoRuntime {
-    functions: Vec<(Range<u64>, GoRuntimeFn)>,
+    functions: Vec<(Range<VirtAddr>, GoRuntimeFn)>,
 }
 
 impl GoRuntime {
@@ -98,14 +98,14 @@ impl GoRuntime {
                 }
             };
             if assembly {
-                functions.push((function.entry.0..function.end.0, which));
+                functions.push((function.entry..function.end, which));
             }
         }
         GoRuntime { functions }
     }
 
     /// Which of them holds `virt`, if one does.
-    pub(crate) fn at(&self, virt: u64) -> Option<GoRuntimeFn> {
+    pub(crate) fn at(&self, virt: VirtAddr) -> Option<GoRuntimeFn> {
         self.functions
             .iter()
             .find(|(range, _)| range.contains(&virt))
@@ -141,7 +141,7 @@ fn word<M: Memory + ?Sized>(memory: &M, addr: u64, unreadable: &mut Option<u64>)
 pub(crate) fn asmcgocall_step<A: GoStep, M: Memory + ?Sized>(
     regs: &mut A,
     memory: &M,
-    lookup: u64,
+    lookup: AbsAddr,
     is_go_code: impl Fn(u64) -> bool,
 ) -> Result<(), StopReason> {
     let Some(sp) = regs.sp() else {
@@ -197,7 +197,9 @@ pub(crate) fn asmcgocall_step<A: GoStep, M: Memory + ?Sized>(
         }
     }
     Err(match unreadable {
-        Some(addr) => StopReason::MemoryUnreadable { addr },
+        Some(addr) => StopReason::MemoryUnreadable {
+            addr: AbsAddr(addr),
+        },
         None => StopReason::NoUnwindInfo { addr: lookup },
     })
 }
@@ -250,8 +252,8 @@ pub(crate) fn cgocallback_step<A: GoStep, M: Memory + ?Sized>(
 }
 
 /// Whether `virt` (an ELF virtual address of `table`'s file) is in one of its functions.
-pub(crate) fn in_go_code(table: &GoTable, virt: u64) -> bool {
-    matches!(table.find_function(VirtAddr(virt)), Ok(Some(_)))
+pub(crate) fn in_go_code(table: &GoTable, virt: VirtAddr) -> bool {
+    matches!(table.find_function(virt), Ok(Some(_)))
 }
 
 #[cfg(test)]
@@ -301,7 +303,7 @@ mod tests {
         for (g_slot, depth_slot) in ASMCGOCALL_SLOTS {
             let memory = asmcgocall_memory(g_slot, depth_slot, old_sp);
             let mut regs = RegsX86_64::from_ip_sp(0x45_b1c4, SYSTEM_SP);
-            asmcgocall_step(&mut regs, &memory, 0x45_b1c3, is_go).unwrap();
+            asmcgocall_step(&mut regs, &memory, AbsAddr(0x45_b1c3), is_go).unwrap();
             assert_eq!(regs.ip(), GO_CALLER, "{g_slot}/{depth_slot}");
             assert_eq!(regs.sp(), Some(old_sp + 8));
             assert_eq!(
@@ -320,19 +322,19 @@ mod tests {
         memory.0.insert(SYSTEM_SP + 40, 0x9000);
         memory.0.insert(GOROUTINE_HI - 0x9000, GO_CALLER);
         let mut regs = RegsX86_64::from_ip_sp(0x45_b1c4, SYSTEM_SP);
-        let stop = asmcgocall_step(&mut regs, &memory, 0x45_b1c3, is_go).unwrap_err();
+        let stop = asmcgocall_step(&mut regs, &memory, AbsAddr(0x45_b1c3), is_go).unwrap_err();
         // The other layout's slots are not there.
         assert_eq!(
             stop,
             StopReason::MemoryUnreadable {
-                addr: SYSTEM_SP + 8
+                addr: AbsAddr(SYSTEM_SP + 8)
             }
         );
         assert_eq!(regs.ip(), 0x45_b1c4, "registers left alone");
         // A return address outside Go code.
         let mut memory = asmcgocall_memory(48, 40, old_sp);
         memory.0.insert(old_sp, 0x7f00_0000_1234);
-        let stop = asmcgocall_step(&mut regs, &memory, 0x45_b1c3, is_go).unwrap_err();
+        let stop = asmcgocall_step(&mut regs, &memory, AbsAddr(0x45_b1c3), is_go).unwrap_err();
         assert!(
             matches!(stop, StopReason::MemoryUnreadable { .. }),
             "{stop:?}"
@@ -342,7 +344,7 @@ mod tests {
             (SYSTEM_SP + 48, G),
             (SYSTEM_SP + 40, 0x1f8),
         ]));
-        let stop = asmcgocall_step(&mut regs, &memory, 0x45_b1c3, is_go).unwrap_err();
+        let stop = asmcgocall_step(&mut regs, &memory, AbsAddr(0x45_b1c3), is_go).unwrap_err();
         assert!(
             matches!(stop, StopReason::MemoryUnreadable { .. }),
             "{stop:?}"
@@ -359,7 +361,7 @@ mod tests {
             (old_sp, GO_CALLER),
         ]));
         let mut regs = RegsX86_64::from_ip_sp(0x45_b1c4, SYSTEM_SP);
-        asmcgocall_step(&mut regs, &memory, 0x45_b1c3, is_go).unwrap();
+        asmcgocall_step(&mut regs, &memory, AbsAddr(0x45_b1c3), is_go).unwrap();
         assert_eq!((regs.ip(), regs.sp()), (GO_CALLER, Some(old_sp + 8)));
     }
 

@@ -58,6 +58,8 @@ pub use memory::{Memory, ProcessMemory, StackCopy};
 pub use module::{FileCfi, Module, Modules};
 pub use regs::{Arch, Registers, RegsAarch64, RegsX86_64};
 
+use crate::addr::{AbsAddr, VirtAddr};
+
 use arch::{apply_row, Applied};
 use cfi::CfiContext;
 use go::GoRuntimeFn;
@@ -107,13 +109,13 @@ pub enum StopReason {
     /// Memory the next step needed could not be read (outside the stack copy, unmapped).
     MemoryUnreadable {
         /// The address read.
-        addr: u64,
+        addr: AbsAddr,
     },
     /// No unwind information for this address: no module is mapped there, or its file has
     /// no CFI for it and there is no frame pointer to follow.
     NoUnwindInfo {
         /// The address looked up.
-        addr: u64,
+        addr: AbsAddr,
     },
     /// The frame pointer chain could not be followed (none, or it points below the stack
     /// pointer or is misaligned).
@@ -121,7 +123,7 @@ pub enum StopReason {
     /// The unwind information at this address could not be used.
     InvalidUnwindInfo {
         /// The instruction pointer of the frame.
-        addr: u64,
+        addr: AbsAddr,
         /// What was wrong.
         what: UnwindProblem,
     },
@@ -154,7 +156,7 @@ pub enum FrameKind {
 pub struct Frame {
     /// The instruction pointer (first frame, or where a signal interrupted the code), or a
     /// return address.
-    pub addr: u64,
+    pub addr: AbsAddr,
     /// What `addr` is: where to look it up.
     pub kind: FrameKind,
     /// How `addr` was found.
@@ -166,7 +168,7 @@ impl Frame {
     /// instruction, which may be the last of its function), else `addr` (an exact
     /// instruction pointer, a signal trampoline). This is what perf prints for caller
     /// frames.
-    pub fn lookup_addr(&self) -> u64 {
+    pub fn lookup_addr(&self) -> AbsAddr {
         match self.kind {
             FrameKind::ReturnAddress => self.addr.wrapping_sub(1),
             FrameKind::InstructionPointer | FrameKind::SignalTrampoline => self.addr,
@@ -414,7 +416,7 @@ impl Unwinder {
         let mut regs = regs.clone();
         let mut frames = Vec::with_capacity(32.min(self.options.max_frames.max(1)));
         frames.push(Frame {
-            addr: regs.ip(),
+            addr: AbsAddr(regs.ip()),
             kind: FrameKind::InstructionPointer,
             recovered: Recovery::Registers,
         });
@@ -424,7 +426,7 @@ impl Unwinder {
                 break StopReason::DepthLimit;
             }
             let (ip, sp) = (regs.ip(), regs.sp());
-            let lookup = if exact { ip } else { ip.wrapping_sub(1) };
+            let lookup = AbsAddr(if exact { ip } else { ip.wrapping_sub(1) });
             let step = if frame_pointers_only {
                 match regs.frame_pointer_step(memory) {
                     Ok(()) => Step::caller(Recovery::FramePointer),
@@ -465,7 +467,7 @@ impl Unwinder {
                 }
             }
             frames.push(Frame {
-                addr: new_ip,
+                addr: AbsAddr(new_ip),
                 kind: if signal || exact_caller {
                     FrameKind::InstructionPointer
                 } else {
@@ -480,7 +482,7 @@ impl Unwinder {
 
     /// The module mapped at the absolute address `addr`, its CFI and the ELF virtual
     /// address of `addr`.
-    fn locate(&self, addr: u64) -> Option<(&Module, &cfi::ModuleCfi, u64)> {
+    fn locate(&self, addr: AbsAddr) -> Option<(&Module, &cfi::ModuleCfi, VirtAddr)> {
         let module = self.modules.find(addr)?;
         let cfi = self.modules.cfi(module)?;
         Some((module, cfi, module.virt_addr(cfi.elf(), addr)?))
@@ -494,14 +496,14 @@ impl Unwinder {
     fn cfi_step<A: UnwindArch, M: Memory + ?Sized>(
         &self,
         regs: &mut A,
-        lookup: u64,
+        lookup: AbsAddr,
         memory: &M,
         cache: &mut UnwindCache<A>,
         full: bool,
         forgot: &mut bool,
     ) -> Step {
-        let ip = regs.ip();
-        let rule = match cache.get(self.space, lookup) {
+        let ip = AbsAddr(regs.ip());
+        let rule = match cache.get(self.space, lookup.0) {
             Some(rule) => rule,
             None => {
                 let rule = match self.locate(lookup) {
@@ -533,7 +535,7 @@ impl Unwinder {
                     },
                     None => None,
                 };
-                cache.insert(self.space, lookup, rule);
+                cache.insert(self.space, lookup.0, rule);
                 rule
             }
         };
@@ -544,7 +546,7 @@ impl Unwinder {
                 return self.fallback(regs, memory, lookup);
             };
             let elf = cfi.elf();
-            let virt = module.virt_addr(elf, ip).map(crate::addr::VirtAddr);
+            let virt = module.virt_addr(elf, ip);
             let code = virt.map_or(&[][..], |virt| elf.code_at(virt, 16));
             if A::is_sigreturn(code) {
                 return match regs.restore_signal_context(memory) {
@@ -567,7 +569,7 @@ impl Unwinder {
             if lookup == ip && elf.header().machine == object::elf::EM_X86_64.0 {
                 let height = virt.and_then(|virt| {
                     let start = elf.code_start(virt)?;
-                    let offset = usize::try_from(virt.0.checked_sub(start.0)?).ok()?;
+                    let offset = usize::try_from(virt.offset_from(start)?).ok()?;
                     let code = elf.code_at(start, prologue::MAX_PROLOGUE);
                     prologue::x86_64_stack_height(code, offset)
                 });
@@ -637,7 +639,7 @@ impl Unwinder {
     /// switches, the runtime's saved state (see `go.rs`).
     fn go_step<A: UnwindArch, M: Memory + ?Sized>(
         regs: &mut A,
-        lookup: u64,
+        lookup: AbsAddr,
         memory: &M,
         module: &Module,
         cfi: &cfi::ModuleCfi,
@@ -645,7 +647,7 @@ impl Unwinder {
     ) -> Option<Step> {
         let elf = cfi.elf();
         let virt = module.virt_addr(elf, lookup)?;
-        let delta = match go.sp_delta(crate::addr::VirtAddr(virt)) {
+        let delta = match go.sp_delta(virt) {
             Ok(Some(delta)) => delta,
             Ok(None) => return None,
             Err(e) => {
@@ -658,7 +660,7 @@ impl Unwinder {
         let is = |which: GoRuntimeFn| {
             move |addr: u64| {
                 module
-                    .virt_addr(elf, addr)
+                    .virt_addr(elf, AbsAddr(addr))
                     .is_some_and(|virt| runtime.and_then(|r| r.at(virt)) == Some(which))
             }
         };
@@ -677,10 +679,10 @@ impl Unwinder {
         };
         match runtime.and_then(|r| r.at(virt)) {
             Some(GoRuntimeFn::Goexit) => Some(Step::Stop(StopReason::Root)),
-            Some(GoRuntimeFn::AsmCgoCall) if lookup != regs.ip() => {
+            Some(GoRuntimeFn::AsmCgoCall) if lookup.0 != regs.ip() => {
                 let in_go = |addr: u64| {
                     module
-                        .virt_addr(elf, addr)
+                        .virt_addr(elf, AbsAddr(addr))
                         .is_some_and(|virt| go::in_go_code(go, virt))
                 };
                 Some(match go::asmcgocall_step(regs, memory, lookup, in_go) {
@@ -688,7 +690,7 @@ impl Unwinder {
                     Err(stop) => Step::Stop(stop),
                 })
             }
-            Some(GoRuntimeFn::CgoCallback) if lookup != regs.ip() => {
+            Some(GoRuntimeFn::CgoCallback) if lookup.0 != regs.ip() => {
                 // Its calls of needm and dropm are on g0's stack already: the SP delta
                 // leads to crosscall2.
                 let mut on_g0 = regs.clone();
@@ -725,7 +727,7 @@ impl Unwinder {
         &self,
         regs: &mut A,
         memory: &M,
-        lookup: u64,
+        lookup: AbsAddr,
     ) -> Step {
         if !self.options.frame_pointer_fallback {
             return Step::Stop(StopReason::NoUnwindInfo { addr: lookup });

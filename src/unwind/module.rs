@@ -6,7 +6,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use crate::addr::{AbsAddr, FileOffset};
+use crate::addr::{AbsAddr, FileOffset, VirtAddr};
 use crate::debuginfo::DebugFinder;
 use crate::elf::ElfFile;
 use crate::process::{file_offset_in, Mapping, ProcessMaps};
@@ -17,9 +17,9 @@ use super::cfi::ModuleCfi;
 #[derive(Debug, Clone)]
 pub struct Module {
     /// The absolute addresses mapped.
-    pub range: Range<u64>,
+    pub range: Range<AbsAddr>,
     /// The file offset mapped at `range.start`.
-    pub file_offset: u64,
+    pub file_offset: FileOffset,
     /// Index of the file's CFI in [`Modules`] (shared by the file's mappings).
     cfi: u32,
 }
@@ -29,17 +29,15 @@ impl Module {
     /// its file offset and the file's segments (`None` where no `PT_LOAD` segment holds
     /// that byte). Through the file offset, not a bias taken at the mapping's start: a
     /// mapping starts at a page boundary, which may be in the previous segment's bytes.
-    pub fn virt_addr(&self, elf: &ElfFile, addr: u64) -> Option<u64> {
+    pub fn virt_addr(&self, elf: &ElfFile, addr: AbsAddr) -> Option<VirtAddr> {
         elf.segments()
             .file_offset_to_virt(self.file_offset_of(addr)?)
-            .map(|virt| virt.0)
     }
 
     /// The file offset of the absolute address `addr` (`None` outside this mapping), as perf
     /// and `/proc/PID/maps` compute it ([`crate::process::file_offset_in`]).
-    pub fn file_offset_of(&self, addr: u64) -> Option<FileOffset> {
-        let range = AbsAddr(self.range.start)..AbsAddr(self.range.end);
-        file_offset_in(&range, FileOffset(self.file_offset), AbsAddr(addr))
+    pub fn file_offset_of(&self, addr: AbsAddr) -> Option<FileOffset> {
+        file_offset_in(&self.range, self.file_offset, addr)
     }
 }
 
@@ -89,7 +87,7 @@ impl Modules {
     /// Adds a mapping of `elf` at `range` from `file_offset`. A mapping that overlaps an
     /// earlier one replaces it where they overlap (as a later `mmap` does). Mappings of the
     /// same `Arc<ElfFile>` share its parsed CFI.
-    pub fn add(&mut self, range: Range<u64>, file_offset: u64, elf: Arc<ElfFile>) {
+    pub fn add(&mut self, range: Range<AbsAddr>, file_offset: FileOffset, elf: Arc<ElfFile>) {
         if range.start >= range.end {
             return;
         }
@@ -112,7 +110,7 @@ impl Modules {
     /// shares its parsed tables and compiled rules, where `add` makes them anew for each
     /// `Modules` (shared only by its clones). The `FileCfi`'s debug finder is used for it,
     /// not this `Modules`' own.
-    pub fn add_shared(&mut self, range: Range<u64>, file_offset: u64, cfi: &FileCfi) {
+    pub fn add_shared(&mut self, range: Range<AbsAddr>, file_offset: FileOffset, cfi: &FileCfi) {
         if range.start >= range.end {
             return;
         }
@@ -127,7 +125,7 @@ impl Modules {
     }
 
     /// Maps `range` (not empty) to the CFI at `cfi`, replacing what it overlaps.
-    fn insert(&mut self, range: Range<u64>, file_offset: u64, cfi: usize) {
+    fn insert(&mut self, range: Range<AbsAddr>, file_offset: FileOffset, cfi: usize) {
         self.modules
             .retain(|m| m.range.end <= range.start || m.range.start >= range.end);
         let at = self
@@ -161,8 +159,7 @@ impl Modules {
                 continue;
             }
             if let Some(elf) = open(mapping) {
-                let range = mapping.range.start.0..mapping.range.end.0;
-                modules.add(range, mapping.file_offset.0, elf);
+                modules.add(mapping.range.clone(), mapping.file_offset, elf);
             }
         }
         modules
@@ -182,17 +179,16 @@ impl Modules {
             let Some(Ok((elf, _))) = core.file_of(mapping).map(|f| &f.file) else {
                 continue;
             };
-            let range = mapping.range.start.0..mapping.range.end.0;
-            modules.add(range, mapping.file_offset.0, Arc::clone(elf));
+            modules.add(mapping.range.clone(), mapping.file_offset, Arc::clone(elf));
         }
         if let Some((range, elf)) = core.vdso() {
-            modules.add(range.start.0..range.end.0, 0, Arc::clone(elf));
+            modules.add(range.clone(), FileOffset(0), Arc::clone(elf));
         }
         modules
     }
 
     /// The module mapped at the absolute address `addr`.
-    pub fn find(&self, addr: u64) -> Option<&Module> {
+    pub fn find(&self, addr: AbsAddr) -> Option<&Module> {
         let after = self.modules.partition_point(|m| m.range.start <= addr);
         let module = self.modules.get(after.checked_sub(1)?)?;
         (addr < module.range.end).then_some(module)
@@ -221,6 +217,6 @@ impl Modules {
 impl Module {
     /// Whether the absolute address `addr` is in this mapping.
     pub fn contains(&self, addr: AbsAddr) -> bool {
-        self.range.contains(&addr.0)
+        self.range.contains(&addr)
     }
 }

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use super::*;
+use crate::addr::FileOffset;
 use crate::elf::ElfFile;
 use arch::{RuleAarch64, RuleX86_64, SavedX86_64};
 
@@ -21,12 +22,21 @@ fn code(offset: u64) -> u64 {
     BASE + TEXT_OFFSET + offset
 }
 
+/// [`code`] as the absolute address the unwinder answers.
+fn abs(offset: u64) -> AbsAddr {
+    AbsAddr(code(offset))
+}
+
 fn module(machine: u16, text: &[u8], kind: CfiKind, cfi: &[u8]) -> Unwinder {
     let bytes = elf_with_cfi(machine, text, kind, cfi);
     let len = bytes.len() as u64;
     let elf = ElfFile::from_bytes("synthetic", bytes).expect("the builder writes valid ELF");
     let mut modules = Modules::new();
-    modules.add(BASE..BASE + len, 0, Arc::new(elf));
+    modules.add(
+        AbsAddr(BASE)..AbsAddr(BASE + len),
+        FileOffset(0),
+        Arc::new(elf),
+    );
     Unwinder::new(modules)
 }
 
@@ -44,7 +54,7 @@ fn addrs(stack: &Stack) -> Vec<(u64, bool, Recovery)> {
     stack
         .frames
         .iter()
-        .map(|f| (f.addr, f.is_return_address(), f.recovered))
+        .map(|f| (f.addr.0, f.is_return_address(), f.recovered))
         .collect()
 }
 
@@ -124,11 +134,11 @@ fn compiled_rules_are_small() {
 }
 
 fn compiled_x86_64(unwinder: &Unwinder, offset: u64) -> Option<RuleX86_64> {
-    let module = unwinder.modules().find(code(offset)).expect("mapped");
+    let module = unwinder.modules().find(abs(offset)).expect("mapped");
     let cfi = unwinder.modules().cfi(module).expect("its CFI");
     let mut ctx = CfiContext::new();
     let virt = module
-        .virt_addr(cfi.elf(), code(offset))
+        .virt_addr(cfi.elf(), abs(offset))
         .expect("in a segment");
     cfi.find_row(virt, &mut ctx, RegsX86_64::compile)
         .expect("well-formed")
@@ -230,7 +240,7 @@ fn x86_64_register_saved_by_a_callee_is_restored_for_a_cfa_based_on_it() {
         assert_eq!(
             result.stop,
             StopReason::InvalidUnwindInfo {
-                addr: code(0x810),
+                addr: abs(0x810),
                 what: UnwindProblem::UnknownRegister(RegsX86_64::RBX)
             }
         );
@@ -278,11 +288,11 @@ fn x86_64_plt_expression_depends_on_the_offset_in_the_entry() {
     let early = RegsX86_64::new(code(0x206), SP + 8 - 8, 0);
     let bytes_early = stack(0x40, &[(0, code(0x110))]);
     let result = unwinder.unwind(&early, &StackCopy::new(SP, &bytes_early), &mut cache);
-    assert_eq!(result.frames[1].addr, code(0x110));
+    assert_eq!(result.frames[1].addr, abs(0x110));
     // At 0x20b: CFA = rsp + 16 (the entry pushed its relocation index).
     let late = RegsX86_64::new(code(0x20b), SP, 0);
     let result = unwinder.unwind(&late, &StackCopy::new(SP, &bytes), &mut cache);
-    assert_eq!(result.frames[1].addr, code(0x110));
+    assert_eq!(result.frames[1].addr, abs(0x110));
     assert_eq!(result.stop, StopReason::Root);
 }
 
@@ -319,7 +329,7 @@ fn x86_64_absurd_offsets_and_expression_loops_stop_with_a_reason() {
     assert_eq!(
         result.stop,
         StopReason::InvalidUnwindInfo {
-            addr: code(0x510),
+            addr: abs(0x510),
             what: UnwindProblem::Expression(expr::ExprError::TooManySteps)
         }
     );
@@ -367,7 +377,7 @@ fn x86_64_frame_pointer_fallback_and_cycles() {
         },
     );
     let result = strict.unwind(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
-    assert_eq!(result.stop, StopReason::NoUnwindInfo { addr: code(0x610) });
+    assert_eq!(result.stop, StopReason::NoUnwindInfo { addr: abs(0x610) });
 }
 
 /// A file whose CFI gimli cannot read at some PCs, beside V8's CIE (`zLR` with no LSDA):
@@ -392,7 +402,11 @@ fn x86_64_unreadable_cfi_unwinder(options: UnwindOptions) -> Unwinder {
     let len = bytes.len() as u64;
     let elf = ElfFile::from_bytes("synthetic", bytes).expect("the builder writes valid ELF");
     let mut modules = Modules::new();
-    modules.add(BASE..BASE + len, 0, Arc::new(elf));
+    modules.add(
+        AbsAddr(BASE)..AbsAddr(BASE + len),
+        FileOffset(0),
+        Arc::new(elf),
+    );
     Unwinder::with_options(modules, options)
 }
 
@@ -428,7 +442,9 @@ fn x86_64_unreadable_cfi_falls_back_to_the_frame_pointer() {
     assert_eq!(result.frames.len(), 1);
     assert_eq!(
         result.stop,
-        StopReason::MemoryUnreadable { addr: SP + 0x1008 }
+        StopReason::MemoryUnreadable {
+            addr: AbsAddr(SP + 0x1008)
+        }
     );
     // Without the fallback, unreadable CFI stops the walk and says so.
     let strict = x86_64_unreadable_cfi_unwinder(UnwindOptions {
@@ -440,7 +456,7 @@ fn x86_64_unreadable_cfi_falls_back_to_the_frame_pointer() {
     assert_eq!(
         result.stop,
         StopReason::InvalidUnwindInfo {
-            addr: code(0x110),
+            addr: abs(0x110),
             what: UnwindProblem::MalformedCfi
         }
     );
@@ -459,8 +475,16 @@ fn perf_inject_jitted_files_unwind() {
         Arc::new(ElfFile::open(path).expect("testdata/jit"))
     };
     let mut modules = Modules::new();
-    modules.add(FIB..FIB + 0x180, 0x80, open("jitted-fib.so"));
-    modules.add(BUILTIN..BUILTIN + 0xcc, 0x80, open("jitted-builtin.so"));
+    modules.add(
+        AbsAddr(FIB)..AbsAddr(FIB + 0x180),
+        FileOffset(0x80),
+        open("jitted-fib.so"),
+    );
+    modules.add(
+        AbsAddr(BUILTIN)..AbsAddr(BUILTIN + 0xcc),
+        FileOffset(0x80),
+        open("jitted-builtin.so"),
+    );
     let unwinder = Unwinder::new(modules);
     // fib at 0x100 → the builtin (by fib's CFI) → fib at 0xb0 (by the frame pointer) → root.
     let bytes = stack(
@@ -553,7 +577,11 @@ fn x86_64_signal_frame_by_cfi_restores_the_ucontext_without_decrementing() {
         }
         for m in signal_module.modules().iter() {
             let elf = Arc::clone(signal_module.modules().elf(m).expect("file"));
-            modules.add(BASE2..BASE2 + (m.range.end - m.range.start), 0, elf);
+            modules.add(
+                AbsAddr(BASE2)..AbsAddr(BASE2 + (m.range.end.0 - m.range.start.0)),
+                FileOffset(0),
+                elf,
+            );
         }
         let unwinder = Unwinder::new(modules);
         // The handler (frame 0 at `framed`'s entry) returns into the trampoline at 0x80; the
@@ -587,7 +615,7 @@ fn x86_64_signal_frame_by_cfi_restores_the_ucontext_without_decrementing() {
         let kinds: Vec<(FrameKind, u64)> = result
             .frames
             .iter()
-            .map(|f| (f.kind, f.lookup_addr()))
+            .map(|f| (f.kind, f.lookup_addr().0))
             .collect();
         assert_eq!(
             kinds,
@@ -599,10 +627,13 @@ fn x86_64_signal_frame_by_cfi_restores_the_ucontext_without_decrementing() {
             ]
         );
         assert_eq!(result.stop, StopReason::Root);
-        let module = unwinder.modules().find(BASE2 + t + 0x80).expect("mapped");
+        let module = unwinder
+            .modules()
+            .find(AbsAddr(BASE2 + t + 0x80))
+            .expect("mapped");
         let cfi = unwinder.modules().cfi(module).expect("its CFI");
         let virt = module
-            .virt_addr(cfi.elf(), BASE2 + t + 0x80)
+            .virt_addr(cfi.elf(), AbsAddr(BASE2 + t + 0x80))
             .expect("in a segment");
         let rule = cfi.find_row(virt, &mut CfiContext::new(), RegsX86_64::compile);
         let expected = if partial {
@@ -733,11 +764,11 @@ fn aarch64_unwinder() -> Unwinder {
 #[test]
 fn aarch64_rows_compile_to_each_rule_kind() {
     let unwinder = aarch64_unwinder();
-    let module = unwinder.modules().find(code(0)).expect("mapped");
+    let module = unwinder.modules().find(abs(0)).expect("mapped");
     let cfi = unwinder.modules().cfi(module).expect("its CFI");
     let mut ctx = CfiContext::new();
     let mut rule = |offset| {
-        cfi.find_row(TEXT_OFFSET + offset, &mut ctx, |row| {
+        cfi.find_row(VirtAddr(TEXT_OFFSET + offset), &mut ctx, |row| {
             RegsAarch64::compile(row)
         })
         .expect("well-formed")
@@ -821,7 +852,12 @@ fn aarch64_cfa_expression_reading_memory_is_evaluated_in_full() {
     let short = stack(8, &[]);
     let result = unwinder.unwind(&regs, &StackCopy::new(SP, &short), &mut cache);
     assert_eq!(result.frames.len(), 1);
-    assert_eq!(result.stop, StopReason::MemoryUnreadable { addr: SP + 8 });
+    assert_eq!(
+        result.stop,
+        StopReason::MemoryUnreadable {
+            addr: AbsAddr(SP + 8)
+        }
+    );
 }
 
 #[test]
@@ -967,8 +1003,8 @@ fn a_shared_cache_keeps_address_spaces_and_remappings_apart() {
     let memory = StackCopy::new(SP, &bytes);
     let alone = |unwinder: &Unwinder| unwinder.unwind(&regs, &memory, &mut UnwindCache::new());
     let (by_cfi, by_fp) = (alone(&with_cfi), alone(&without_cfi));
-    assert_eq!(by_cfi.frames[1].addr, code(0x110));
-    assert_eq!(by_fp.frames[1].addr, code(0x120));
+    assert_eq!(by_cfi.frames[1].addr, abs(0x110));
+    assert_eq!(by_fp.frames[1].addr, abs(0x120));
     let mut shared = UnwindCache::new();
     for _ in 0..2 {
         assert_eq!(with_cfi.unwind(&regs, &memory, &mut shared), by_cfi);
@@ -1008,7 +1044,11 @@ fn x86_64_entry_of_code_without_cfi_returns_through_the_stack_pointer() {
         .0;
     let len = 0x10_0000_0000;
     let mut modules = Modules::new();
-    modules.add(BASE..BASE + len, 0, Arc::new(elf));
+    modules.add(
+        AbsAddr(BASE)..AbsAddr(BASE + len),
+        FileOffset(0),
+        Arc::new(elf),
+    );
     let unwinder = Unwinder::new(modules);
     // The caller's return address at [SP]; the frame pointer points elsewhere on the stack.
     let caller = 0x7f00_1234_5678;
@@ -1072,7 +1112,9 @@ fn aarch64_go_step_reads_the_link_register_then_the_frame_slots() {
     let mut outside = RegsAarch64::new(code(0x20), SP + 0x100, 0, 0);
     assert_eq!(
         outside.go_step(32, &memory),
-        Err(StopReason::MemoryUnreadable { addr: SP + 0x100 })
+        Err(StopReason::MemoryUnreadable {
+            addr: AbsAddr(SP + 0x100)
+        })
     );
 }
 
@@ -1088,12 +1130,12 @@ fn modules_given_one_file_cfi_share_its_compiled_rules() {
     let elf = Arc::new(ElfFile::from_bytes("synthetic", bytes).expect("valid ELF"));
     let shared = FileCfi::new(elf.clone(), None);
     let (mut first, mut second, mut apart) = (Modules::new(), Modules::new(), Modules::new());
-    first.add_shared(BASE..BASE + len, 0, &shared);
-    second.add_shared(BASE..BASE + len, 0, &shared);
-    apart.add(BASE..BASE + len, 0, elf);
-    let virt = TEXT_OFFSET + 0x20;
+    first.add_shared(AbsAddr(BASE)..AbsAddr(BASE + len), FileOffset(0), &shared);
+    second.add_shared(AbsAddr(BASE)..AbsAddr(BASE + len), FileOffset(0), &shared);
+    apart.add(AbsAddr(BASE)..AbsAddr(BASE + len), FileOffset(0), elf);
+    let virt = VirtAddr(TEXT_OFFSET + 0x20);
     let rule_of = |modules: &Modules| {
-        let module = modules.find(code(0x20)).expect("mapped");
+        let module = modules.find(abs(0x20)).expect("mapped");
         modules
             .cfi(module)
             .expect("its CFI")
@@ -1107,4 +1149,56 @@ fn modules_given_one_file_cfi_share_its_compiled_rules() {
     assert_eq!(walked.frames.len(), 2, "{walked:?}");
     assert!(rule_of(&second).is_some(), "compiled once, for both");
     assert_eq!(rule_of(&apart), None, "a CFI of its own");
+}
+
+/// CFI that cannot be read is an error that keeps gimli's error as its source and says which
+/// section and which entry: here a `.debug_frame` FDE whose first instruction is an opcode
+/// DWARF does not define (0x30).
+#[test]
+fn unreadable_cfi_is_a_structured_error() {
+    let cie = Cie {
+        augmentation: "",
+        code_align: 1,
+        data_align: -8,
+        ra_register: 16,
+        instructions: X86_CIE,
+    };
+    let bad: &[(u64, u64, &[u8])] = &[(TEXT_OFFSET, 0x100, &[0x30])];
+    let unwinder = module(
+        62,
+        &x86_64_text(),
+        CfiKind::DebugFrame,
+        &cfi_section(CfiKind::DebugFrame, &cie, bad),
+    );
+    let module = unwinder.modules().find(abs(0x10)).expect("mapped");
+    let cfi = unwinder.modules().cfi(module).expect("its CFI");
+    let virt = module
+        .virt_addr(cfi.elf(), abs(0x10))
+        .expect("in a segment");
+    let err = cfi
+        .find_row(virt, &mut CfiContext::new(), RegsX86_64::compile)
+        .expect_err("an undefined opcode");
+    assert_eq!(err.kind(), crate::ErrorKind::Malformed);
+    assert_eq!(err.section(), Some(".debug_frame"));
+    assert!(err.offset().is_some(), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            crate::Error::MalformedDwarf {
+                source: gimli::Error::UnknownCallFrameInstruction(_),
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let source = std::error::Error::source(&err).expect("gimli's error as the source");
+    assert_eq!(
+        source.to_string(),
+        gimli::Error::UnknownCallFrameInstruction(gimli::constants::DwCfa(0x30)).to_string()
+    );
+    assert!(
+        err.to_string()
+            .starts_with("synthetic: malformed DWARF in .debug_frame at offset 0x"),
+        "{err}"
+    );
 }

@@ -51,7 +51,7 @@ use stacksym::process::Process;
 use stacksym::unwind::{
     FileCfi, Modules, RegsAarch64, RegsX86_64, UnwindArch, UnwindCache, Unwinder,
 };
-use stacksym::{Input, NameOrigin, Source, Symbolizer};
+use stacksym::{AbsAddr, FileOffset, Input, NameOrigin, Source, Symbolizer};
 
 mod container;
 mod data;
@@ -676,7 +676,7 @@ impl<A: UnwindArch + FromPerfRegs> Unwinding<A> {
                         } else {
                             frame.addr
                         };
-                        let frame = self.user_frame(pid, shown_addr);
+                        let frame = self.user_frame(pid, shown_addr.0);
                         let last = matches!(
                             &frame,
                             FrameOut::User { file: Some(file), .. } if file.missing_recorded
@@ -988,9 +988,11 @@ impl<A: UnwindArch> Unwinding<A> {
             .or_insert_with(|| new_proc(Modules::new()));
         let range = start..start.saturating_add(len);
         if let Some(cfi) = &file.cfi {
-            proc.unwinder
-                .modules_mut()
-                .add_shared(range.clone(), pgoff, cfi);
+            proc.unwinder.modules_mut().add_shared(
+                AbsAddr(range.start)..AbsAddr(range.end),
+                FileOffset(pgoff),
+                cfi,
+            );
         }
         // Sorted (highest first) and not overlapping, so the ends are sorted too: the
         // mappings the new one overlaps (and replaces) are one run, found by two binary
@@ -1230,7 +1232,7 @@ fn name_in_elf(
     };
     let base: Option<Arc<str>> = match sym.origin {
         NameOrigin::Dwarf => None,
-        _ => Some(match perf_names.at(sym.symbol_file, sym.addr.0) {
+        _ => Some(match perf_names.at(sym.symbol_file, sym.addr.raw()) {
             Some(name) => perf_name(&stacksym::demangle::demangle(name)).into(),
             None => perf_name(sym.name).into(),
         }),
@@ -1329,8 +1331,8 @@ fn for_each_line(
     match frame {
         FrameOut::Kernel(ip) => {
             let found = kallsyms.and_then(|k| {
-                let sym = k.kallsyms.find_symbol(*ip).ok().flatten()?;
-                Some((k.aliases.name(sym.addr, sym.name), sym.offset, sym.module))
+                let sym = k.kallsyms.find_symbol(AbsAddr(*ip)).ok().flatten()?;
+                Some((k.aliases.name(sym.addr.0, sym.name), sym.offset, sym.module))
             });
             let module = found.and_then(|sym| sym.2).map(|m| format!("[{m}]"));
             let dso = module.as_deref().unwrap_or("[kernel.kallsyms]");

@@ -355,10 +355,10 @@ impl KernelAliases {
             .into_iter()
             .filter(|(addr, name)| {
                 kallsyms
-                    .find_symbol(*addr)
+                    .find_symbol(stacksym::AbsAddr(*addr))
                     .ok()
                     .flatten()
-                    .is_some_and(|sym| sym.addr == *addr && sym.name != name)
+                    .is_some_and(|sym| sym.addr.0 == *addr && sym.name != name)
             })
             .collect();
         KernelAliases { last }

@@ -103,7 +103,7 @@ pub(crate) fn run(args: &Args, path: &Path) -> Result<(), String> {
         let StopReason::MemoryUnreadable { addr } = stop else {
             return None;
         };
-        Some(match core.why_unreadable(stacksym::AbsAddr(*addr))? {
+        Some(match core.why_unreadable(*addr)? {
             Unreadable::Unmapped => "not mapped in the process".to_string(),
             Unreadable::NotDumped => "not dumped in the core".to_string(),
             Unreadable::Truncated => "past the end of the truncated core".to_string(),

@@ -370,12 +370,7 @@ pub(crate) fn frame_addrs(stacks: &[ThreadStack]) -> Vec<stacksym::AbsAddr> {
     stacks
         .iter()
         .filter_map(|thread| thread.stack.as_ref().ok())
-        .flat_map(|stack| {
-            stack
-                .frames
-                .iter()
-                .map(|frame| stacksym::AbsAddr(frame.lookup_addr()))
-        })
+        .flat_map(|stack| stack.frames.iter().map(|frame| frame.lookup_addr()))
         .collect()
 }
 

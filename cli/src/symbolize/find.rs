@@ -62,7 +62,7 @@ pub fn run(find: &Find<'_>, symbolizer: &Symbolizer, out: &mut impl Write) -> io
         // The file offset a uprobe takes; for the kernel, the address.
         let place = match (find.obj, m.file_offset) {
             (Some(_), Some(offset)) => offset.0,
-            _ => m.addr.0,
+            _ => m.addr.raw(),
         };
         writeln!(out, "{place:#x} {:#x} {name}{version}{module}", m.size)?;
         if find.probe_spec {
@@ -108,7 +108,7 @@ fn print_probe_spec(
             "  (bpftrace --unsafe: the file has no symbol table to check the address against)"
         )
     } else if shared || m.version.is_some() {
-        writeln!(out, "  uprobe:{obj}:{:#x}", m.addr.0)
+        writeln!(out, "  uprobe:{obj}:{:#x}", m.addr.raw())
     } else {
         writeln!(out, "  uprobe:{obj}:{}", m.name)
     }

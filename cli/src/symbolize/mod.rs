@@ -1025,7 +1025,7 @@ fn answer_of<'a>(
     let has_symbol = matches!(sym.origin, stacksym::NameOrigin::Table(_));
     Answer {
         name: shown_name(sym, debug_file),
-        start: sym.addr.0,
+        start: sym.addr.raw(),
         size: sym.size,
         offset: sym.offset,
         version: sym.version.map(Cow::Borrowed),
