@@ -280,112 +280,16 @@ impl CoreFile {
 
     fn from_file_bytes(path: PathBuf, bytes: FileBytes, options: &CoreOptions) -> Result<Self> {
         let data = bytes.as_slice();
-        let malformed = |what: String| Error::MalformedElf {
-            path: path.clone(),
-            what,
-        };
-        if !data.starts_with(b"\x7fELF") {
-            return Err(Error::NotElf {
-                path,
-                reason: "no ELF magic at its start".to_string(),
-            });
-        }
-        if data.get(4) != Some(&2) || data.get(5) != Some(&1) {
-            return Err(Error::Unsupported {
-                path,
-                what: "a core that is not 64-bit little-endian (x86_64 and aarch64 cores are)"
-                    .to_string(),
-            });
-        }
-        let header = elf::FileHeader64::<Endianness>::parse(data)
-            .map_err(|e| malformed(format!("ELF header: {e}")))?;
-        let endian = Endianness::Little;
-        let file_type = header.e_type.get(endian);
-        if file_type != elf::ET_CORE {
-            return Err(Error::Unsupported {
-                path,
-                what: format!("not a core file (e_type {file_type}, ET_CORE is 4)"),
-            });
-        }
-        let machine = header.e_machine.get(endian).0;
-        if machine != EM_X86_64 && machine != EM_AARCH64 {
-            return Err(Error::Unsupported {
-                path,
-                what: format!("a core of machine {machine} (x86_64 is 62, aarch64 183)"),
-            });
-        }
+        let (header, machine) = core_header(&path, data)?;
         let program_headers = header
-            .program_headers(endian, data)
-            .map_err(|e| malformed(format!("program headers: {e}")))?;
+            .program_headers(Endianness::Little, data)
+            .map_err(|e| Error::MalformedElf {
+                path: path.clone(),
+                what: format!("program headers: {e}"),
+            })?;
         let mut problems = Vec::new();
-        let mut note_segments: Vec<&[u8]> = Vec::new();
-        let mut loads = Vec::new();
-        let mut missing: u64 = 0;
-        for ph in program_headers {
-            let offset = ph.p_offset(endian);
-            let filesz = ph.p_filesz(endian);
-            // What of [offset, offset + filesz) the core holds.
-            let start = usize::try_from(offset)
-                .unwrap_or(usize::MAX)
-                .min(data.len());
-            let end = offset.saturating_add(filesz);
-            let end = usize::try_from(end).unwrap_or(usize::MAX).min(data.len());
-            let held = (end - start) as u64;
-            match ph.p_type(endian) {
-                elf::PT_NOTE => {
-                    if held < filesz {
-                        problems.push(format!(
-                            "the notes are truncated: {held} of {filesz} bytes in the core"
-                        ));
-                    }
-                    note_segments.push(&data[start..end]);
-                }
-                elf::PT_LOAD => {
-                    let vaddr = ph.p_vaddr(endian);
-                    let memsz = ph.p_memsz(endian).max(filesz);
-                    let Some(vend) = vaddr.checked_add(memsz) else {
-                        problems.push(format!("a segment at {vaddr:#x} wraps around"));
-                        continue;
-                    };
-                    missing = missing.saturating_add(filesz - held);
-                    if memsz > 0 {
-                        loads.push(Load {
-                            range: vaddr..vend,
-                            offset: start,
-                            stated: filesz,
-                            held,
-                        });
-                    }
-                }
-                _ => {}
-            }
-        }
-        if missing > 0 {
-            problems.push(format!(
-                "the core is truncated: {missing} bytes of memory it lists are past its end \
-                 ({} bytes)",
-                data.len()
-            ));
-        }
-        loads.sort_by_key(|load| load.range.start);
-        // Overlapping segments are not what Linux writes: keep the first of each overlap,
-        // so that a lookup by address has one answer.
-        let before = loads.len();
-        let mut kept: Vec<Load> = Vec::with_capacity(loads.len());
-        for load in loads {
-            if kept
-                .last()
-                .is_none_or(|last| last.range.end <= load.range.start)
-            {
-                kept.push(load);
-            }
-        }
-        if kept.len() < before {
-            problems.push(format!(
-                "{} overlapping segments ignored",
-                before - kept.len()
-            ));
-        }
+        let (note_segments, loads) = core_segments(data, program_headers, &mut problems);
+        let kept = first_of_overlaps(loads, &mut problems);
         let notes = Notes::read(&note_segments, machine);
         problems.extend(notes.problems.iter().cloned());
         let mut core = CoreFile {
@@ -759,4 +663,130 @@ impl CoreFile {
             None => Some(Unreadable::Unmapped),
         }
     }
+}
+
+/// The checks of a core's ELF header: the magic, 64-bit little-endian, `ET_CORE`, x86_64 or
+/// aarch64. Returns the header and the machine.
+fn core_header<'d>(
+    path: &Path,
+    data: &'d [u8],
+) -> Result<(&'d elf::FileHeader64<Endianness>, u16)> {
+    if !data.starts_with(b"\x7fELF") {
+        return Err(Error::NotElf {
+            path: path.to_path_buf(),
+            reason: "no ELF magic at its start".to_string(),
+        });
+    }
+    let unsupported = |what: String| Error::Unsupported {
+        path: path.to_path_buf(),
+        what,
+    };
+    if data.get(4) != Some(&2) || data.get(5) != Some(&1) {
+        return Err(unsupported(
+            "a core that is not 64-bit little-endian (x86_64 and aarch64 cores are)".to_string(),
+        ));
+    }
+    let header = elf::FileHeader64::<Endianness>::parse(data).map_err(|e| Error::MalformedElf {
+        path: path.to_path_buf(),
+        what: format!("ELF header: {e}"),
+    })?;
+    let endian = Endianness::Little;
+    let file_type = header.e_type.get(endian);
+    if file_type != elf::ET_CORE {
+        return Err(unsupported(format!(
+            "not a core file (e_type {file_type}, ET_CORE is 4)"
+        )));
+    }
+    let machine = header.e_machine.get(endian).0;
+    if machine != EM_X86_64 && machine != EM_AARCH64 {
+        return Err(unsupported(format!(
+            "a core of machine {machine} (x86_64 is 62, aarch64 183)"
+        )));
+    }
+    Ok((header, machine))
+}
+
+/// The bytes of a core's note segments and its memory segments (`PT_LOAD`), each cut to
+/// what the core holds; what is cut short, and a segment that wraps around, is said in
+/// `problems`.
+fn core_segments<'d>(
+    data: &'d [u8],
+    program_headers: &[elf::ProgramHeader64<Endianness>],
+    problems: &mut Vec<String>,
+) -> (Vec<&'d [u8]>, Vec<Load>) {
+    let endian = Endianness::Little;
+    let mut note_segments: Vec<&[u8]> = Vec::new();
+    let mut loads = Vec::new();
+    let mut missing: u64 = 0;
+    for ph in program_headers {
+        let offset = ph.p_offset(endian);
+        let filesz = ph.p_filesz(endian);
+        // What of [offset, offset + filesz) the core holds.
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(data.len());
+        let end = offset.saturating_add(filesz);
+        let end = usize::try_from(end).unwrap_or(usize::MAX).min(data.len());
+        let held = (end - start) as u64;
+        match ph.p_type(endian) {
+            elf::PT_NOTE => {
+                if held < filesz {
+                    problems.push(format!(
+                        "the notes are truncated: {held} of {filesz} bytes in the core"
+                    ));
+                }
+                note_segments.push(&data[start..end]);
+            }
+            elf::PT_LOAD => {
+                let vaddr = ph.p_vaddr(endian);
+                let memsz = ph.p_memsz(endian).max(filesz);
+                let Some(vend) = vaddr.checked_add(memsz) else {
+                    problems.push(format!("a segment at {vaddr:#x} wraps around"));
+                    continue;
+                };
+                missing = missing.saturating_add(filesz - held);
+                if memsz > 0 {
+                    loads.push(Load {
+                        range: vaddr..vend,
+                        offset: start,
+                        stated: filesz,
+                        held,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    if missing > 0 {
+        problems.push(format!(
+            "the core is truncated: {missing} bytes of memory it lists are past its end \
+             ({} bytes)",
+            data.len()
+        ));
+    }
+    (note_segments, loads)
+}
+
+/// The memory segments by address, the first of each overlap kept (overlapping segments are
+/// not what Linux writes), so that a lookup by address has one answer; how many were
+/// dropped is said in `problems`.
+fn first_of_overlaps(mut loads: Vec<Load>, problems: &mut Vec<String>) -> Vec<Load> {
+    loads.sort_by_key(|load| load.range.start);
+    let before = loads.len();
+    let mut kept: Vec<Load> = Vec::with_capacity(loads.len());
+    for load in loads {
+        if kept
+            .last()
+            .is_none_or(|last| last.range.end <= load.range.start)
+        {
+            kept.push(load);
+        }
+    }
+    if kept.len() < before {
+        problems.push(format!(
+            "{} overlapping segments ignored",
+            before - kept.len()
+        ));
+    }
+    kept
 }

@@ -60,56 +60,11 @@ pub fn evaluate<R: Registers, M: Memory + ?Sized>(
         pc += 1;
         let mut ops = Operands { expr, pc: &mut pc };
         match op {
-            0x03 | 0x0e | 0x0f => push(&mut stack, ops.fixed(8)?)?, // addr, const8u, const8s
-            0x08 => push(&mut stack, ops.fixed(1)?)?,
-            0x09 => push(&mut stack, ops.fixed(1)? as u8 as i8 as i64 as u64)?,
-            0x0a => push(&mut stack, ops.fixed(2)?)?,
-            0x0b => push(&mut stack, ops.fixed(2)? as u16 as i16 as i64 as u64)?,
-            0x0c => push(&mut stack, ops.fixed(4)?)?,
-            0x0d => push(&mut stack, ops.fixed(4)? as u32 as i32 as i64 as u64)?,
-            0x10 => push(&mut stack, ops.uleb()?)?,
-            0x11 => push(&mut stack, ops.sleb()? as u64)?,
-            0x12 => {
-                let top = peek(&stack, 0)?;
-                push(&mut stack, top)?; // dup
-            }
-            0x13 => {
-                pop(&mut stack)?;
-            }
-            0x14 => {
-                let second = peek(&stack, 1)?;
-                push(&mut stack, second)?; // over
-            }
-            0x15 => {
-                let index = ops.fixed(1)? as usize;
-                let picked = peek(&stack, index)?;
-                push(&mut stack, picked)?;
-            }
-            0x16 => {
-                // swap
-                let a = pop(&mut stack)?;
-                let b = pop(&mut stack)?;
-                push(&mut stack, a)?;
-                push(&mut stack, b)?;
-            }
-            0x17 => {
-                // rot: the top three, (a b c) with c on top, become (c a b)
-                let c = pop(&mut stack)?;
-                let b = pop(&mut stack)?;
-                let a = pop(&mut stack)?;
-                push(&mut stack, c)?;
-                push(&mut stack, a)?;
-                push(&mut stack, b)?;
-            }
-            0x06 => {
-                let addr = pop(&mut stack)?;
-                push(
-                    &mut stack,
-                    memory.read_u64(addr).ok_or(ExprError::Unreadable(addr))?,
-                )?;
-            }
-            0x94 => {
-                let size = ops.fixed(1)?;
+            0x03 | 0x08..=0x11 | 0x30..=0x4f => push(&mut stack, literal(op, &mut ops)?)?,
+            0x12..=0x17 => stack_operation(op, &mut ops, &mut stack)?,
+            0x19..=0x27 | 0x29..=0x2e => arithmetic(op, &mut ops, &mut stack)?,
+            0x06 | 0x94 => {
+                let size = if op == 0x94 { ops.fixed(1)? } else { 8 };
                 let addr = pop(&mut stack)?;
                 let word = memory.read_u64(addr).ok_or(ExprError::Unreadable(addr))?;
                 let value = match size {
@@ -119,42 +74,6 @@ pub fn evaluate<R: Registers, M: Memory + ?Sized>(
                 };
                 push(&mut stack, value)?;
             }
-            0x19 => unary(&mut stack, |a| (a as i64).unsigned_abs())?,
-            0x1a => binary(&mut stack, |a, b| Ok(a & b))?,
-            0x1b => binary(&mut stack, |a, b| {
-                if b == 0 {
-                    return Err(ExprError::DivisionByZero);
-                }
-                Ok((a as i64).wrapping_div(b as i64) as u64)
-            })?,
-            0x1c => binary(&mut stack, |a, b| Ok(a.wrapping_sub(b)))?,
-            0x1d => binary(&mut stack, |a, b| {
-                a.checked_rem(b).ok_or(ExprError::DivisionByZero)
-            })?,
-            0x1e => binary(&mut stack, |a, b| Ok(a.wrapping_mul(b)))?,
-            0x1f => unary(&mut stack, |a| (a as i64).wrapping_neg() as u64)?,
-            0x20 => unary(&mut stack, |a| !a)?,
-            0x21 => binary(&mut stack, |a, b| Ok(a | b))?,
-            0x22 => binary(&mut stack, |a, b| Ok(a.wrapping_add(b)))?,
-            0x23 => {
-                let addend = ops.uleb()?;
-                unary(&mut stack, |a| a.wrapping_add(addend))?;
-            }
-            0x24 => binary(&mut stack, |a, b| Ok(if b >= 64 { 0 } else { a << b }))?,
-            0x25 => binary(&mut stack, |a, b| Ok(if b >= 64 { 0 } else { a >> b }))?,
-            0x26 => binary(&mut stack, |a, b| Ok(((a as i64) >> b.min(63)) as u64))?,
-            0x27 => binary(&mut stack, |a, b| Ok(a ^ b))?,
-            0x29..=0x2e => binary(&mut stack, |a, b| {
-                let (a, b) = (a as i64, b as i64);
-                Ok(u64::from(match op {
-                    0x29 => a == b,
-                    0x2a => a >= b,
-                    0x2b => a > b,
-                    0x2c => a <= b,
-                    0x2d => a < b,
-                    _ => a != b,
-                }))
-            })?,
             0x2f | 0x28 => {
                 let delta = ops.fixed(2)? as u16 as i16;
                 let taken = op == 0x2f || pop(&mut stack)? != 0;
@@ -166,15 +85,11 @@ pub fn evaluate<R: Registers, M: Memory + ?Sized>(
                     pc = target as usize;
                 }
             }
-            0x30..=0x4f => push(&mut stack, u64::from(op - 0x30))?,
-            0x70..=0x8f => {
-                let reg = u16::from(op - 0x70);
-                let offset = ops.sleb()?;
-                let value = regs.get(reg).ok_or(ExprError::UnknownRegister(reg))?;
-                push(&mut stack, value.wrapping_add(offset as u64))?;
-            }
-            0x92 => {
-                let reg = u16::try_from(ops.uleb()?).unwrap_or(u16::MAX);
+            0x70..=0x8f | 0x92 => {
+                let reg = match op {
+                    0x92 => u16::try_from(ops.uleb()?).unwrap_or(u16::MAX),
+                    _ => u16::from(op - 0x70),
+                };
                 let offset = ops.sleb()?;
                 let value = regs.get(reg).ok_or(ExprError::UnknownRegister(reg))?;
                 push(&mut stack, value.wrapping_add(offset as u64))?;
@@ -184,6 +99,110 @@ pub fn evaluate<R: Registers, M: Memory + ?Sized>(
         }
     }
     stack.pop().ok_or(ExprError::StackUnderflow)
+}
+
+/// The value a literal operation pushes (`DW_OP_addr`, `DW_OP_const*`, `DW_OP_lit*`).
+fn literal(op: u8, ops: &mut Operands<'_, '_>) -> Result<u64, ExprError> {
+    Ok(match op {
+        0x03 | 0x0e | 0x0f => ops.fixed(8)?, // addr, const8u, const8s
+        0x08 => ops.fixed(1)?,
+        0x09 => ops.fixed(1)? as u8 as i8 as i64 as u64,
+        0x0a => ops.fixed(2)?,
+        0x0b => ops.fixed(2)? as u16 as i16 as i64 as u64,
+        0x0c => ops.fixed(4)?,
+        0x0d => ops.fixed(4)? as u32 as i32 as i64 as u64,
+        0x10 => ops.uleb()?,
+        0x11 => ops.sleb()? as u64,
+        0x30..=0x4f => u64::from(op - 0x30),
+        _ => return Err(ExprError::Unsupported(op)),
+    })
+}
+
+/// The operations that rearrange the stack: dup, drop, over, pick, swap, rot.
+fn stack_operation(
+    op: u8,
+    ops: &mut Operands<'_, '_>,
+    stack: &mut Vec<u64>,
+) -> Result<(), ExprError> {
+    match op {
+        0x12 => {
+            let top = peek(stack, 0)?;
+            push(stack, top)?; // dup
+        }
+        0x13 => {
+            pop(stack)?;
+        }
+        0x14 => {
+            let second = peek(stack, 1)?;
+            push(stack, second)?; // over
+        }
+        0x15 => {
+            let index = ops.fixed(1)? as usize;
+            let picked = peek(stack, index)?;
+            push(stack, picked)?;
+        }
+        0x16 => {
+            // swap
+            let a = pop(stack)?;
+            let b = pop(stack)?;
+            push(stack, a)?;
+            push(stack, b)?;
+        }
+        0x17 => {
+            // rot: the top three, (a b c) with c on top, become (c a b)
+            let c = pop(stack)?;
+            let b = pop(stack)?;
+            let a = pop(stack)?;
+            push(stack, c)?;
+            push(stack, a)?;
+            push(stack, b)?;
+        }
+        _ => return Err(ExprError::Unsupported(op)),
+    }
+    Ok(())
+}
+
+/// The arithmetic, logic and comparison operations, on the top one or two values.
+fn arithmetic(op: u8, ops: &mut Operands<'_, '_>, stack: &mut Vec<u64>) -> Result<(), ExprError> {
+    match op {
+        0x19 => unary(stack, |a| (a as i64).unsigned_abs()),
+        0x1a => binary(stack, |a, b| Ok(a & b)),
+        0x1b => binary(stack, |a, b| {
+            if b == 0 {
+                return Err(ExprError::DivisionByZero);
+            }
+            Ok((a as i64).wrapping_div(b as i64) as u64)
+        }),
+        0x1c => binary(stack, |a, b| Ok(a.wrapping_sub(b))),
+        0x1d => binary(stack, |a, b| {
+            a.checked_rem(b).ok_or(ExprError::DivisionByZero)
+        }),
+        0x1e => binary(stack, |a, b| Ok(a.wrapping_mul(b))),
+        0x1f => unary(stack, |a| (a as i64).wrapping_neg() as u64),
+        0x20 => unary(stack, |a| !a),
+        0x21 => binary(stack, |a, b| Ok(a | b)),
+        0x22 => binary(stack, |a, b| Ok(a.wrapping_add(b))),
+        0x23 => {
+            let addend = ops.uleb()?;
+            unary(stack, |a| a.wrapping_add(addend))
+        }
+        0x24 => binary(stack, |a, b| Ok(if b >= 64 { 0 } else { a << b })),
+        0x25 => binary(stack, |a, b| Ok(if b >= 64 { 0 } else { a >> b })),
+        0x26 => binary(stack, |a, b| Ok(((a as i64) >> b.min(63)) as u64)),
+        0x27 => binary(stack, |a, b| Ok(a ^ b)),
+        0x29..=0x2e => binary(stack, |a, b| {
+            let (a, b) = (a as i64, b as i64);
+            Ok(u64::from(match op {
+                0x29 => a == b,
+                0x2a => a >= b,
+                0x2b => a > b,
+                0x2c => a <= b,
+                0x2d => a < b,
+                _ => a != b,
+            }))
+        }),
+        _ => Err(ExprError::Unsupported(op)),
+    }
 }
 
 /// Reads an operation's operands and moves the program counter past them.
