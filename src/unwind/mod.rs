@@ -433,7 +433,9 @@ impl Unwinder {
                     Err(stop) => Step::Stop(stop),
                 }
             } else {
-                self.cfi_step(&mut regs, lookup, memory, cache, full, &mut forgot)
+                let (step, forgot_here) = self.cfi_step(&mut regs, lookup, memory, cache, full);
+                forgot |= forgot_here;
+                step
             };
             let (recovery, signal, exact_caller, switched) = match step {
                 Step::Caller {
@@ -490,9 +492,8 @@ impl Unwinder {
 
     /// One step by CFI; the frame pointer or a signal frame's ucontext where there is none.
     /// `full`: a rule that restores registers its fast path forgets is evaluated in full;
-    /// otherwise such a rule sets `forgot`.
-    /// The compiled rule of `lookup` comes from the cache when it is there: only a miss,
-    /// a row compiled to `Full` and an address without CFI look the module up.
+    /// otherwise such a rule is applied fast, and the second value says that registers were
+    /// forgotten (the walk is then done again in full if it needs them).
     fn cfi_step<A: UnwindArch, M: Memory + ?Sized>(
         &self,
         regs: &mut A,
@@ -500,107 +501,144 @@ impl Unwinder {
         memory: &M,
         cache: &mut UnwindCache<A>,
         full: bool,
-        forgot: &mut bool,
-    ) -> Step {
+    ) -> (Step, bool) {
         let ip = AbsAddr(regs.ip());
-        let rule = match cache.get(self.space, lookup.0) {
-            Some(rule) => rule,
-            None => {
-                let rule = match self.locate(lookup) {
-                    // cgo's stack switches: the Go table's step, not Go's CFI.
-                    Some((_, cfi, virt)) if cfi.is_go_stack_switch(virt) => None,
-                    Some((_, cfi, virt)) => match cfi.cached_rule::<A::Rule>(virt) {
-                        Some(rule) => rule,
-                        None => match cfi.find_row(virt, &mut cache.ctx, |row| A::compile(row)) {
-                            Ok(rule) => {
-                                cfi.cache_rule(virt, rule);
-                                rule
-                            }
-                            // CFI that cannot be read at this PC is no CFI: the frame
-                            // pointer, as for code without any (libdw and framehop do
-                            // the same). Not kept in the file's table, which unwinders
-                            // without the fallback share.
-                            Err(e) if self.options.frame_pointer_fallback => {
-                                log::debug!("unwinding at {ip:#x}: {e}; frame pointer instead");
-                                None
-                            }
-                            Err(e) => {
-                                log::debug!("unwinding at {ip:#x}: {e}");
-                                return Step::Stop(StopReason::InvalidUnwindInfo {
-                                    addr: ip,
-                                    what: UnwindProblem::MalformedCfi,
-                                });
-                            }
-                        },
-                    },
-                    None => None,
-                };
-                cache.insert(self.space, lookup.0, rule);
-                rule
-            }
-        };
-        let Some(rule) = rule else {
-            // No CFI here: a signal trampoline known by its code (at the address itself:
-            // the handler returns to its first instruction), else the frame pointer.
-            let Some((module, cfi, _)) = self.locate(lookup) else {
-                return self.fallback(regs, memory, lookup);
-            };
-            let elf = cfi.elf();
-            let virt = module.virt_addr(elf, ip);
-            let code = virt.map_or(&[][..], |virt| elf.code_at(virt, 16));
-            if A::is_sigreturn(code) {
-                return match regs.restore_signal_context(memory) {
-                    Ok(()) => Step::Caller {
-                        recovery: Recovery::SignalContext,
-                        signal: true,
-                        exact: false,
-                        switched: false,
-                    },
-                    Err(stop) => Step::Stop(stop),
-                };
-            }
-            // The short prologue or epilogue of x86_64 code without CFI (`.init`, `.fini`,
-            // hand-written entry points), in a frame whose registers are exact (the first,
-            // or one a signal interrupted: `lookup` is the address itself): the return
-            // address is at the stack pointer plus what the code pushed so far (see
-            // prologue.rs). The frame pointer would skip the caller: glibc's `_dl_fini`
-            // calling libgmp's `_fini`, where framehop finds `_dl_fini` and perf prints
-            // garbage (tests/perf_system_wide.rs).
-            if lookup == ip && elf.header().machine == object::elf::EM_X86_64.0 {
-                let height = virt.and_then(|virt| {
-                    let start = elf.code_start(virt)?;
-                    let offset = usize::try_from(virt.offset_from(start)?).ok()?;
-                    let code = elf.code_at(start, prologue::MAX_PROLOGUE);
-                    prologue::x86_64_stack_height(code, offset)
-                });
-                if let Some(height) = height.and_then(|h| i32::try_from(h).ok()) {
-                    match regs.go_step(height, memory) {
-                        Ok(true) => return Step::caller(Recovery::LinkRegister),
-                        Ok(false) => {}
-                        Err(stop) => return Step::Stop(stop),
+        match self.compiled_rule(lookup, ip, cache) {
+            Err(stop) => (Step::Stop(stop), false),
+            Ok(None) => (self.step_without_cfi(regs, lookup, ip, memory), false),
+            Ok(Some(rule)) => self.apply_rule(regs, rule, lookup, ip, memory, cache, full),
+        }
+    }
+
+    /// The compiled rule of `lookup` (`None`: no CFI there), from the cache when it is
+    /// there: only a miss looks the module up and compiles its row, cached in the file's
+    /// table and the unwinder's. CFI that cannot be read is no CFI when the frame-pointer
+    /// fallback is on, else the walk's end.
+    fn compiled_rule<A: UnwindArch>(
+        &self,
+        lookup: AbsAddr,
+        ip: AbsAddr,
+        cache: &mut UnwindCache<A>,
+    ) -> Result<Option<A::Rule>, StopReason> {
+        if let Some(rule) = cache.get(self.space, lookup.0) {
+            return Ok(rule);
+        }
+        let rule = match self.locate(lookup) {
+            // cgo's stack switches: the Go table's step, not Go's CFI.
+            Some((_, cfi, virt)) if cfi.is_go_stack_switch(virt) => None,
+            Some((_, cfi, virt)) => match cfi.cached_rule::<A::Rule>(virt) {
+                Some(rule) => rule,
+                None => match cfi.find_row(virt, &mut cache.ctx, |row| A::compile(row)) {
+                    Ok(rule) => {
+                        cfi.cache_rule(virt, rule);
+                        rule
                     }
-                }
-            }
-            // Go code: the table's SP delta at the PC, and cgo's stack switches.
-            if let Some(go) = cfi.go_table() {
-                if let Some(step) = Self::go_step(regs, lookup, memory, module, cfi, go) {
-                    return step;
-                }
-            }
+                    // CFI that cannot be read at this PC is no CFI: the frame pointer, as
+                    // for code without any (libdw and framehop do the same). Not kept in the
+                    // file's table, which unwinders without the fallback share.
+                    Err(e) if self.options.frame_pointer_fallback => {
+                        log::debug!("unwinding at {ip:#x}: {e}; frame pointer instead");
+                        None
+                    }
+                    Err(e) => {
+                        log::debug!("unwinding at {ip:#x}: {e}");
+                        return Err(StopReason::InvalidUnwindInfo {
+                            addr: ip,
+                            what: UnwindProblem::MalformedCfi,
+                        });
+                    }
+                },
+            },
+            None => None,
+        };
+        cache.insert(self.space, lookup.0, rule);
+        Ok(rule)
+    }
+
+    /// The step where no CFI covers `lookup`: a signal trampoline known by its code (at the
+    /// address itself: the handler returns to its first instruction), x86_64's short
+    /// prologues and epilogues, Go's table, else the frame pointer.
+    fn step_without_cfi<A: UnwindArch, M: Memory + ?Sized>(
+        &self,
+        regs: &mut A,
+        lookup: AbsAddr,
+        ip: AbsAddr,
+        memory: &M,
+    ) -> Step {
+        let Some((module, cfi, _)) = self.locate(lookup) else {
             return self.fallback(regs, memory, lookup);
         };
-        let applied = match (full, A::restores_others(&rule)) {
-            (true, true) => Ok(Applied::Full),
-            (false, true) => {
-                *forgot = true;
-                regs.apply(rule, memory)
+        let elf = cfi.elf();
+        let virt = module.virt_addr(elf, ip);
+        let code = virt.map_or(&[][..], |virt| elf.code_at(virt, 16));
+        if A::is_sigreturn(code) {
+            return match regs.restore_signal_context(memory) {
+                Ok(()) => Step::Caller {
+                    recovery: Recovery::SignalContext,
+                    signal: true,
+                    exact: false,
+                    switched: false,
+                },
+                Err(stop) => Step::Stop(stop),
+            };
+        }
+        // The short prologue or epilogue of x86_64 code without CFI (`.init`, `.fini`,
+        // hand-written entry points), in a frame whose registers are exact (the first, or one
+        // a signal interrupted: `lookup` is the address itself): the return address is at the
+        // stack pointer plus what the code pushed so far (see prologue.rs). The frame pointer
+        // would skip the caller: glibc's `_dl_fini` calling libgmp's `_fini`, where framehop
+        // finds `_dl_fini` and perf prints garbage (tests/perf_system_wide.rs).
+        if lookup == ip && elf.header().machine == object::elf::EM_X86_64.0 {
+            let height = virt.and_then(|virt| {
+                let start = elf.code_start(virt)?;
+                let offset = usize::try_from(virt.offset_from(start)?).ok()?;
+                let code = elf.code_at(start, prologue::MAX_PROLOGUE);
+                prologue::x86_64_stack_height(code, offset)
+            });
+            if let Some(height) = height.and_then(|h| i32::try_from(h).ok()) {
+                match regs.go_step(height, memory) {
+                    Ok(true) => return Step::caller(Recovery::LinkRegister),
+                    Ok(false) => {}
+                    Err(stop) => return Step::Stop(stop),
+                }
             }
-            (_, false) => regs.apply(rule, memory),
+        }
+        // Go code: the table's SP delta at the PC, and cgo's stack switches.
+        if let Some(go) = cfi.go_table() {
+            if let Some(step) = Self::go_step(regs, lookup, memory, module, cfi, go) {
+                return step;
+            }
+        }
+        self.fallback(regs, memory, lookup)
+    }
+
+    /// Applies the compiled `rule`; a rule compiled to `Full` (or one that forgets registers,
+    /// when `full`) is evaluated from its CFI row instead. The second value: registers were
+    /// forgotten.
+    #[allow(clippy::too_many_arguments)]
+    fn apply_rule<A: UnwindArch, M: Memory + ?Sized>(
+        &self,
+        regs: &mut A,
+        rule: A::Rule,
+        lookup: AbsAddr,
+        ip: AbsAddr,
+        memory: &M,
+        cache: &mut UnwindCache<A>,
+        full: bool,
+    ) -> (Step, bool) {
+        let forgets = A::restores_others(&rule);
+        let applied = match (full, forgets) {
+            (true, true) => Ok(Applied::Full),
+            (_, _) => regs.apply(rule, memory),
         };
+        let forgot = forgets && !full;
         let applied = match applied {
             Ok(Applied::Full) => {
                 let Some((_, cfi, virt)) = self.locate(lookup) else {
-                    return Step::Stop(StopReason::NoUnwindInfo { addr: lookup });
+                    return (
+                        Step::Stop(StopReason::NoUnwindInfo { addr: lookup }),
+                        forgot,
+                    );
                 };
                 let evaluated =
                     cfi.find_row(virt, &mut cache.ctx, |row| apply_row(regs, row, memory));
@@ -618,7 +656,7 @@ impl Unwinder {
             }
             other => other,
         };
-        match applied {
+        let step = match applied {
             Ok(Applied::Caller { recovery, signal }) => Step::Caller {
                 recovery,
                 signal,
@@ -631,7 +669,8 @@ impl Unwinder {
                 what: UnwindProblem::UnsupportedRule,
             }),
             Err(stop) => Step::Stop(stop),
-        }
+        };
+        (step, forgot)
     }
 
     /// One step of Go code by the Go table (`None`: no table entry here, or the
