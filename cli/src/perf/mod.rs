@@ -480,8 +480,8 @@ fn unwind_all<A: UnwindArch + FromPerfRegs + Send, R: AsRef<[u8]> + Send>(
     // the 64th (on a system-wide recording, 20 ms in, one core idle until then).
     const BATCH: usize = 64;
     let (send, receive) = std::sync::mpsc::sync_channel::<Vec<Unwound>>(16);
-    std::thread::scope(|scope| -> Result<(), String> {
-        let unwinder = scope.spawn(move || -> Result<(), String> {
+    let notes = std::thread::scope(|scope| -> Result<Vec<String>, String> {
+        let unwinder = scope.spawn(move || -> Result<Vec<String>, String> {
             let mut batch = Vec::with_capacity(BATCH);
             let mut limit = 1;
             while let Some(event) = recording.next_event()? {
@@ -491,11 +491,14 @@ fn unwind_all<A: UnwindArch + FromPerfRegs + Send, R: AsRef<[u8]> + Send>(
                     let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
                     if send.send(full).is_err() {
                         // The naming side stopped; it reports why.
-                        return Ok(());
+                        return Ok(Vec::new());
                     }
                 }
             }
             let _ = send.send(batch);
+            // Said once the samples are printed: record kinds passed over, and what was
+            // wrong where the recording ends.
+            let notes = recording.notes();
             // Its processes, mappings and caches are not freed one by one: the process ends
             // soon (as for the naming side's, below), and the naming side waits for this
             // thread's end (1.4 % of a system-wide run, at its end).
@@ -503,7 +506,7 @@ fn unwind_all<A: UnwindArch + FromPerfRegs + Send, R: AsRef<[u8]> + Send>(
             // Unmapped here, while the naming side finishes, rather than by the main thread
             // after it.
             drop(recording);
-            Ok(())
+            Ok(notes)
         });
         let named = receive.into_iter().try_for_each(|batch| {
             naming.name_batch(&batch);
@@ -518,6 +521,9 @@ fn unwind_all<A: UnwindArch + FromPerfRegs + Send, R: AsRef<[u8]> + Send>(
         named.map_err(io)?;
         unwound
     })?;
+    for note in notes {
+        eprintln!("stacksym perf: note: {note}");
+    }
     naming.finish_kernel();
     naming.flush_pending(args, out).map_err(io)?;
     if args.report {
