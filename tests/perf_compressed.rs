@@ -182,6 +182,30 @@ fn compressed_records_read_as_the_records_they_hold() {
         ));
         assert_same_samples(&what, &printed, &expected);
         assert_eq!(stderr, expected_stderr, "{what}: stderr");
+        // Cut short half way through: the samples decompressed whole are printed (all the
+        // whole recording's), and stderr says where the file ends.
+        let bytes = with_data(&file, &data);
+        let cut = dir.path().join(format!("cut-{piece}.data"));
+        let at = le_u64(&bytes, 40) as usize + data.len() / 2;
+        std::fs::write(&cut, &bytes[..at]).expect("written");
+        let (printed, stderr) = ours(&cut, &["--no-inline"]);
+        let whole: Vec<&str> = expected.split_inclusive("\n\n").collect();
+        let cut_samples: Vec<&str> = printed.split_inclusive("\n\n").collect();
+        writeln_stderr(format_args!(
+            "{what}, cut at {at:#x}: {} samples; {}",
+            cut_samples.len(),
+            stderr.trim_end()
+        ));
+        assert!(
+            cut_samples.len() > whole.len() / 3,
+            "{what}: cut: too few samples"
+        );
+        assert!(
+            cut_samples.iter().all(|sample| whole.contains(sample)),
+            "{what}: cut: a sample not in the whole recording's output"
+        );
+        assert!(stderr.contains("truncated: the data section"), "{stderr}");
+        assert!(stderr.contains("inside a record at"), "{stderr}");
     }
 }
 
@@ -208,11 +232,14 @@ fn a_record_of_an_unknown_kind_is_named_on_stderr() {
     let (printed, stderr) = ours(&odd, &["--no-inline"]);
     assert_same_samples("with records of unknown kinds", &printed, &expected);
     assert!(
-        stderr.contains("stacksym perf: note: 2 records of kind type 200 not read"),
+        stderr.contains(&format!(
+            "stacksym perf: note: {}: 2 records of kind type 200 not read",
+            odd.display()
+        )),
         "{stderr}"
     );
     assert!(
-        stderr.contains("stacksym perf: note: 1 record of kind AUXTRACE_INFO (type 70) not read"),
+        stderr.contains("1 record of kind AUXTRACE_INFO (type 70) not read"),
         "{stderr}"
     );
 }

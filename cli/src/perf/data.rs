@@ -21,8 +21,8 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use linux_perf_data::linux_perf_event_reader::{
-    CpuMode, Endianness, EventRecord, RawData, RawEventRecord, ReadFormat, RecordIdParseInfo,
-    RecordParseInfo, RecordType, SampleFormat,
+    CpuMode, Endianness, EventRecord, PerfEventType, RawData, RawEventRecord, ReadFormat,
+    RecordIdParseInfo, RecordParseInfo, RecordType, SampleFormat,
 };
 use linux_perf_data::{PerfFile, PerfFileReader};
 use stacksym::unwind::{Registers, RegsAarch64, RegsX86_64, StackCopy};
@@ -80,6 +80,10 @@ struct Records {
     seq: u64,
     /// The records of `perf record -z`'s compressed records, decompressed.
     inflated: Inflated,
+    /// Why the data section is shorter than the header says, when it is ([`cut_short`]).
+    cut: Option<String>,
+    /// Where and why the records ended before the data section's end.
+    notes: Vec<String>,
 }
 
 /// linux-perf-data's `IdParseInfos`.
@@ -531,16 +535,134 @@ fn read_up_to(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> 
     Ok(filled)
 }
 
+/// The largest feature section taken for one a cut left past the file's end (perf's are
+/// kilobytes to a few megabytes: build-ids, the CPU topology, the event descriptions).
+const MAX_FEATURE_SIZE: u64 = 1 << 30;
+
+/// A recording whose file does not hold its data section whole: the header's data size
+/// is 0 (what `perf record` writes first and sets when it ends), or runs past the file's
+/// end (a disk that filled, a copy stopped half way). Its records are read up to the file's
+/// end; its feature sections, which follow the data, are taken as absent.
+struct Cut {
+    data_offset: usize,
+    /// What the file holds of the data section.
+    data_size: u64,
+    /// Why the records end before the header says (a note, see [`PerfData::notes`]).
+    why: String,
+}
+
+/// The file's data section when the file is cut short (see [`Cut`]); `None` when it is
+/// whole, or when nothing of it is there to read (the header or the data's start past the
+/// file's end: [`check_layout`] says what is wrong).
+fn cut_short(all: &[u8]) -> Option<Cut> {
+    let header = all.get(..HEADER_SIZE)?;
+    if &header[..8] != b"PERFILE2" {
+        return None;
+    }
+    let (data_offset, data_size) = (le_u64(&header[40..48]), le_u64(&header[48..56]));
+    let len = all.len() as u64;
+    if data_offset < HEADER_SIZE as u64 || data_offset > len {
+        return None;
+    }
+    let data_end = data_offset.saturating_add(data_size);
+    let (data_size, why) = if data_size == 0 {
+        // perf script's warning: "The perf.data file's data size field is 0 which is
+        // unexpected. Was the 'perf record' command properly terminated?"
+        let why = format!(
+            "the header's data size is 0, which perf record writes until it ends properly \
+             (was it stopped, or is the file still being written?): the records from offset \
+             {data_offset:#x} to the file's end at {len:#x} are read, the feature sections \
+             (build-ids: kernel and vDSO frames are left unnamed, the kernel's but with --kallsyms) are missing"
+        );
+        (len - data_offset, why)
+    } else if data_end > len {
+        let why = format!(
+            "truncated: the data section (offset {data_offset:#x}, {data_size} bytes) ends at \
+             offset {data_end:#x}, the file at {len:#x} (a copy stopped half way, a disk that \
+             filled?): the records up to the file's end are read, the feature sections \
+             (build-ids: kernel and vDSO frames are left unnamed, the kernel's but with --kallsyms) are missing"
+        );
+        (len - data_offset, why)
+    } else {
+        // The data section is whole; are the feature sections after it?
+        let features: u32 = header[72..HEADER_SIZE].iter().map(|b| b.count_ones()).sum();
+        let table_end = data_end.saturating_add(16 * u64::from(features));
+        let table = all.get(data_end as usize..usize::try_from(table_end).ok()?);
+        let cut = match table {
+            None => true,
+            // perf writes the sections after their table, each of a sane size (a build-id
+            // list, a CPU topology...), the last one ending the file: a cut leaves some
+            // past the end. A section before the table or of gigabytes is malformed
+            // ([`check_layout`] says so), not cut.
+            Some(table) => {
+                let entries = || table.chunks_exact(16).map(|e| (le_u64(e), le_u64(&e[8..])));
+                let sane = |(at, size): (u64, u64)| at >= table_end && size <= MAX_FEATURE_SIZE;
+                let past_end = |(at, size): (u64, u64)| at.saturating_add(size) > len;
+                entries().all(sane) && entries().any(past_end)
+            }
+        };
+        if !cut {
+            return None;
+        }
+        let why = format!(
+            "truncated: the feature sections after the data (from offset {data_end:#x}) run \
+             past the file's end at {len:#x} (a copy stopped half way?): the records are read, \
+             the feature sections (build-ids: kernel and vDSO frames are left unnamed, \
+             the kernel's but with --kallsyms) are missing"
+        );
+        (data_size, why)
+    };
+    Some(Cut {
+        data_offset: data_offset as usize, // at most the file's length
+        data_size,
+        why,
+    })
+}
+
+impl Cut {
+    /// A copy of the file's bytes before its data section, its header saying the data
+    /// section is empty and there are no feature sections: what linux-perf-data reads.
+    fn header_and_attrs(&self, all: &[u8]) -> Vec<u8> {
+        let mut bytes = all.get(..self.data_offset).unwrap_or_default().to_vec();
+        if let Some(size) = bytes.get_mut(48..56) {
+            size.fill(0);
+        }
+        if let Some(features) = bytes.get_mut(72..HEADER_SIZE) {
+            features.fill(0);
+        }
+        bytes
+    }
+}
+
 impl<B: AsRef<[u8]>> PerfData<B> {
     fn new(path: &Path, bytes: B) -> Result<PerfData<B>, String> {
         let all = bytes.as_ref();
         let len = all.len() as u64;
-        let mut reader = std::io::Cursor::new(all);
-        check_layout(path, &mut reader, len)?;
+        // A recording cut short is read as far as it goes: the header and attributes from a
+        // copy of what precedes its data section, without the feature sections (they
+        // follow the data, so they are gone).
+        let cut = cut_short(all);
+        let before_data;
+        let (view, view_len) = match &cut {
+            Some(cut) => {
+                before_data = cut.header_and_attrs(all);
+                (&before_data[..], before_data.len() as u64)
+            }
+            None => (all, len),
+        };
+        let mut reader = std::io::Cursor::new(view);
+        check_layout(path, &mut reader, view_len)?;
         // linux-perf-data reads the header, the attributes and the feature sections (and
         // checks that several events can be told apart); the records are read here.
-        let PerfFileReader { perf_file, .. } = PerfFileReader::parse_file(reader)
-            .map_err(|e| format!("{}: not a readable perf.data file: {e}", path.display()))?;
+        let PerfFileReader { perf_file, .. } =
+            PerfFileReader::parse_file(reader).map_err(|e| match &cut {
+                Some(cut) => format!(
+                    "{}: not a readable perf.data file: {e} ({})",
+                    path.display(),
+                    cut.why
+                ),
+                None => format!("{}: not a readable perf.data file: {e}", path.display()),
+            })?;
         let attributes = perf_file.event_attributes();
         let regs_masks = attributes
             .iter()
@@ -569,11 +691,19 @@ impl<B: AsRef<[u8]>> PerfData<B> {
                     .contains(linux_perf_data::linux_perf_event_reader::AttrFlags::SAMPLE_ID_ALL)
             })),
         };
-        // The header's data section (offset 40), inside the file (`check_layout`).
+        // The header's data section (offset 40), inside the file (`check_layout`), or what
+        // is left of it.
         let header = all.get(..HEADER_SIZE).unwrap_or_default();
+        let data_offset = le_u64(header.get(40..48).unwrap_or_default());
+        let data_size = match &cut {
+            Some(cut) => cut.data_size,
+            None => le_u64(header.get(48..56).unwrap_or_default()),
+        };
         let records = Records {
-            data_offset: le_u64(header.get(40..48).unwrap_or_default()),
-            data_size: le_u64(header.get(48..56).unwrap_or_default()),
+            data_offset,
+            data_size,
+            cut: cut.map(|cut| cut.why),
+            notes: Vec::new(),
             read_offset: 0,
             parse_infos,
             ids,
@@ -626,19 +756,30 @@ impl Records {
         while self.read_offset < self.data_size {
             let offset = self.read_offset;
             let at = self.data_offset + offset;
-            let header = usize::try_from(at)
+            let Some(header) = usize::try_from(at)
                 .ok()
                 .and_then(|at| file.get(at..at.checked_add(8)?))
-                .ok_or_else(|| {
-                    format!("the record header at offset {at:#x} runs past the file's end")
-                })?;
+            else {
+                self.stop(format!(
+                    "the file ends at offset {:#x} inside the header of a record at {at:#x}: \
+                     the records before it are read",
+                    file.len()
+                ));
+                break;
+            };
             let record_type = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
             let misc = u16::from_le_bytes([header[4], header[5]]);
             let size = u16::from_le_bytes([header[6], header[7]]);
             if size < 8 {
-                return Err(format!(
+                let what = format!(
                     "the record at offset {at:#x} says it is {size} bytes, less than its header"
-                ));
+                );
+                if self.cut.is_none() {
+                    return Err(what);
+                }
+                // What follows the last record written may be anything (zeros, say).
+                self.stop(format!("{what}: the records before it are read"));
+                break;
             }
             self.read_offset += u64::from(size);
             if record_type == PERF_RECORD_FINISHED_ROUND {
@@ -655,9 +796,13 @@ impl Records {
             let start = at as usize + 8;
             let end = start + usize::from(size) - 8;
             let Some(body) = file.get(start..end) else {
-                return Err(format!(
-                    "the record at offset {at:#x} ({size} bytes) runs past the file's end"
+                self.stop(format!(
+                    "the file ends at offset {:#x} inside a record at {at:#x} ({size} bytes, \
+                     {} of them in the file): the records before it are read",
+                    file.len(),
+                    file.len().saturating_sub(at as usize)
                 ));
+                break;
             };
             match record_type {
                 PERF_RECORD_COMPRESSED | PERF_RECORD_COMPRESSED2 => {
@@ -688,6 +833,12 @@ impl Records {
         }
         self.sorter.finish();
         Ok(())
+    }
+
+    /// Ends the reading before the data section's end, for `why`.
+    fn stop(&mut self, why: String) {
+        self.read_offset = self.data_size;
+        self.notes.push(why);
     }
 
     /// Hands the whole records decompressed so far to the sorter.
@@ -813,13 +964,17 @@ impl<B: AsRef<[u8]>> PerfData<B> {
         }
     }
 
-    /// Each event's name as the header gives it (`cpu-clock`), by attr index; `None` where
-    /// it gives none.
+    /// Each event's name as the header gives it (`cpu-clock`), else perf's name of its
+    /// hardware or software event (a recording cut short has no event descriptions), by
+    /// attr index; `None` where neither gives one.
     pub fn event_names(&self) -> Vec<Option<String>> {
         self.perf_file
             .event_attributes()
             .iter()
-            .map(|attr| attr.name.clone())
+            .map(|attr| {
+                let known = || perf_event_name(&attr.attr.type_).map(str::to_string);
+                attr.name.clone().or_else(known)
+            })
             .collect()
     }
 
@@ -852,6 +1007,12 @@ impl<B: AsRef<[u8]>> PerfData<B> {
         ids
     }
 
+    /// Whether the recording's feature sections are missing (a recording cut short): its
+    /// build-ids, event names and architecture are then not known.
+    pub fn features_missing(&self) -> bool {
+        self.records.cut.is_some()
+    }
+
     /// The most the recording's compressed records may decompress to (16 GiB unless set).
     pub fn set_max_decompressed(&mut self, max: u64) {
         self.records.inflated.max = max;
@@ -872,8 +1033,14 @@ impl<B: AsRef<[u8]>> PerfData<B> {
                 format!("{count} record{s} of kind {name} not read")
             })
             .collect();
-        notes.extend(self.records.inflated.notes.iter().cloned());
+        let records = &self.records;
+        let ends = records.cut.iter().chain(&records.notes);
+        notes.extend(ends.chain(&records.inflated.notes).cloned());
+        let path = self.path.display();
         notes
+            .into_iter()
+            .map(|note| format!("{path}: {note}"))
+            .collect()
     }
 
     /// The next record; `Ok(None)` at the end.
@@ -1024,6 +1191,45 @@ impl<B: AsRef<[u8]>> PerfData<B> {
             _ => PerfEvent::Other,
         }))
     }
+}
+
+/// perf's name of a hardware or software event (`evsel__hw_names`, `evsel__sw_names`),
+/// without the modifiers (`:u`) perf adds for some attributes.
+fn perf_event_name(event: &PerfEventType) -> Option<&'static str> {
+    use linux_perf_data::linux_perf_event_reader::{
+        HardwareEventId as H, SoftwareCounterType as S,
+    };
+    Some(match event {
+        PerfEventType::Hardware(id, _) => match id {
+            H::CpuCycles => "cycles",
+            H::Instructions => "instructions",
+            H::CacheReferences => "cache-references",
+            H::CacheMisses => "cache-misses",
+            H::BranchInstructions => "branches",
+            H::BranchMisses => "branch-misses",
+            H::BusCycles => "bus-cycles",
+            H::StalledCyclesFrontend => "stalled-cycles-frontend",
+            H::StalledCyclesBackend => "stalled-cycles-backend",
+            H::RefCpuCycles => "ref-cycles",
+            _ => return None,
+        },
+        PerfEventType::Software(counter) => match counter {
+            S::CpuClock => "cpu-clock",
+            S::TaskClock => "task-clock",
+            S::PageFaults => "page-faults",
+            S::ContextSwitches => "context-switches",
+            S::CpuMigrations => "cpu-migrations",
+            S::PageFaultsMin => "minor-faults",
+            S::PageFaultsMaj => "major-faults",
+            S::AlignmentFaults => "alignment-faults",
+            S::EmulationFaults => "emulation-faults",
+            S::Dummy => "dummy",
+            S::BpfOutput => "bpf-output",
+            S::CgroupSwitches => "cgroup-switches",
+            _ => return None,
+        },
+        _ => return None,
+    })
 }
 
 /// Whether a record kind is read here, or passed over because it cannot change what is

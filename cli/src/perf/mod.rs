@@ -436,7 +436,13 @@ fn unwind_all<A: UnwindArch + FromPerfRegs + Send, R: AsRef<[u8]> + Send>(
         Some(spec) => Fields::parse(spec, default)?,
         None => default,
     };
-    let build_ids: HashMap<Vec<u8>, Vec<u8>> = recording.build_ids().into_iter().collect();
+    let mut build_ids: HashMap<Vec<u8>, Vec<u8>> = recording.build_ids().into_iter().collect();
+    if recording.features_missing() {
+        // A recording cut short does not say which vDSO it saw (its build-id is gone): an
+        // empty build-id, which no file has, leaves it unread as perf leaves a vDSO it does
+        // not have (unnamed, the unwinding stopped there).
+        build_ids.insert(b"[vdso]".to_vec(), Vec::new());
+    }
     let kernel_build_id = build_ids.get(&b"[kernel.kallsyms]"[..]).cloned();
     let need_lines = !args.no_inline || fields.has(Field::SrcLine);
     // Two threads: this one names and prints while the other reads the recording and
@@ -465,7 +471,11 @@ fn unwind_all<A: UnwindArch + FromPerfRegs + Send, R: AsRef<[u8]> + Send>(
         fields,
         event_names,
         event_width,
-        kernel: KernelNames::NotNeeded(kallsyms_path(args, kernel_build_id.as_deref())),
+        kernel: KernelNames::NotNeeded(match recording.features_missing() {
+            // Which kernel recorded it is not known (its build-id was a feature section).
+            true if args.kallsyms.is_none() => None,
+            _ => kallsyms_path(args, kernel_build_id.as_deref()),
+        }),
         pending: VecDeque::new(),
         names: HashMap::new(),
         perf_names: symbols::PerfNames::default(),
