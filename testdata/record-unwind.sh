@@ -38,6 +38,9 @@ rm -rf "$SEEDS"
 mkdir -p "$SEEDS"
 perf record -q --no-buildid-cache -e cpu-clock -F 500 --call-graph dwarf,1024 \
     -o "$SEEDS/small.data" "$RUN_DIR/unwind-demo-nofp" 20
+# The same compressed (`-z`: PERF_RECORD_COMPRESSED records, one zstd stream).
+perf record -q -z --no-buildid-cache -e cpu-clock -F 500 --call-graph dwarf,1024 \
+    -o "$SEEDS/small-z.data" "$RUN_DIR/unwind-demo-nofp" 20
 head -c 104 "$SEEDS/small.data" >"$SEEDS/small-header-only.data"
 head -c 4096 "$SEEDS/small.data" >"$SEEDS/small-4k.data"
 head -c $(($(stat -c %s "$SEEDS/small.data") / 2)) "$SEEDS/small.data" >"$SEEDS/small-half.data"

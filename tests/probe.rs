@@ -448,3 +448,54 @@ fn probe_spec_of_a_stripped_go_function_is_an_address() {
     );
     assert_eq!(text, expected);
 }
+
+/// C++ names with parameter lists as patterns (issue 37): inside the list `*` and `&` are
+/// the type's, `const T*` is `T const*`, spaces are free; overloads are told apart by their
+/// lists; `\(` makes the pattern a plain glob again.
+#[test]
+fn cpp_parameter_lists_pick_an_overload() {
+    let path = bin("cpp-O2-g");
+    let symbolizer = Symbolizer::builder().build();
+    let names = |pattern: &str| -> Vec<String> {
+        let mut names: Vec<String> = find(&symbolizer, &path, pattern)
+            .into_iter()
+            .map(|m| m.demangled)
+            .collect();
+        names.sort();
+        names
+    };
+    let scale = "stacksym_demo::geom::Shape::scale(long, char const*)".to_string();
+    for pattern in [
+        "stacksym_demo::geom::Shape::scale(long, char const*)",
+        "stacksym_demo::geom::Shape::scale(long, const char *)",
+        "stacksym_demo::geom::Shape::scale(long,const char*)",
+        "*::Shape::scale(long, const char*)",
+    ] {
+        assert_eq!(names(pattern), std::slice::from_ref(&scale), "{pattern}");
+    }
+    assert_eq!(
+        names("stacksym_demo::geom::Shape::scale(int) const"),
+        ["stacksym_demo::geom::Shape::scale(int) const"]
+    );
+    assert!(names("stacksym_demo::geom::Shape::scale(long, char*)").is_empty());
+    assert!(names("stacksym_demo::geom::Shape::scale(int)").is_empty());
+    assert_eq!(
+        names("stacksym_demo::total_area(const stacksym_demo::geom::Shape* const*, unsigned)")
+            .len(),
+        0,
+        "`unsigned` is not `unsigned int`: the spelling is normalised, not the type"
+    );
+    assert_eq!(
+        names("stacksym_demo::total_area(const stacksym_demo::geom::Shape* const*, unsigned int)"),
+        ["stacksym_demo::total_area(stacksym_demo::geom::Shape const* const*, unsigned int)"]
+    );
+    // The escape: a glob over the whole spelling, `*` a wildcard in the list too.
+    assert_eq!(
+        names("stacksym_demo::geom::Shape::scale\\(*"),
+        [
+            "stacksym_demo::geom::Shape::scale(double) const".to_string(),
+            "stacksym_demo::geom::Shape::scale(int) const".to_string(),
+            scale,
+        ]
+    );
+}

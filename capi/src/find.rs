@@ -221,6 +221,13 @@ unsafe fn find_into(
 /// the matches (none is not an error; free with stacksym_matches_free()); on failure
 /// `*out` is NULL.
 ///
+/// A C++ parameter list ending the pattern (`ns::f(const char*, int) const`) is types, not a
+/// glob: inside it `*` and `&` are the type's, `const T` is `T const` and spaces are free
+/// (`ns::f(const char *)` is `ns::f(char const*)`, which `ns::f(char const*, unsigned long)`
+/// is not); what precedes it may still glob (`*::f(int*)`). A backslash before the `(`
+/// (`ns::f\(char*`, in a C string `"ns::f\\(char*"`) turns that off: the whole pattern is
+/// one glob again.
+///
 /// Pointers: `symbolizer` is a live handle; `path` and `pattern` NUL-terminated strings; `out` a
 /// valid pointer.
 #[no_mangle]

@@ -43,6 +43,8 @@ fuzz_target!(|input: &[u8]| {
     let Ok(mut recording) = perf_data::from_bytes(Path::new("fuzz.data"), input) else {
         return;
     };
+    // Compressed records (`perf record -z`) decompress into memory: at most 64 MiB here.
+    recording.set_max_decompressed(64 << 20);
     let arch = recording.arch();
     let _ = recording.build_ids();
     let elf = program();

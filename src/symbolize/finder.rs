@@ -21,6 +21,18 @@
 //!    (`int curve::sum<int>(int const*, int)`), spellings 2 and 3 without the return type
 //!    (`curve::sum<int>(int const*, int)`, `curve::sum<int>`: what `perf probe -F` lists).
 //!
+//! A pattern that ends with a C++ parameter list (`ns::f(const char*, int)`, optionally
+//! followed by `const`, `volatile`, `&`, `&&`) matches spellings 2 and 4, which have one,
+//! by the list's types, not as a glob: inside the list `*` and `&` are part of the type
+//! (`ns::f(char const*)` does not match `ns::f(char const*, unsigned long)`), `const T` is
+//! `T const` (the demangler's spelling, which perf probe and gdb accept too) and spaces are
+//! free (`ns::f(int,long)` is `ns::f(int, long)`); what precedes the list matches as the
+//! pattern says (`*::f(int*)` globs the name). The escape: a backslash before the `(`
+//! (`ns::f\(char*`) makes the whole pattern a plain glob or name again, `*` a wildcard in
+//! the list too. (A Go receiver, `main.(*T).M`, is not a parameter list.) Types are
+//! compared as spelled: `unsigned` is not `unsigned int`, nor `std::string`
+//! `std::__cxx11::basic_string<char, …>`.
+//!
 //! A symbol listed in both `.symtab` and `.dynsym` (same name, same address) is one match;
 //! other names at the same address are its [`SymbolMatch::aliases`]. With
 //! [`FindOptions::merge_aliases`], names at one address are one match (a probe per address).
@@ -41,7 +53,9 @@ pub enum NamePattern<'a> {
     /// Exactly this name, in one of the spellings the module docs list.
     Exact(&'a str),
     /// A glob over those spellings: `*` is any run of characters, `?` one character; the
-    /// whole spelling must match (`*read*`, not `read`, finds `readline`).
+    /// whole spelling must match (`*read*`, not `read`, finds `readline`). In a C++
+    /// parameter list ending the pattern, `*` and `&` are the type's (see the module docs:
+    /// `ns::f(const char*)`; `ns::f\(*` globs the list).
     Glob(&'a str),
 }
 
@@ -62,6 +76,24 @@ impl<'a> NamePattern<'a> {
     }
 
     pub(crate) fn matches(&self, spelling: &str) -> bool {
+        let text = self.text();
+        if let Some(unescaped) = text.contains("\\(").then(|| text.replace("\\(", "(")) {
+            // `\(`: no parameter list; the whole pattern is matched as before.
+            return match self {
+                NamePattern::Exact(_) => unescaped == spelling,
+                NamePattern::Glob(_) => glob_matches(unescaped.as_bytes(), spelling.as_bytes()),
+            };
+        }
+        if let Some((head, parameters)) = split_parameter_list(text) {
+            let Some((spelled_head, spelled)) = split_parameter_list(spelling) else {
+                return false;
+            };
+            let head_matches = match self {
+                NamePattern::Exact(_) => head == spelled_head,
+                NamePattern::Glob(_) => glob_matches(head.as_bytes(), spelled_head.as_bytes()),
+            };
+            return head_matches && type_tokens(parameters) == type_tokens(spelled);
+        }
         match self {
             NamePattern::Exact(name) => *name == spelling,
             NamePattern::Glob(glob) => glob_matches(glob.as_bytes(), spelling.as_bytes()),
@@ -508,6 +540,92 @@ fn strip_parameters(name: &str) -> Option<&str> {
     None
 }
 
+/// A C++ name's parameter list: (what precedes it, the list from its `(` to the end), when
+/// the name ends with one, optionally followed by `const`, `volatile`, `&` or `&&` (a
+/// method's qualifiers); the list is the first `(` outside template arguments that does not
+/// belong to an `operator()`. `None` for a name without one, and for a Go name whose
+/// parentheses are a receiver (`main.(*Server).Handle`).
+fn split_parameter_list(name: &str) -> Option<(&str, &str)> {
+    let head = strip_parameters(name)?;
+    let list = &name[head.len()..];
+    let mut depth = 0usize;
+    let mut close = None;
+    for (i, c) in list.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    close = Some(i);
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let rest = &list[close? + 1..];
+    let qualifiers = rest
+        .split(|c: char| c.is_whitespace() || c == '&')
+        .all(|word| matches!(word, "" | "const" | "volatile"));
+    qualifiers.then_some((head, list))
+}
+
+/// A parameter list (and its qualifiers) as tokens, in one spelling: identifiers (with
+/// their `::`) and single punctuation characters, whitespace dropped, and a `const` or
+/// `volatile` before a type moved after it (`const char*` is `char const*`, the demangler's
+/// and gdb's spelling; `int,long` is `int, long`). `*` and `&` are tokens of the type.
+fn type_tokens(list: &str) -> Vec<&str> {
+    let mut tokens: Vec<&str> = Vec::new();
+    let mut start = None;
+    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':';
+    for (i, c) in list.char_indices() {
+        if is_word(c) {
+            start.get_or_insert(i);
+            continue;
+        }
+        if let Some(at) = start.take() {
+            tokens.push(&list[at..i]);
+        }
+        if !c.is_whitespace() {
+            tokens.push(&list[i..i + c.len_utf8()]);
+        }
+    }
+    if let Some(at) = start {
+        tokens.push(&list[at..]);
+    }
+    // `const T` / `volatile T` at a parameter's start (after `(`, `,` or `<`): the
+    // qualifier moves after the type's words (`unsigned long`, `ns::T`) and its template
+    // arguments.
+    let mut i = 0;
+    while i < tokens.len() {
+        let starts_parameter = i == 0 || matches!(tokens[i - 1], "(" | "," | "<");
+        if starts_parameter && matches!(tokens[i], "const" | "volatile") {
+            let qualifier = tokens[i];
+            let mut end = i + 1;
+            let mut depth = 0usize;
+            while end < tokens.len() {
+                let token = tokens[end];
+                let word = token.starts_with(is_word) && !matches!(token, "const" | "volatile");
+                match token {
+                    "<" => depth += 1,
+                    ">" if depth > 0 => depth -= 1,
+                    _ if depth > 0 || word => {}
+                    _ => break,
+                }
+                end += 1;
+            }
+            if end > i + 1 {
+                tokens.remove(i);
+                tokens.insert(end - 1, qualifier);
+                i = end;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    tokens
+}
+
 /// Whether `haystack` contains `needle`.
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle)
@@ -567,6 +685,47 @@ mod tests {
             Some("S::operator()")
         );
         assert_eq!(strip_parameters("main"), None);
+    }
+
+    #[test]
+    fn parameter_lists_are_types() {
+        let matches = |pattern: &str, spelling: &str| NamePattern::parse(pattern).matches(spelling);
+        // `*` inside the list is a pointer, not a wildcard.
+        assert!(matches("ns::f(char const*)", "ns::f(char const*)"));
+        assert!(!matches(
+            "ns::f(char const*)",
+            "ns::f(char const*, unsigned long)"
+        ));
+        // The source's spelling, and spaces as one likes.
+        assert!(matches("ns::f(const char*)", "ns::f(char const*)"));
+        assert!(matches(
+            "ns::f(const char *, unsigned long)",
+            "ns::f(char const*, unsigned long)"
+        ));
+        assert!(matches("ns::f(int,long)", "ns::f(int, long)"));
+        assert!(matches(
+            "ns::f(const unsigned long&)",
+            "ns::f(unsigned long const&)"
+        ));
+        assert!(matches(
+            "ns::f(const std::vector<int, std::allocator<int>>&)",
+            "ns::f(std::vector<int, std::allocator<int> > const&)"
+        ));
+        assert!(matches("S::get() const", "S::get() const"));
+        assert!(!matches("S::get()", "S::get() const"));
+        assert!(matches("S::operator()(int)", "S::operator()(int)"));
+        assert!(!matches("ns::f(char*)", "ns::f(char const*)"));
+        // A glob before the list still globs.
+        assert!(matches("ns::*(int*)", "ns::g(int*)"));
+        assert!(!matches("ns::*(int*)", "ns::g(int*, int)"));
+        // The escape: `\(` makes the whole pattern a glob as before.
+        assert!(matches(
+            "ns::f\\(char*",
+            "ns::f(char const*, unsigned long)"
+        ));
+        // A Go receiver is not a parameter list.
+        assert!(matches("main.(*Server).*", "main.(*Server).Handle"));
+        assert!(matches("*(*Server)*", "main.(*Server).Handle"));
     }
 
     #[test]

@@ -21,8 +21,8 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use linux_perf_data::linux_perf_event_reader::{
-    CpuMode, Endianness, EventRecord, RawData, RawEventRecord, ReadFormat, RecordIdParseInfo,
-    RecordParseInfo, RecordType, SampleFormat,
+    CpuMode, Endianness, EventRecord, PerfEventType, RawData, RawEventRecord, ReadFormat,
+    RecordIdParseInfo, RecordParseInfo, RecordType, SampleFormat,
 };
 use linux_perf_data::{PerfFile, PerfFileReader};
 use stacksym::unwind::{Registers, RegsAarch64, RegsX86_64, StackCopy};
@@ -55,6 +55,8 @@ pub struct PerfData<B: AsRef<[u8]>> {
     count: u64,
     /// The user registers' mask of each event attribute (`sample_regs_user`).
     regs_masks: Vec<u64>,
+    /// Records of kinds not read here, by type (see [`understood`]).
+    not_understood: std::collections::BTreeMap<u32, u64>,
 }
 
 /// How records are found, attributed to their event and ordered: linux-perf-data 0.12's
@@ -73,6 +75,15 @@ struct Records {
     ids: EventIds,
     event_id_to_attr_index: HashMap<u64, usize>,
     sorter: Sorter,
+    /// Records read so far: the second half of the sort key, their order in the file (and in
+    /// the decompressed stream where it is read).
+    seq: u64,
+    /// The records of `perf record -z`'s compressed records, decompressed.
+    inflated: Inflated,
+    /// Why the data section is shorter than the header says, when it is ([`cut_short`]).
+    cut: Option<String>,
+    /// Where and why the records ended before the data section's end.
+    notes: Vec<String>,
 }
 
 /// linux-perf-data's `IdParseInfos`.
@@ -85,12 +96,14 @@ enum EventIds {
     Identifier(bool),
 }
 
-/// A record read but not yet handed out: where its body lies in the file.
+/// A record read but not yet handed out: where its body lies in the file (or, `inflated`, in
+/// the decompressed stream).
 #[derive(Clone, Copy)]
 struct Pending {
     record_type: RecordType,
     misc: u16,
     body: (usize, usize),
+    inflated: bool,
     attr_index: Option<usize>,
 }
 
@@ -522,16 +535,134 @@ fn read_up_to(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> 
     Ok(filled)
 }
 
+/// The largest feature section taken for one a cut left past the file's end (perf's are
+/// kilobytes to a few megabytes: build-ids, the CPU topology, the event descriptions).
+const MAX_FEATURE_SIZE: u64 = 1 << 30;
+
+/// A recording whose file does not hold its data section whole: the header's data size
+/// is 0 (what `perf record` writes first and sets when it ends), or runs past the file's
+/// end (a disk that filled, a copy stopped half way). Its records are read up to the file's
+/// end; its feature sections, which follow the data, are taken as absent.
+struct Cut {
+    data_offset: usize,
+    /// What the file holds of the data section.
+    data_size: u64,
+    /// Why the records end before the header says (a note, see [`PerfData::notes`]).
+    why: String,
+}
+
+/// The file's data section when the file is cut short (see [`Cut`]); `None` when it is
+/// whole, or when nothing of it is there to read (the header or the data's start past the
+/// file's end: [`check_layout`] says what is wrong).
+fn cut_short(all: &[u8]) -> Option<Cut> {
+    let header = all.get(..HEADER_SIZE)?;
+    if &header[..8] != b"PERFILE2" {
+        return None;
+    }
+    let (data_offset, data_size) = (le_u64(&header[40..48]), le_u64(&header[48..56]));
+    let len = all.len() as u64;
+    if data_offset < HEADER_SIZE as u64 || data_offset > len {
+        return None;
+    }
+    let data_end = data_offset.saturating_add(data_size);
+    let (data_size, why) = if data_size == 0 {
+        // perf script's warning: "The perf.data file's data size field is 0 which is
+        // unexpected. Was the 'perf record' command properly terminated?"
+        let why = format!(
+            "the header's data size is 0, which perf record writes until it ends properly \
+             (was it stopped, or is the file still being written?): the records from offset \
+             {data_offset:#x} to the file's end at {len:#x} are read, the feature sections \
+             (build-ids: kernel and vDSO frames are left unnamed, the kernel's but with --kallsyms) are missing"
+        );
+        (len - data_offset, why)
+    } else if data_end > len {
+        let why = format!(
+            "truncated: the data section (offset {data_offset:#x}, {data_size} bytes) ends at \
+             offset {data_end:#x}, the file at {len:#x} (a copy stopped half way, a disk that \
+             filled?): the records up to the file's end are read, the feature sections \
+             (build-ids: kernel and vDSO frames are left unnamed, the kernel's but with --kallsyms) are missing"
+        );
+        (len - data_offset, why)
+    } else {
+        // The data section is whole; are the feature sections after it?
+        let features: u32 = header[72..HEADER_SIZE].iter().map(|b| b.count_ones()).sum();
+        let table_end = data_end.saturating_add(16 * u64::from(features));
+        let table = all.get(data_end as usize..usize::try_from(table_end).ok()?);
+        let cut = match table {
+            None => true,
+            // perf writes the sections after their table, each of a sane size (a build-id
+            // list, a CPU topology...), the last one ending the file: a cut leaves some
+            // past the end. A section before the table or of gigabytes is malformed
+            // ([`check_layout`] says so), not cut.
+            Some(table) => {
+                let entries = || table.chunks_exact(16).map(|e| (le_u64(e), le_u64(&e[8..])));
+                let sane = |(at, size): (u64, u64)| at >= table_end && size <= MAX_FEATURE_SIZE;
+                let past_end = |(at, size): (u64, u64)| at.saturating_add(size) > len;
+                entries().all(sane) && entries().any(past_end)
+            }
+        };
+        if !cut {
+            return None;
+        }
+        let why = format!(
+            "truncated: the feature sections after the data (from offset {data_end:#x}) run \
+             past the file's end at {len:#x} (a copy stopped half way?): the records are read, \
+             the feature sections (build-ids: kernel and vDSO frames are left unnamed, \
+             the kernel's but with --kallsyms) are missing"
+        );
+        (data_size, why)
+    };
+    Some(Cut {
+        data_offset: data_offset as usize, // at most the file's length
+        data_size,
+        why,
+    })
+}
+
+impl Cut {
+    /// A copy of the file's bytes before its data section, its header saying the data
+    /// section is empty and there are no feature sections: what linux-perf-data reads.
+    fn header_and_attrs(&self, all: &[u8]) -> Vec<u8> {
+        let mut bytes = all.get(..self.data_offset).unwrap_or_default().to_vec();
+        if let Some(size) = bytes.get_mut(48..56) {
+            size.fill(0);
+        }
+        if let Some(features) = bytes.get_mut(72..HEADER_SIZE) {
+            features.fill(0);
+        }
+        bytes
+    }
+}
+
 impl<B: AsRef<[u8]>> PerfData<B> {
     fn new(path: &Path, bytes: B) -> Result<PerfData<B>, String> {
         let all = bytes.as_ref();
         let len = all.len() as u64;
-        let mut reader = std::io::Cursor::new(all);
-        check_layout(path, &mut reader, len)?;
+        // A recording cut short is read as far as it goes: the header and attributes from a
+        // copy of what precedes its data section, without the feature sections (they
+        // follow the data, so they are gone).
+        let cut = cut_short(all);
+        let before_data;
+        let (view, view_len) = match &cut {
+            Some(cut) => {
+                before_data = cut.header_and_attrs(all);
+                (&before_data[..], before_data.len() as u64)
+            }
+            None => (all, len),
+        };
+        let mut reader = std::io::Cursor::new(view);
+        check_layout(path, &mut reader, view_len)?;
         // linux-perf-data reads the header, the attributes and the feature sections (and
         // checks that several events can be told apart); the records are read here.
-        let PerfFileReader { perf_file, .. } = PerfFileReader::parse_file(reader)
-            .map_err(|e| format!("{}: not a readable perf.data file: {e}", path.display()))?;
+        let PerfFileReader { perf_file, .. } =
+            PerfFileReader::parse_file(reader).map_err(|e| match &cut {
+                Some(cut) => format!(
+                    "{}: not a readable perf.data file: {e} ({})",
+                    path.display(),
+                    cut.why
+                ),
+                None => format!("{}: not a readable perf.data file: {e}", path.display()),
+            })?;
         let attributes = perf_file.event_attributes();
         let regs_masks = attributes
             .iter()
@@ -560,16 +691,26 @@ impl<B: AsRef<[u8]>> PerfData<B> {
                     .contains(linux_perf_data::linux_perf_event_reader::AttrFlags::SAMPLE_ID_ALL)
             })),
         };
-        // The header's data section (offset 40), inside the file (`check_layout`).
+        // The header's data section (offset 40), inside the file (`check_layout`), or what
+        // is left of it.
         let header = all.get(..HEADER_SIZE).unwrap_or_default();
+        let data_offset = le_u64(header.get(40..48).unwrap_or_default());
+        let data_size = match &cut {
+            Some(cut) => cut.data_size,
+            None => le_u64(header.get(48..56).unwrap_or_default()),
+        };
         let records = Records {
-            data_offset: le_u64(header.get(40..48).unwrap_or_default()),
-            data_size: le_u64(header.get(48..56).unwrap_or_default()),
+            data_offset,
+            data_size,
+            cut: cut.map(|cut| cut.why),
+            notes: Vec::new(),
             read_offset: 0,
             parse_infos,
             ids,
             event_id_to_attr_index,
             sorter: Sorter::default(),
+            seq: 0,
+            inflated: Inflated::new(MAX_DECOMPRESSED),
         };
         Ok(PerfData {
             path: path.to_path_buf(),
@@ -578,47 +719,73 @@ impl<B: AsRef<[u8]>> PerfData<B> {
             records,
             count: 0,
             regs_masks,
+            not_understood: Default::default(),
         })
     }
 }
 
 impl Records {
-    /// The next record in order: its type, misc, body and attr index; `Ok(None)` at the end,
-    /// `Err` (what is wrong) for a record header or body past the file's end.
-    fn next<'a>(&mut self, file: &'a [u8]) -> Result<Option<(Pending, &'a [u8])>, String> {
+    /// The next record in order: its type, misc, body's place and attr index (its body:
+    /// [`Records::body`]); `Ok(None)` at the end, `Err` (what is wrong) for a record header
+    /// or body past the file's end.
+    fn next(&mut self, file: &[u8]) -> Result<Option<Pending>, String> {
         if self.sorter.outgoing.is_empty() {
             self.read_round(file)?;
         }
-        Ok(self.sorter.outgoing.pop_front().map(|pending| {
-            let (start, end) = pending.body;
-            // Checked when it was read.
-            (pending, file.get(start..end).unwrap_or_default())
-        }))
+        Ok(self.sorter.outgoing.pop_front())
+    }
+
+    /// A record's body, in the file or in the decompressed stream.
+    fn body<'a>(&'a self, file: &'a [u8], pending: &Pending) -> &'a [u8] {
+        let (start, end) = pending.body;
+        let bytes = match pending.inflated {
+            true => &self.inflated.bytes[..],
+            false => file,
+        };
+        // Checked when it was read.
+        bytes.get(start..end).unwrap_or_default()
     }
 
     /// Reads records up to the next `FINISHED_ROUND` that makes some of them ready, or to
-    /// the end of the data section.
+    /// the end of the data section. Once a compressed record has been met, rounds are not
+    /// followed: the decoder holds back the last window of what it decompressed until the
+    /// stream ends (see [`Inflated`]), so its records come out later than the rounds that
+    /// follow them in the file; they are all read, then sorted by time, which is the order
+    /// perf's rounds give a recording that keeps to them.
     fn read_round(&mut self, file: &[u8]) -> Result<(), String> {
-        const PERF_RECORD_FINISHED_ROUND: u32 = 68;
         while self.read_offset < self.data_size {
             let offset = self.read_offset;
             let at = self.data_offset + offset;
-            let header = usize::try_from(at)
+            let Some(header) = usize::try_from(at)
                 .ok()
                 .and_then(|at| file.get(at..at.checked_add(8)?))
-                .ok_or_else(|| {
-                    format!("the record header at offset {at:#x} runs past the file's end")
-                })?;
+            else {
+                self.stop(format!(
+                    "the file ends at offset {:#x} inside the header of a record at {at:#x}: \
+                     the records before it are read",
+                    file.len()
+                ));
+                break;
+            };
             let record_type = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
             let misc = u16::from_le_bytes([header[4], header[5]]);
             let size = u16::from_le_bytes([header[6], header[7]]);
             if size < 8 {
-                return Err(format!(
+                let what = format!(
                     "the record at offset {at:#x} says it is {size} bytes, less than its header"
-                ));
+                );
+                if self.cut.is_none() {
+                    return Err(what);
+                }
+                // What follows the last record written may be anything (zeros, say).
+                self.stop(format!("{what}: the records before it are read"));
+                break;
             }
             self.read_offset += u64::from(size);
             if record_type == PERF_RECORD_FINISHED_ROUND {
+                if self.inflated.seen {
+                    continue;
+                }
                 self.sorter.finish_round();
                 if !self.sorter.outgoing.is_empty() {
                     return Ok(());
@@ -629,41 +796,121 @@ impl Records {
             let start = at as usize + 8;
             let end = start + usize::from(size) - 8;
             let Some(body) = file.get(start..end) else {
-                return Err(format!(
-                    "the record at offset {at:#x} ({size} bytes) runs past the file's end"
+                self.stop(format!(
+                    "the file ends at offset {:#x} inside a record at {at:#x} ({size} bytes, \
+                     {} of them in the file): the records before it are read",
+                    file.len(),
+                    file.len().saturating_sub(at as usize)
                 ));
+                break;
             };
-            let record_type = RecordType(record_type);
-            let (attr_index, time) = if record_type.is_builtin_type() {
-                let id = match &self.ids {
-                    EventIds::OnlyOne => None,
-                    EventIds::Same(info) => record_id(record_type, body, info),
-                    EventIds::Identifier(sample_id_all) => {
-                        record_identifier(record_type, body, *sample_id_all)
-                    }
-                };
-                let attr_index = id
-                    .and_then(|id| self.event_id_to_attr_index.get(&id).copied())
-                    .unwrap_or(0);
-                let time = self
-                    .parse_infos
-                    .get(attr_index)
-                    .and_then(|info| record_time(record_type, body, info));
-                (Some(attr_index), time)
-            } else {
-                (None, None)
-            };
-            let pending = Pending {
-                record_type,
-                misc,
-                body: (start, end),
-                attr_index,
-            };
-            self.sorter.insert((time, offset), pending);
+            match record_type {
+                PERF_RECORD_COMPRESSED | PERF_RECORD_COMPRESSED2 => {
+                    let data = compressed_data(record_type, body).ok_or_else(|| {
+                        format!("the compressed record at offset {at:#x} says it holds more than its {size} bytes")
+                    })?;
+                    self.inflated
+                        .inflate(data)
+                        .map_err(|e| format!("the compressed record at offset {at:#x}: {e}"))?;
+                    self.take_inflated()?;
+                    continue;
+                }
+                PERF_RECORD_AUXTRACE => {
+                    // Its trace data follows the record, outside its size.
+                    self.read_offset = self
+                        .read_offset
+                        .saturating_add(u64_at(body, 0).unwrap_or(0));
+                }
+                _ => {}
+            }
+            let pending = self.classify(RecordType(record_type), misc, (start, end), false, body);
+            self.insert(pending, body);
+        }
+        if self.inflated.seen {
+            self.inflated.finish()?;
+            self.take_inflated()?;
+            self.inflated.note_leftover();
         }
         self.sorter.finish();
         Ok(())
     }
+
+    /// Ends the reading before the data section's end, for `why`.
+    fn stop(&mut self, why: String) {
+        self.read_offset = self.data_size;
+        self.notes.push(why);
+    }
+
+    /// Hands the whole records decompressed so far to the sorter.
+    fn take_inflated(&mut self) -> Result<(), String> {
+        while let Some((record_type, misc, body)) = self.inflated.next_record()? {
+            let bytes = &self.inflated.bytes[body.0..body.1];
+            let pending = self.classify(record_type, misc, body, true, bytes);
+            let key = (self.time(&pending, bytes), self.seq);
+            self.seq += 1;
+            self.sorter.insert(key, pending);
+        }
+        Ok(())
+    }
+
+    /// A record found at `body`: its event.
+    fn classify(
+        &self,
+        record_type: RecordType,
+        misc: u16,
+        body: (usize, usize),
+        inflated: bool,
+        bytes: &[u8],
+    ) -> Pending {
+        let attr_index = record_type.is_builtin_type().then(|| {
+            let id = match &self.ids {
+                EventIds::OnlyOne => None,
+                EventIds::Same(info) => record_id(record_type, bytes, info),
+                EventIds::Identifier(sample_id_all) => {
+                    record_identifier(record_type, bytes, *sample_id_all)
+                }
+            };
+            id.and_then(|id| self.event_id_to_attr_index.get(&id).copied())
+                .unwrap_or(0)
+        });
+        Pending {
+            record_type,
+            misc,
+            body,
+            inflated,
+            attr_index,
+        }
+    }
+
+    /// A record's time, where its event records one.
+    fn time(&self, pending: &Pending, bytes: &[u8]) -> Option<u64> {
+        let info = self.parse_infos.get(pending.attr_index?)?;
+        record_time(pending.record_type, bytes, info)
+    }
+
+    /// Gives a record of the file to the sorter.
+    fn insert(&mut self, pending: Pending, bytes: &[u8]) {
+        let key = (self.time(&pending, bytes), self.seq);
+        self.seq += 1;
+        self.sorter.insert(key, pending);
+    }
+}
+
+/// perf's record types for compressed records: `PERF_RECORD_COMPRESSED` (perf 5.2: the
+/// header, then zstd data to the record's end) and `PERF_RECORD_COMPRESSED2` (perf 6.15: the
+/// header, the data's size as a u64, the data, padded to 8 bytes).
+const PERF_RECORD_COMPRESSED: u32 = 81;
+const PERF_RECORD_COMPRESSED2: u32 = 83;
+/// `PERF_RECORD_AUXTRACE`: its trace data (as many bytes as its first field says) follows it.
+const PERF_RECORD_AUXTRACE: u32 = 71;
+
+/// A compressed record's zstd data; `None` when its size field says more than it holds.
+fn compressed_data(record_type: u32, body: &[u8]) -> Option<&[u8]> {
+    if record_type == PERF_RECORD_COMPRESSED {
+        return Some(body);
+    }
+    let size = usize::try_from(u64_at(body, 0)?).ok()?;
+    body.get(8..8usize.checked_add(size)?)
 }
 
 /// The little-endian u64 at `at` of `body`, if it has one there.
@@ -717,13 +964,17 @@ impl<B: AsRef<[u8]>> PerfData<B> {
         }
     }
 
-    /// Each event's name as the header gives it (`cpu-clock`), by attr index; `None` where
-    /// it gives none.
+    /// Each event's name as the header gives it (`cpu-clock`), else perf's name of its
+    /// hardware or software event (a recording cut short has no event descriptions), by
+    /// attr index; `None` where neither gives one.
     pub fn event_names(&self) -> Vec<Option<String>> {
         self.perf_file
             .event_attributes()
             .iter()
-            .map(|attr| attr.name.clone())
+            .map(|attr| {
+                let known = || perf_event_name(&attr.attr.type_).map(str::to_string);
+                attr.name.clone().or_else(known)
+            })
             .collect()
     }
 
@@ -756,10 +1007,46 @@ impl<B: AsRef<[u8]>> PerfData<B> {
         ids
     }
 
+    /// Whether the recording's feature sections are missing (a recording cut short): its
+    /// build-ids, event names and architecture are then not known.
+    pub fn features_missing(&self) -> bool {
+        self.records.cut.is_some()
+    }
+
+    /// The most the recording's compressed records may decompress to (16 GiB unless set).
+    pub fn set_max_decompressed(&mut self, max: u64) {
+        self.records.inflated.max = max;
+    }
+
+    /// What the reading passed over, to be said once it has ended: records of kinds not
+    /// read here, counted by kind, and what was wrong at the end of the compressed records.
+    pub fn notes(&self) -> Vec<String> {
+        let mut notes: Vec<String> = self
+            .not_understood
+            .iter()
+            .map(|(&kind, &count)| {
+                let name = record_kind_name(kind).map_or_else(
+                    || format!("type {kind}"),
+                    |name| format!("{name} (type {kind})"),
+                );
+                let s = if count == 1 { "" } else { "s" };
+                format!("{count} record{s} of kind {name} not read")
+            })
+            .collect();
+        let records = &self.records;
+        let ends = records.cut.iter().chain(&records.notes);
+        notes.extend(ends.chain(&records.inflated.notes).cloned());
+        let path = self.path.display();
+        notes
+            .into_iter()
+            .map(|note| format!("{path}: {note}"))
+            .collect()
+    }
+
     /// The next record; `Ok(None)` at the end.
     pub fn next_event(&mut self) -> Result<Option<PerfEvent<'_>>, String> {
         let file = self.bytes.as_ref();
-        let (pending, body) = match self.records.next(file) {
+        let pending = match self.records.next(file) {
             Ok(Some(record)) => record,
             Ok(None) => return Ok(None),
             Err(e) => {
@@ -771,6 +1058,13 @@ impl<B: AsRef<[u8]>> PerfData<B> {
             }
         };
         self.count += 1;
+        let body = self.records.body(file, &pending);
+        if !understood(pending.record_type.0) {
+            *self
+                .not_understood
+                .entry(pending.record_type.0)
+                .or_default() += 1;
+        }
         let (Some(attr_index), Some(&parse_info)) = (
             pending.attr_index,
             pending
@@ -899,6 +1193,131 @@ impl<B: AsRef<[u8]>> PerfData<B> {
     }
 }
 
+/// perf's name of a hardware or software event (`evsel__hw_names`, `evsel__sw_names`),
+/// without the modifiers (`:u`) perf adds for some attributes.
+fn perf_event_name(event: &PerfEventType) -> Option<&'static str> {
+    use linux_perf_data::linux_perf_event_reader::{
+        HardwareEventId as H, SoftwareCounterType as S,
+    };
+    Some(match event {
+        PerfEventType::Hardware(id, _) => match id {
+            H::CpuCycles => "cycles",
+            H::Instructions => "instructions",
+            H::CacheReferences => "cache-references",
+            H::CacheMisses => "cache-misses",
+            H::BranchInstructions => "branches",
+            H::BranchMisses => "branch-misses",
+            H::BusCycles => "bus-cycles",
+            H::StalledCyclesFrontend => "stalled-cycles-frontend",
+            H::StalledCyclesBackend => "stalled-cycles-backend",
+            H::RefCpuCycles => "ref-cycles",
+            _ => return None,
+        },
+        PerfEventType::Software(counter) => match counter {
+            S::CpuClock => "cpu-clock",
+            S::TaskClock => "task-clock",
+            S::PageFaults => "page-faults",
+            S::ContextSwitches => "context-switches",
+            S::CpuMigrations => "cpu-migrations",
+            S::PageFaultsMin => "minor-faults",
+            S::PageFaultsMaj => "major-faults",
+            S::AlignmentFaults => "alignment-faults",
+            S::EmulationFaults => "emulation-faults",
+            S::Dummy => "dummy",
+            S::BpfOutput => "bpf-output",
+            S::CgroupSwitches => "cgroup-switches",
+            _ => return None,
+        },
+        _ => return None,
+    })
+}
+
+/// Whether a record kind is read here, or passed over because it cannot change what is
+/// printed: perf's own records about the header and the session (`perf script` prints
+/// nothing of them either), throttling, context switches, namespaces and cgroups. The rest
+/// (lost events, kernel and BPF symbols, AUX trace data, text pokes, kinds this reader does
+/// not know) are counted and named on stderr ([`PerfData::notes`]).
+fn understood(kind: u32) -> bool {
+    matches!(
+        kind,
+        1 // MMAP
+        | 3 // COMM
+        | 4 // EXIT
+        | 5 // THROTTLE
+        | 6 // UNTHROTTLE
+        | 7 // FORK
+        | 9 // SAMPLE
+        | 10 // MMAP2
+        | 14 // SWITCH
+        | 15 // SWITCH_CPU_WIDE
+        | 16 // NAMESPACES
+        | 19 // CGROUP
+        | 64..=69 // HEADER_ATTR, HEADER_EVENT_TYPE, HEADER_TRACING_DATA, HEADER_BUILD_ID,
+                  // FINISHED_ROUND, ID_INDEX
+        | 73..=80 // THREAD_MAP, CPU_MAP, STAT_CONFIG, STAT, STAT_ROUND, EVENT_UPDATE,
+                  // TIME_CONV, HEADER_FEATURE
+        | 81 // COMPRESSED
+        | 82 // FINISHED_INIT
+        | 83 // COMPRESSED2
+    )
+}
+
+/// perf's name of a record kind (`PERF_RECORD_*` without the prefix).
+fn record_kind_name(kind: u32) -> Option<&'static str> {
+    const KERNEL: [&str; 22] = [
+        "",
+        "MMAP",
+        "LOST",
+        "COMM",
+        "EXIT",
+        "THROTTLE",
+        "UNTHROTTLE",
+        "FORK",
+        "READ",
+        "SAMPLE",
+        "MMAP2",
+        "AUX",
+        "ITRACE_START",
+        "LOST_SAMPLES",
+        "SWITCH",
+        "SWITCH_CPU_WIDE",
+        "NAMESPACES",
+        "KSYMBOL",
+        "BPF_EVENT",
+        "CGROUP",
+        "TEXT_POKE",
+        "AUX_OUTPUT_HW_ID",
+    ];
+    const USER: [&str; 20] = [
+        "HEADER_ATTR",
+        "HEADER_EVENT_TYPE",
+        "HEADER_TRACING_DATA",
+        "HEADER_BUILD_ID",
+        "FINISHED_ROUND",
+        "ID_INDEX",
+        "AUXTRACE_INFO",
+        "AUXTRACE",
+        "AUXTRACE_ERROR",
+        "THREAD_MAP",
+        "CPU_MAP",
+        "STAT_CONFIG",
+        "STAT",
+        "STAT_ROUND",
+        "EVENT_UPDATE",
+        "TIME_CONV",
+        "HEADER_FEATURE",
+        "COMPRESSED",
+        "FINISHED_INIT",
+        "COMPRESSED2",
+    ];
+    let kind = usize::try_from(kind).ok()?;
+    match kind {
+        1..=21 => KERNEL.get(kind).copied(),
+        64.. => USER.get(kind - 64).copied(),
+        _ => None,
+    }
+}
+
 /// Checks what linux-perf-event-reader 0.10 trusts in a record: a SAMPLE's callchain length
 /// ([`callchain_fits`]), an MMAP2 build-id's length (it asserts it is at most 20).
 fn check_record(record: &RawEventRecord<'_>) -> Result<(), &'static str> {
@@ -986,4 +1405,242 @@ fn callchain_fits(record: &RawEventRecord<'_>) -> bool {
     length
         .checked_mul(8)
         .is_some_and(|len| len <= (bytes.len().saturating_sub(at + 8)) as u64)
+}
+
+/// `PERF_RECORD_FINISHED_ROUND`: records before it up to the previous round's latest time
+/// may be sorted and handed out.
+const PERF_RECORD_FINISHED_ROUND: u32 = 68;
+
+/// The largest zstd frame header (RFC 8878: 4-byte magic, descriptor, window, dictionary id
+/// and content size): fewer bytes than this that do not parse may be a header cut short.
+const MAX_FRAME_HEADER: usize = 18;
+
+/// The largest window a recording's stream may use: zstd's level 22, the most `perf record
+/// -z` takes, uses 2^27 bytes (ruzstd's default limit is 100 MB).
+const MAX_WINDOW: u64 = 1 << 27;
+
+/// The records of a recording's compressed records (`perf record -z`), decompressed. perf
+/// compresses what it reads from its ring buffers as one zstd stream per recording,
+/// flushed at the end of each compressed record (a block may still lie across two, and a
+/// record of the stream does), and never ends the stream's frame. ruzstd, the decoder
+/// already in the build, decodes whole blocks (a block cut short waits here for the next
+/// compressed record) and holds back the last window of output until its frame ends: after
+/// the last compressed record, the frame is ended here by an empty last block.
+///
+/// Everything decompressed is kept until the recording is dropped (as perf keeps it), at
+/// most `max` bytes.
+struct Inflated {
+    decoder: ruzstd::decoding::FrameDecoder,
+    /// Whether a frame is being decoded, and whether its last block has been.
+    in_frame: bool,
+    after_last_block: bool,
+    /// Compressed bytes not yet decoded (the start of a block).
+    input: Vec<u8>,
+    /// The decompressed stream so far.
+    bytes: Vec<u8>,
+    /// Where the next record of `bytes` starts.
+    read_offset: usize,
+    /// Whether any compressed record was met.
+    seen: bool,
+    /// The most `bytes` may hold.
+    max: u64,
+    /// Compressed records met inside the decompressed stream (not read).
+    nested: u64,
+    /// What was wrong at the stream's end.
+    notes: Vec<String>,
+}
+
+/// A record of the decompressed stream: its type, misc and where its body lies.
+type StreamRecord = (RecordType, u16, (usize, usize));
+
+impl Inflated {
+    fn new(max: u64) -> Inflated {
+        let mut decoder = ruzstd::decoding::FrameDecoder::new();
+        decoder.set_max_window_size(MAX_WINDOW);
+        Inflated {
+            decoder,
+            in_frame: false,
+            after_last_block: false,
+            input: Vec::new(),
+            bytes: Vec::new(),
+            read_offset: 0,
+            seen: false,
+            max,
+            nested: 0,
+            notes: Vec::new(),
+        }
+    }
+
+    /// Decompresses a compressed record's zstd data (what it completes of the stream).
+    fn inflate(&mut self, data: &[u8]) -> Result<(), String> {
+        self.seen = true;
+        self.input.extend_from_slice(data);
+        loop {
+            if !self.in_frame {
+                if self.input.is_empty() {
+                    return Ok(());
+                }
+                let mut source = &self.input[..];
+                match self.decoder.init(&mut source) {
+                    Ok(()) => {
+                        let header = self.input.len() - source.len();
+                        self.input.drain(..header);
+                        self.in_frame = true;
+                        self.after_last_block = false;
+                    }
+                    Err(_) if self.input.len() < MAX_FRAME_HEADER => return Ok(()),
+                    Err(e) => return Err(format!("zstd: {e}")),
+                }
+            }
+            if self.after_last_block {
+                // The frame's checksum (4 bytes) when it has one.
+                if !self.decoder.is_finished() {
+                    if self.input.len() < 4 {
+                        return Ok(());
+                    }
+                    self.decode(4)?;
+                }
+                self.collect()?;
+                self.in_frame = false;
+                continue;
+            }
+            // One block at a time, so that what it gives is collected (and capped) before
+            // the next is decoded: a block header (3 bytes: last-block bit, type, size),
+            // then the size's bytes, or one byte for a run (type 1).
+            let Some(header) = self.input.get(..3) else {
+                return Ok(());
+            };
+            let header = u32::from_le_bytes([header[0], header[1], header[2], 0]);
+            let size = match (header >> 1) & 3 {
+                1 => 1,
+                _ => (header >> 3) as usize,
+            };
+            if self.input.len() < 3 + size {
+                return Ok(());
+            }
+            self.decode(3 + size)?;
+            self.after_last_block = header & 1 != 0;
+            self.collect()?;
+        }
+    }
+
+    /// Decodes the first `len` bytes of `input` (a whole block, or a checksum).
+    fn decode(&mut self, len: usize) -> Result<(), String> {
+        let (read, _) = self
+            .decoder
+            .decode_from_to(&self.input[..len], &mut [])
+            .map_err(|e| format!("zstd: {e}"))?;
+        if read == 0 {
+            return Err("zstd: a block that does not decode".to_string());
+        }
+        self.input.drain(..read.min(len));
+        Ok(())
+    }
+
+    /// Moves what the decoder can give out to `bytes`.
+    fn collect(&mut self) -> Result<(), String> {
+        let more = self.decoder.can_collect() as u64;
+        if (self.bytes.len() as u64).saturating_add(more) > self.max {
+            return Err(format!(
+                "the compressed records decompress to more than {} bytes",
+                self.max
+            ));
+        }
+        self.decoder
+            .collect_to_writer(&mut self.bytes)
+            .map_err(|e| format!("zstd: {e}"))?;
+        Ok(())
+    }
+
+    /// Ends the stream after the last compressed record: its frame ended by an empty last
+    /// block (perf never ends it), so that the decoder gives out its last window.
+    fn finish(&mut self) -> Result<(), String> {
+        if !self.in_frame {
+            if !self.input.is_empty() {
+                self.notes.push(format!(
+                    "the compressed records end inside a zstd frame header ({} bytes of it)",
+                    self.input.len()
+                ));
+            }
+            return Ok(());
+        }
+        if !self.after_last_block {
+            if !self.input.is_empty() {
+                self.notes.push(format!(
+                    "the compressed records end inside a zstd block ({} bytes of it, not \
+                     decompressed)",
+                    self.input.len()
+                ));
+            }
+            // A raw block of 0 bytes, the frame's last.
+            self.input = vec![1, 0, 0];
+            self.decode(3)?;
+            self.after_last_block = true;
+        }
+        if !self.decoder.is_finished() {
+            // A checksum to end the frame (ruzstd does not check it).
+            self.input = vec![0; 4];
+            self.decode(4)?;
+        }
+        self.input.clear();
+        self.in_frame = false;
+        self.collect()
+    }
+
+    /// The next whole record of the decompressed stream: type, misc and where its body
+    /// lies in `bytes`; `None` until more of the stream is decompressed. Rounds and
+    /// compressed records inside the stream are passed over (see [`Records::read_round`]).
+    fn next_record(&mut self) -> Result<Option<StreamRecord>, String> {
+        loop {
+            let at = self.read_offset;
+            let Some(header) = self.bytes.get(at..at.saturating_add(8)) else {
+                return Ok(None);
+            };
+            let record_type = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
+            let misc = u16::from_le_bytes([header[4], header[5]]);
+            let size = usize::from(u16::from_le_bytes([header[6], header[7]]));
+            if size < 8 {
+                return Err(format!(
+                    "the record at offset {at:#x} of the data decompressed from the \
+                     compressed records says it is {size} bytes, less than its header"
+                ));
+            }
+            let end = at + size;
+            let Some(body) = self.bytes.get(at + 8..end) else {
+                return Ok(None);
+            };
+            self.read_offset = end;
+            match record_type {
+                PERF_RECORD_FINISHED_ROUND => continue,
+                PERF_RECORD_COMPRESSED | PERF_RECORD_COMPRESSED2 => {
+                    self.nested += 1;
+                    continue;
+                }
+                PERF_RECORD_AUXTRACE => {
+                    let skip = usize::try_from(u64_at(body, 0).unwrap_or(0)).unwrap_or(usize::MAX);
+                    self.read_offset = end.saturating_add(skip);
+                }
+                _ => {}
+            }
+            return Ok(Some((RecordType(record_type), misc, (at + 8, end))));
+        }
+    }
+
+    /// What the stream left unread at its end, after its last record was taken.
+    fn note_leftover(&mut self) {
+        let left = self.bytes.len().saturating_sub(self.read_offset);
+        if left > 0 {
+            self.notes.push(format!(
+                "the data decompressed from the compressed records ends inside a record \
+                 ({left} bytes of it at offset {:#x})",
+                self.read_offset
+            ));
+        }
+        if self.nested > 0 {
+            self.notes.push(format!(
+                "{} compressed records inside compressed records, not read",
+                self.nested
+            ));
+        }
+    }
 }

@@ -436,7 +436,13 @@ fn unwind_all<A: UnwindArch + FromPerfRegs + Send, R: AsRef<[u8]> + Send>(
         Some(spec) => Fields::parse(spec, default)?,
         None => default,
     };
-    let build_ids: HashMap<Vec<u8>, Vec<u8>> = recording.build_ids().into_iter().collect();
+    let mut build_ids: HashMap<Vec<u8>, Vec<u8>> = recording.build_ids().into_iter().collect();
+    if recording.features_missing() {
+        // A recording cut short does not say which vDSO it saw (its build-id is gone): an
+        // empty build-id, which no file has, leaves it unread as perf leaves a vDSO it does
+        // not have (unnamed, the unwinding stopped there).
+        build_ids.insert(b"[vdso]".to_vec(), Vec::new());
+    }
     let kernel_build_id = build_ids.get(&b"[kernel.kallsyms]"[..]).cloned();
     let need_lines = !args.no_inline || fields.has(Field::SrcLine);
     // Two threads: this one names and prints while the other reads the recording and
@@ -465,7 +471,11 @@ fn unwind_all<A: UnwindArch + FromPerfRegs + Send, R: AsRef<[u8]> + Send>(
         fields,
         event_names,
         event_width,
-        kernel: KernelNames::NotNeeded(kallsyms_path(args, kernel_build_id.as_deref())),
+        kernel: KernelNames::NotNeeded(match recording.features_missing() {
+            // Which kernel recorded it is not known (its build-id was a feature section).
+            true if args.kallsyms.is_none() => None,
+            _ => kallsyms_path(args, kernel_build_id.as_deref()),
+        }),
         pending: VecDeque::new(),
         names: HashMap::new(),
         perf_names: symbols::PerfNames::default(),
@@ -480,8 +490,8 @@ fn unwind_all<A: UnwindArch + FromPerfRegs + Send, R: AsRef<[u8]> + Send>(
     // the 64th (on a system-wide recording, 20 ms in, one core idle until then).
     const BATCH: usize = 64;
     let (send, receive) = std::sync::mpsc::sync_channel::<Vec<Unwound>>(16);
-    std::thread::scope(|scope| -> Result<(), String> {
-        let unwinder = scope.spawn(move || -> Result<(), String> {
+    let notes = std::thread::scope(|scope| -> Result<Vec<String>, String> {
+        let unwinder = scope.spawn(move || -> Result<Vec<String>, String> {
             let mut batch = Vec::with_capacity(BATCH);
             let mut limit = 1;
             while let Some(event) = recording.next_event()? {
@@ -491,11 +501,14 @@ fn unwind_all<A: UnwindArch + FromPerfRegs + Send, R: AsRef<[u8]> + Send>(
                     let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
                     if send.send(full).is_err() {
                         // The naming side stopped; it reports why.
-                        return Ok(());
+                        return Ok(Vec::new());
                     }
                 }
             }
             let _ = send.send(batch);
+            // Said once the samples are printed: record kinds passed over, and what was
+            // wrong where the recording ends.
+            let notes = recording.notes();
             // Its processes, mappings and caches are not freed one by one: the process ends
             // soon (as for the naming side's, below), and the naming side waits for this
             // thread's end (1.4 % of a system-wide run, at its end).
@@ -503,7 +516,7 @@ fn unwind_all<A: UnwindArch + FromPerfRegs + Send, R: AsRef<[u8]> + Send>(
             // Unmapped here, while the naming side finishes, rather than by the main thread
             // after it.
             drop(recording);
-            Ok(())
+            Ok(notes)
         });
         let named = receive.into_iter().try_for_each(|batch| {
             naming.name_batch(&batch);
@@ -518,6 +531,9 @@ fn unwind_all<A: UnwindArch + FromPerfRegs + Send, R: AsRef<[u8]> + Send>(
         named.map_err(io)?;
         unwound
     })?;
+    for note in notes {
+        eprintln!("stacksym perf: note: {note}");
+    }
     naming.finish_kernel();
     naming.flush_pending(args, out).map_err(io)?;
     if args.report {
