@@ -703,24 +703,15 @@ impl Symbols {
     /// The [`Sym`] of every answer but [`Answer::Elf`], out of the callers' loops.
     #[inline(never)]
     fn other_sym(&self, entry: &Entry) -> Option<Sym<'_>> {
-        let frames = self.entry_frames(entry);
-        let module = self.modules.get(entry.module as usize);
-        let (module_path, opened_as, kernel_module) = match module {
-            Some(m) => (
-                m.shown.as_path(),
-                m.opened_as.as_deref(),
-                m.kernel_module.as_deref(),
-            ),
-            None => (Path::new(""), None, None),
-        };
+        let from_entry = self.entry_sym(entry);
         let part = |part: &u32| self.parts.get(*part as usize);
-        match &entry.answer {
-            Answer::DwarfOnly { part: p, addr } => {
-                let Some(Part::Elf(elf)) = part(p) else {
-                    return None;
-                };
+        match (
+            &entry.answer,
+            entry_part(&entry.answer).and_then(|p| part(&p)),
+        ) {
+            (Answer::DwarfOnly { addr, .. }, Some(Part::Elf(elf))) => {
                 // Pushed only with frames whose outermost has a function.
-                let function = frames.last()?.function.as_ref()?;
+                let function = from_entry.frames.last()?.function.as_ref()?;
                 Some(Sym {
                     name: if self.demangle {
                         &function.demangled
@@ -728,124 +719,71 @@ impl Symbols {
                         &function.raw
                     },
                     raw_name: function.raw.as_bytes(),
-                    version: None,
-                    version_hidden: false,
                     origin: NameOrigin::Dwarf,
                     addr: SymAddr::Virt(*addr),
-                    size: 0,
-                    offset: 0,
-                    kind: SymbolKind::Function,
-                    module: module_path,
-                    opened_as,
                     symbol_file: elf.file.elf.path(),
-                    file_offset_at: self.entry_file_offset(entry),
                     build_id: elf.build_id.as_deref(),
-                    kernel_module,
-                    frames,
+                    ..from_entry
                 })
             }
-            Answer::Go { part: p, addr } => {
-                let Some(Part::Elf(elf)) = part(p) else {
-                    return None;
-                };
+            (Answer::Go { addr, .. }, Some(Part::Elf(elf))) => {
                 let go = elf.go.as_ref()?;
                 // Found when the batch was made; the table does not change.
                 let function = go.find_function(*addr).ok()??;
                 Some(Sym {
                     name: function.name,
                     raw_name: function.name.as_bytes(),
-                    version: None,
-                    version_hidden: false,
                     origin: NameOrigin::GoTable,
                     addr: SymAddr::Virt(function.entry),
                     size: function.end.0.saturating_sub(function.entry.0),
                     offset: addr.0.wrapping_sub(function.entry.0),
-                    kind: SymbolKind::Function,
-                    module: module_path,
-                    opened_as,
                     symbol_file: go.elf().path(),
-                    file_offset_at: self.entry_file_offset(entry),
                     build_id: elf.build_id.as_deref(),
-                    kernel_module,
-                    frames,
+                    ..from_entry
                 })
             }
-            Answer::Kallsyms { part: p, addr } => {
-                let Some(Part::Kallsyms(kallsyms)) = part(p) else {
-                    return None;
-                };
+            (Answer::Kallsyms { addr, .. }, Some(Part::Kallsyms(kallsyms))) => {
                 let sym = kallsyms.find_symbol(*addr).ok()??;
                 Some(Sym {
                     name: sym.name,
                     raw_name: sym.name.as_bytes(),
-                    version: None,
-                    version_hidden: false,
                     origin: NameOrigin::Kallsyms,
                     addr: SymAddr::Abs(sym.addr),
                     size: sym.size,
                     offset: sym.offset,
-                    kind: SymbolKind::Function,
-                    module: module_path,
-                    opened_as,
                     symbol_file: kallsyms.path(),
                     file_offset_at: FileOffsetAt::Known(None),
-                    build_id: None,
                     kernel_module: sym.module,
-                    frames,
+                    ..from_entry
                 })
             }
-            Answer::PerfMap { part: p, addr } => {
-                let Some(Part::PerfMap(map)) = part(p) else {
-                    return None;
-                };
+            (Answer::PerfMap { addr, .. }, Some(Part::PerfMap(map))) => {
                 let sym = map.find(*addr)?;
                 Some(Sym {
                     name: sym.name,
                     raw_name: sym.name.as_bytes(),
-                    version: None,
-                    version_hidden: false,
                     origin: NameOrigin::PerfMap,
                     addr: SymAddr::Abs(sym.start),
                     size: sym.size,
                     offset: sym.offset,
-                    kind: SymbolKind::Function,
-                    module: module_path,
-                    opened_as,
                     symbol_file: map.path(),
-                    file_offset_at: self.entry_file_offset(entry),
-                    build_id: None,
-                    kernel_module,
-                    frames,
+                    ..from_entry
                 })
             }
-            Answer::JitDump { part: p, addr } => {
-                let Some(Part::JitDump(dump)) = part(p) else {
-                    return None;
-                };
+            (Answer::JitDump { addr, .. }, Some(Part::JitDump(dump))) => {
                 let code = dump.find(*addr)?;
                 Some(Sym {
                     name: code.name,
                     raw_name: code.name.as_bytes(),
-                    version: None,
-                    version_hidden: false,
                     origin: NameOrigin::JitDump,
                     addr: SymAddr::Abs(code.start),
                     size: code.size,
                     offset: code.offset,
-                    kind: SymbolKind::Function,
-                    module: module_path,
-                    opened_as,
                     symbol_file: dump.path(),
-                    file_offset_at: self.entry_file_offset(entry),
-                    build_id: None,
-                    kernel_module,
-                    frames,
+                    ..from_entry
                 })
             }
-            Answer::Vdso { part: p, offset } => {
-                let Some(Part::Vdso(elf)) = part(p) else {
-                    return None;
-                };
+            (Answer::Vdso { offset, .. }, Some(Part::Vdso(elf))) => {
                 let sym = elf.find_symbol_at_file_offset(*offset).ok()??;
                 let virt = elf
                     .segments()
@@ -861,17 +799,59 @@ impl Symbols {
                     size: sym.size,
                     offset: virt.0.wrapping_sub(sym.addr.0),
                     kind: sym.kind,
-                    module: module_path,
-                    opened_as,
-                    symbol_file: module_path,
-                    file_offset_at: self.entry_file_offset(entry),
+                    symbol_file: from_entry.module,
                     build_id: elf.build_id(),
-                    kernel_module,
-                    frames,
+                    ..from_entry
                 })
             }
-            Answer::Elf { .. } | Answer::NoSymbol | Answer::NotFound(_) => None,
+            _ => None,
         }
+    }
+
+    /// What a [`Sym`] of `entry` takes from the entry itself (its module, frames and file
+    /// offset), with the rest as for a function of no size found at its start: each answer
+    /// of [`Symbols::other_sym`] states its name, origin, address and file over it.
+    fn entry_sym(&self, entry: &Entry) -> Sym<'_> {
+        let module = self.modules.get(entry.module as usize);
+        let (module, opened_as, kernel_module) = match module {
+            Some(m) => (
+                m.shown.as_path(),
+                m.opened_as.as_deref(),
+                m.kernel_module.as_deref(),
+            ),
+            None => (Path::new(""), None, None),
+        };
+        Sym {
+            name: "",
+            raw_name: &[],
+            version: None,
+            version_hidden: false,
+            origin: NameOrigin::Dwarf,
+            addr: SymAddr::Virt(VirtAddr(0)),
+            size: 0,
+            offset: 0,
+            kind: SymbolKind::Function,
+            module,
+            opened_as,
+            symbol_file: module,
+            file_offset_at: self.entry_file_offset(entry),
+            build_id: None,
+            kernel_module,
+            frames: self.entry_frames(entry),
+        }
+    }
+}
+
+/// The part an answer other than [`Answer::Elf`] was found in.
+fn entry_part(answer: &Answer) -> Option<u32> {
+    match answer {
+        Answer::DwarfOnly { part, .. }
+        | Answer::Go { part, .. }
+        | Answer::Kallsyms { part, .. }
+        | Answer::PerfMap { part, .. }
+        | Answer::JitDump { part, .. }
+        | Answer::Vdso { part, .. } => Some(*part),
+        Answer::Elf { .. } | Answer::NoSymbol | Answer::NotFound(_) => None,
     }
 }
 
