@@ -79,6 +79,9 @@ pub struct JitDump {
     lines: Vec<Line>,
     /// Unwinding data (`.eh_frame_hdr` + `.eh_frame`) of every load that has some.
     unwinding: Vec<u8>,
+    /// The code of every load that has unwinding data (what an unwinder built from those
+    /// tables reads at a frame's address: `crate::unwind`'s JIT modules).
+    code: Vec<u8>,
     /// The last load covering each address.
     latest: Vec<Piece>,
     /// Indexes of `loads` sorted by start, and the largest code size: the loads that may
@@ -104,6 +107,8 @@ struct Unwinding {
     bytes: Range<usize>,
     eh_frame_hdr_size: u64,
     mapped_size: u64,
+    /// The load's code in `JitDump::code` (empty until the load is read).
+    code: Range<usize>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,6 +162,8 @@ pub struct JitUnwindingInfo<'a> {
     pub eh_frame_hdr_size: u64,
     /// How many bytes of the data the process mapped (0: none, only the header matters).
     pub mapped_size: u64,
+    /// The code the tables describe (the load's bytes, as the JIT wrote them).
+    pub code: &'a [u8],
 }
 
 impl<'a> JitCode<'a> {
@@ -168,6 +175,11 @@ impl<'a> JitCode<'a> {
         let addr = self.start.0.checked_add(self.offset)?;
         let at = lines.partition_point(|l| l.addr <= addr).checked_sub(1)?;
         lines.get(at).map(|l| self.dump.source_line(l))
+    }
+
+    /// The file the code is from.
+    pub fn dump(&self) -> &'a JitDump {
+        self.dump
     }
 
     /// Every source line of the code, by address.
@@ -188,6 +200,7 @@ impl<'a> JitCode<'a> {
             bytes: self.dump.unwinding.get(unwinding.bytes.clone())?,
             eh_frame_hdr_size: unwinding.eh_frame_hdr_size,
             mapped_size: unwinding.mapped_size,
+            code: self.dump.code.get(unwinding.code.clone())?,
         })
     }
 }
@@ -254,7 +267,14 @@ impl JitDump {
 
     /// Every load and move, in file order, each looked up at its start.
     pub fn iter(&self) -> impl Iterator<Item = JitCode<'_>> {
-        (0..self.loads.len()).filter_map(|i| self.code(i, self.loads.get(i)?.start))
+        (0..self.loads.len()).filter_map(|i| self.nth(i))
+    }
+
+    /// The `index`th load or move in file order (time order), looked up at its start;
+    /// `None` past the last ([`JitDump::len`]). A reader following a recording's time
+    /// through the file keeps its place by index.
+    pub fn nth(&self, index: usize) -> Option<JitCode<'_>> {
+        self.code(index, self.loads.get(index)?.start)
     }
 
     fn code(&self, load: usize, addr: u64) -> Option<JitCode<'_>> {
@@ -424,6 +444,7 @@ impl<'a> Parser<'a> {
             loads: Vec::new(),
             lines: Vec::new(),
             unwinding: Vec::new(),
+            code: Vec::new(),
             latest: Vec::new(),
             by_start: Vec::new(),
             max_size: 0,
@@ -490,7 +511,23 @@ impl<'a> Parser<'a> {
                     let from = dump.strings.len();
                     dump.strings
                         .push_str(&String::from_utf8_lossy(&name[..name_len]));
-                    let pending = std::mem::take(&mut pending);
+                    let mut pending = std::mem::take(&mut pending);
+                    // Kept only where there are tables besides the header (V8 writes a
+                    // header alone for code it has no tables for: builtins).
+                    let tables = pending
+                        .unwinding
+                        .as_mut()
+                        .filter(|u| (u.bytes.len() as u64) > u.eh_frame_hdr_size);
+                    if let Some(unwinding) = tables {
+                        // Checked above: the code lies in the record after the name.
+                        let code = name
+                            .get(name_len + 1..)
+                            .and_then(|rest| rest.get(..usize::try_from(code_size).ok()?))
+                            .unwrap_or_default();
+                        let at = dump.code.len();
+                        dump.code.extend_from_slice(code);
+                        unwinding.code = at..dump.code.len();
+                    }
                     let lines = pending.lines.unwrap_or(dump.lines.len()..dump.lines.len());
                     by_index.insert(code_index, dump.loads.len());
                     dump.loads.push(Load {
@@ -669,6 +706,7 @@ impl<'a> Parser<'a> {
             bytes: from..dump.unwinding.len(),
             eh_frame_hdr_size,
             mapped_size,
+            code: 0..0,
         })
     }
 }

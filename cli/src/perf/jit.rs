@@ -101,6 +101,33 @@ fn read_capped(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
     Ok(Some(text))
 }
 
+/// Gives `proc`'s unwinder the unwind tables of the loads of its jitdump written at or
+/// before `time` (all of them when the sample has no time), after those it has: a sample
+/// unwinds through the code that was at its addresses then (V8's `.eh_frame` of each
+/// function, `JIT_CODE_UNWINDING_INFO`; the library's `Modules::add_jit_code`), as perf
+/// unwinds through the `jitted-PID-N.so` files `perf inject --jit` writes from them.
+pub fn add_unwind_tables<A: stacksym::unwind::UnwindArch>(
+    dump: Option<&Option<JitDump>>,
+    proc: &mut super::Proc<A>,
+    time: Option<u64>,
+) {
+    let Some(Some(dump)) = dump else {
+        return;
+    };
+    let due = |i: usize| {
+        dump.nth(i)
+            .filter(|code| time.is_none_or(|time| code.timestamp <= time))
+    };
+    if due(proc.jit_loads).is_none() {
+        return;
+    }
+    let modules = proc.unwinder.modules_mut();
+    while let Some(code) = due(proc.jit_loads) {
+        modules.add_jit_code(&code);
+        proc.jit_loads += 1;
+    }
+}
+
 /// The jitdump files the recording's MMAP records name, by process, and each read once.
 #[derive(Default)]
 pub struct Dumps {

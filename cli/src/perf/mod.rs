@@ -172,6 +172,9 @@ struct Proc<A: UnwindArch> {
     /// insertion moved every library mapped before; with the vector's growth, 4.5 % of a
     /// system-wide run, all on the unwinding thread).
     maps: Vec<Map>,
+    /// How many of the process's jitdump loads (in file order) its unwinder has been given:
+    /// those written at or before the last sample's time (src/perf/jit.rs).
+    jit_loads: usize,
 }
 
 /// What one address of a file resolves to, as perf shows it.
@@ -648,6 +651,9 @@ impl<A: UnwindArch + FromPerfRegs> Unwinding<A> {
                 if let Some((regs, memory)) = sample.unwind_input::<A>() {
                     let user = match self.procs.get_mut(&pid) {
                         Some(proc) => {
+                            if let Some(dump) = self.jit_dumps.of(pid) {
+                                jit::add_unwind_tables(dump.get(), proc, sample.time);
+                            }
                             let cache = proc.cache.get_or_insert_with(UnwindCache::new);
                             let stack = proc.unwinder.unwind(&regs, &memory, cache);
                             if args.stop_reasons {
@@ -1413,5 +1419,6 @@ fn new_proc<A: UnwindArch>(modules: Modules) -> Proc<A> {
         unwinder: Unwinder::new(modules),
         cache: None,
         maps: Vec::new(),
+        jit_loads: 0,
     }
 }
