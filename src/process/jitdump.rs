@@ -89,6 +89,8 @@ pub struct JitDump {
     by_start: Vec<usize>,
     max_size: u64,
     cut_short_at: Option<u64>,
+    /// Bytes of the file past what [`read_jit_dump`] read.
+    unread_bytes: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -230,6 +232,12 @@ impl JitDump {
     /// the runtime was writing it).
     pub fn cut_short_at(&self) -> Option<u64> {
         self.cut_short_at
+    }
+
+    /// How many bytes of the file [`read_jit_dump`] left unread: those past
+    /// [`MAX_JITDUMP_BYTES`] (0 for a file read whole, and for the parsers' own results).
+    pub fn unread_bytes(&self) -> u64 {
+        self.unread_bytes
     }
 
     /// The code covering `addr` now: of the loads and moves covering it, the last written.
@@ -449,6 +457,7 @@ impl<'a> Parser<'a> {
             by_start: Vec::new(),
             max_size: 0,
             cut_short_at: None,
+            unread_bytes: 0,
         };
         let mut pending = Pending::default();
         let mut by_index: HashMap<u64, usize> = HashMap::new();
@@ -773,18 +782,36 @@ impl Process {
     }
 }
 
-/// Reads an opened jitdump (at most [`MAX_JITDUMP_BYTES`]) and parses it as a file still
-/// being written.
-pub(crate) fn read_jit_dump(file: File, path: &Path) -> Result<JitDump> {
+/// Reads an opened jitdump, at most [`MAX_JITDUMP_BYTES`] of it, and parses it as a file
+/// still being written ([`parse_growing_jitdump`]); `path` names it in the result and in
+/// errors. A longer file loses its tail: what it held past the limit is not read, which
+/// [`JitDump::unread_bytes`] says (and a `log::warn!` line, with the count).
+///
+/// Errors: the file cannot be read ([`Error::Io`]), or is not a jitdump ([`Error::JitDump`]).
+pub fn read_jit_dump(file: File, path: &Path) -> Result<JitDump> {
+    read_capped(file, path, MAX_JITDUMP_BYTES)
+}
+
+/// [`read_jit_dump`] with the limit `cap` (tests try a small one).
+fn read_capped(file: File, path: &Path, cap: u64) -> Result<JitDump> {
     use std::io::Read;
+    let io = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let len = file.metadata().map_err(io)?.len();
     let mut bytes = Vec::new();
-    file.take(MAX_JITDUMP_BYTES)
-        .read_to_end(&mut bytes)
-        .map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-    parse_growing_jitdump(path, &bytes)
+    file.take(cap).read_to_end(&mut bytes).map_err(io)?;
+    let mut dump = parse_growing_jitdump(path, &bytes)?;
+    dump.unread_bytes = len.saturating_sub(bytes.len() as u64);
+    if dump.unread_bytes > 0 {
+        log::warn!(
+            "{}: larger than {cap} bytes: its last {} bytes are not read",
+            path.display(),
+            dump.unread_bytes
+        );
+    }
+    Ok(dump)
 }
 
 #[cfg(test)]

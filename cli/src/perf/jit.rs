@@ -18,7 +18,7 @@
 //! jitdump files: a runtime maps the `jit-PID.dump` it writes (V8 with `--perf-prof`), so
 //! the recording's MMAP records name it, as `perf inject --jit` finds it. A raw recording's
 //! frames in the process's anonymous JIT memory are named from that file (read when a frame
-//! needs it, with the library's `parse_growing_jitdump`) before the perf map: the names and
+//! needs it, with the library's `read_jit_dump`) before the perf map: the names and
 //! source lines `perf script` prints after `perf inject --jit`. The dso column stays the
 //! perf map's path (`/tmp/perf-PID.map`, what perf prints for such memory without inject):
 //! inject's `jitted-PID-N.so` files are not written here. The code that names an address
@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use stacksym::process::{
-    parse_growing_jitdump, parse_perf_map, JitCode, JitDump, PerfMap, Process, MAX_JITDUMP_BYTES,
+    parse_perf_map, read_jit_dump, JitCode, JitDump, PerfMap, Process, MAX_JITDUMP_BYTES,
     MAX_PERF_MAP_BYTES,
 };
 
@@ -199,17 +199,23 @@ impl Dumps {
     }
 }
 
+/// The jitdump at `path`, read with the library's reader (at most `MAX_JITDUMP_BYTES`: the
+/// bytes left unread are said on stderr); `None` when it cannot be read (said on stderr).
 fn read_dump(path: &Path) -> Option<JitDump> {
-    use std::io::Read;
-    let mut bytes = Vec::new();
     let read = std::fs::File::open(path)
-        .and_then(|file| file.take(MAX_JITDUMP_BYTES).read_to_end(&mut bytes));
-    if let Err(e) = read {
-        eprintln!("stacksym perf: note: {}: {e}", path.display());
-        return None;
-    }
-    match parse_growing_jitdump(path, &bytes) {
-        Ok(dump) => Some(dump),
+        .map_err(|e| format!("{}: {e}", path.display()))
+        .and_then(|file| read_jit_dump(file, path).map_err(|e| e.to_string()));
+    match read {
+        Ok(dump) => {
+            if dump.unread_bytes() > 0 {
+                eprintln!(
+                    "stacksym perf: note: {}: larger than {MAX_JITDUMP_BYTES} bytes: its last {} bytes are not read",
+                    path.display(),
+                    dump.unread_bytes()
+                );
+            }
+            Some(dump)
+        }
         Err(e) => {
             eprintln!("stacksym perf: note: {e}");
             None
@@ -239,7 +245,7 @@ mod tests {
             file.extend(name);
             file.extend([0xc3u8; 16]);
         }
-        parse_growing_jitdump(Path::new("jit-42.dump"), &file).expect("a valid dump")
+        stacksym::process::parse_jitdump(Path::new("jit-42.dump"), &file).expect("a valid dump")
     }
 
     #[test]
