@@ -79,6 +79,9 @@ pub struct JitDump {
     lines: Vec<Line>,
     /// Unwinding data (`.eh_frame_hdr` + `.eh_frame`) of every load that has some.
     unwinding: Vec<u8>,
+    /// The code of every load that has unwinding data (what an unwinder built from those
+    /// tables reads at a frame's address: `crate::unwind`'s JIT modules).
+    code: Vec<u8>,
     /// The last load covering each address.
     latest: Vec<Piece>,
     /// Indexes of `loads` sorted by start, and the largest code size: the loads that may
@@ -86,6 +89,8 @@ pub struct JitDump {
     by_start: Vec<usize>,
     max_size: u64,
     cut_short_at: Option<u64>,
+    /// Bytes of the file past what [`read_jit_dump`] read.
+    unread_bytes: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,6 +109,8 @@ struct Unwinding {
     bytes: Range<usize>,
     eh_frame_hdr_size: u64,
     mapped_size: u64,
+    /// The load's code in `JitDump::code` (empty until the load is read).
+    code: Range<usize>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,6 +164,8 @@ pub struct JitUnwindingInfo<'a> {
     pub eh_frame_hdr_size: u64,
     /// How many bytes of the data the process mapped (0: none, only the header matters).
     pub mapped_size: u64,
+    /// The code the tables describe (the load's bytes, as the JIT wrote them).
+    pub code: &'a [u8],
 }
 
 impl<'a> JitCode<'a> {
@@ -168,6 +177,11 @@ impl<'a> JitCode<'a> {
         let addr = self.start.0.checked_add(self.offset)?;
         let at = lines.partition_point(|l| l.addr <= addr).checked_sub(1)?;
         lines.get(at).map(|l| self.dump.source_line(l))
+    }
+
+    /// The file the code is from.
+    pub fn dump(&self) -> &'a JitDump {
+        self.dump
     }
 
     /// Every source line of the code, by address.
@@ -188,6 +202,7 @@ impl<'a> JitCode<'a> {
             bytes: self.dump.unwinding.get(unwinding.bytes.clone())?,
             eh_frame_hdr_size: unwinding.eh_frame_hdr_size,
             mapped_size: unwinding.mapped_size,
+            code: self.dump.code.get(unwinding.code.clone())?,
         })
     }
 }
@@ -217,6 +232,12 @@ impl JitDump {
     /// the runtime was writing it).
     pub fn cut_short_at(&self) -> Option<u64> {
         self.cut_short_at
+    }
+
+    /// How many bytes of the file [`read_jit_dump`] left unread: those past
+    /// [`MAX_JITDUMP_BYTES`] (0 for a file read whole, and for the parsers' own results).
+    pub fn unread_bytes(&self) -> u64 {
+        self.unread_bytes
     }
 
     /// The code covering `addr` now: of the loads and moves covering it, the last written.
@@ -254,7 +275,14 @@ impl JitDump {
 
     /// Every load and move, in file order, each looked up at its start.
     pub fn iter(&self) -> impl Iterator<Item = JitCode<'_>> {
-        (0..self.loads.len()).filter_map(|i| self.code(i, self.loads.get(i)?.start))
+        (0..self.loads.len()).filter_map(|i| self.nth(i))
+    }
+
+    /// The `index`th load or move in file order (time order), looked up at its start;
+    /// `None` past the last ([`JitDump::len`]). A reader following a recording's time
+    /// through the file keeps its place by index.
+    pub fn nth(&self, index: usize) -> Option<JitCode<'_>> {
+        self.code(index, self.loads.get(index)?.start)
     }
 
     fn code(&self, load: usize, addr: u64) -> Option<JitCode<'_>> {
@@ -424,10 +452,12 @@ impl<'a> Parser<'a> {
             loads: Vec::new(),
             lines: Vec::new(),
             unwinding: Vec::new(),
+            code: Vec::new(),
             latest: Vec::new(),
             by_start: Vec::new(),
             max_size: 0,
             cut_short_at: None,
+            unread_bytes: 0,
         };
         let mut pending = Pending::default();
         let mut by_index: HashMap<u64, usize> = HashMap::new();
@@ -490,7 +520,23 @@ impl<'a> Parser<'a> {
                     let from = dump.strings.len();
                     dump.strings
                         .push_str(&String::from_utf8_lossy(&name[..name_len]));
-                    let pending = std::mem::take(&mut pending);
+                    let mut pending = std::mem::take(&mut pending);
+                    // Kept only where there are tables besides the header (V8 writes a
+                    // header alone for code it has no tables for: builtins).
+                    let tables = pending
+                        .unwinding
+                        .as_mut()
+                        .filter(|u| (u.bytes.len() as u64) > u.eh_frame_hdr_size);
+                    if let Some(unwinding) = tables {
+                        // Checked above: the code lies in the record after the name.
+                        let code = name
+                            .get(name_len + 1..)
+                            .and_then(|rest| rest.get(..usize::try_from(code_size).ok()?))
+                            .unwrap_or_default();
+                        let at = dump.code.len();
+                        dump.code.extend_from_slice(code);
+                        unwinding.code = at..dump.code.len();
+                    }
                     let lines = pending.lines.unwrap_or(dump.lines.len()..dump.lines.len());
                     by_index.insert(code_index, dump.loads.len());
                     dump.loads.push(Load {
@@ -669,6 +715,7 @@ impl<'a> Parser<'a> {
             bytes: from..dump.unwinding.len(),
             eh_frame_hdr_size,
             mapped_size,
+            code: 0..0,
         })
     }
 }
@@ -735,18 +782,36 @@ impl Process {
     }
 }
 
-/// Reads an opened jitdump (at most [`MAX_JITDUMP_BYTES`]) and parses it as a file still
-/// being written.
-pub(crate) fn read_jit_dump(file: File, path: &Path) -> Result<JitDump> {
+/// Reads an opened jitdump, at most [`MAX_JITDUMP_BYTES`] of it, and parses it as a file
+/// still being written ([`parse_growing_jitdump`]); `path` names it in the result and in
+/// errors. A longer file loses its tail: what it held past the limit is not read, which
+/// [`JitDump::unread_bytes`] says (and a `log::warn!` line, with the count).
+///
+/// Errors: the file cannot be read ([`Error::Io`]), or is not a jitdump ([`Error::JitDump`]).
+pub fn read_jit_dump(file: File, path: &Path) -> Result<JitDump> {
+    read_capped(file, path, MAX_JITDUMP_BYTES)
+}
+
+/// [`read_jit_dump`] with the limit `cap` (tests try a small one).
+fn read_capped(file: File, path: &Path, cap: u64) -> Result<JitDump> {
     use std::io::Read;
+    let io = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let len = file.metadata().map_err(io)?.len();
     let mut bytes = Vec::new();
-    file.take(MAX_JITDUMP_BYTES)
-        .read_to_end(&mut bytes)
-        .map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-    parse_growing_jitdump(path, &bytes)
+    file.take(cap).read_to_end(&mut bytes).map_err(io)?;
+    let mut dump = parse_growing_jitdump(path, &bytes)?;
+    dump.unread_bytes = len.saturating_sub(bytes.len() as u64);
+    if dump.unread_bytes > 0 {
+        log::warn!(
+            "{}: larger than {cap} bytes: its last {} bytes are not read",
+            path.display(),
+            dump.unread_bytes
+        );
+    }
+    Ok(dump)
 }
 
 #[cfg(test)]

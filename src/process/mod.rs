@@ -26,7 +26,6 @@
 //! (normalization).
 
 mod jitdump;
-pub(crate) use jitdump::read_jit_dump;
 mod maps;
 mod perfmap;
 mod vdso;
@@ -37,8 +36,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 pub use jitdump::{
-    parse_growing_jitdump, parse_jitdump, JitCode, JitDump, JitDumpHeader, JitSourceLine,
-    JitUnwindingInfo, MAX_JITDUMP_BYTES,
+    parse_growing_jitdump, parse_jitdump, read_jit_dump, JitCode, JitDump, JitDumpHeader,
+    JitSourceLine, JitUnwindingInfo, MAX_JITDUMP_BYTES,
 };
 pub use maps::{file_offset_in, parse_maps, Dev, Mapping, MappingKind, Perms};
 pub use perfmap::{parse_perf_map, PerfMap, PerfMapSym, MAX_PERF_MAP_BYTES};

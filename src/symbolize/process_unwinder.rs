@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use crate::addr::{AbsAddr, FileOffset};
 use crate::error::Result;
-use crate::process::{MappingKind, Process};
+use crate::process::{MappingKind, Process, ProcessMaps};
 use crate::symbolize::{Input, Source, Symbolizer, Symbols};
 use crate::unwind::{
     Frame, Modules, ProcessMemory, Stack, StackCopy, UnwindArch, UnwindCache, UnwindOptions,
@@ -170,6 +170,40 @@ impl Symbolizer {
                 Err(e) => log::debug!("process {}: no vDSO CFI: {e}", process.pid()),
             }
         }
+        self.add_jit_code(process, &maps, &mut modules);
         Ok(modules)
+    }
+
+    /// Adds the generated code of the process's jitdump files that has unwind tables
+    /// (`JIT_CODE_UNWINDING_INFO`, see [`Modules::add_jit_code`]), in each file's order so
+    /// that the code there now wins where addresses were reused; only code in anonymous
+    /// executable memory, where the JIT puts it (a load over a mapped file is not believed).
+    fn add_jit_code(&self, process: &Process, maps: &ProcessMaps, modules: &mut Modules) {
+        let jit_memory = |start: AbsAddr| {
+            maps.find(start).is_some_and(|m| {
+                m.perms.exec && matches!(m.kind, MappingKind::Anonymous | MappingKind::AnonNamed(_))
+            })
+        };
+        if !maps.mappings().iter().any(|m| jit_memory(m.range.start)) {
+            return;
+        }
+        let dumps = match &self.cached_specials(process) {
+            Some(specials) => specials.jit_dumps(process, maps),
+            None => process
+                .jit_dumps(maps)
+                .map(|dumps| Arc::new(dumps.into_iter().map(Arc::new).collect())),
+        };
+        let dumps = match dumps {
+            Ok(dumps) => dumps,
+            Err(e) => {
+                log::debug!("process {}: no JIT unwind tables: {e}", process.pid());
+                return;
+            }
+        };
+        for dump in dumps.iter() {
+            for code in dump.iter().filter(|code| jit_memory(code.start)) {
+                modules.add_jit_code(&code);
+            }
+        }
     }
 }

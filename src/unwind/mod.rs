@@ -45,6 +45,7 @@ mod arch;
 mod cfi;
 mod expr;
 mod go;
+mod jit;
 mod memory;
 mod module;
 mod omitted_lsda;

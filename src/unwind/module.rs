@@ -12,6 +12,8 @@ use crate::elf::ElfFile;
 use crate::process::{file_offset_in, Mapping, ProcessMaps};
 
 use super::cfi::ModuleCfi;
+use super::jit::{jit_elf, TEXT_OFFSET};
+use crate::process::JitCode;
 
 /// One mapping of an ELF file.
 #[derive(Debug, Clone)]
@@ -22,6 +24,8 @@ pub struct Module {
     pub file_offset: FileOffset,
     /// Index of the file's CFI in [`Modules`] (shared by the file's mappings).
     cfi: u32,
+    /// Generated code with its jitdump's tables ([`Modules::add_jit_code`]), not a file.
+    jit: bool,
 }
 
 impl Module {
@@ -124,6 +128,51 @@ impl Modules {
         self.insert(range, file_offset, index);
     }
 
+    /// Adds the generated code `code` of a jitdump with the unwind tables its JIT wrote for
+    /// it (`JIT_CODE_UNWINDING_INFO`), made into the file `perf inject --jit` would write
+    /// (see `jit.rs`) and mapped over the code's range, replacing the code added so over
+    /// those addresses before (addresses are reused as code is collected: add a dump's loads
+    /// in its order, [`crate::process::JitDump::nth`], up to the time being unwound). Code
+    /// the JIT wrote no tables for removes that earlier code's and adds nothing: its frames
+    /// follow the frame pointer. Code over a mapped file (V8 names its builtins in the
+    /// binary's text) leaves the file's CFI alone. Returns whether the code's tables were
+    /// added.
+    pub fn add_jit_code(&mut self, code: &JitCode<'_>) -> bool {
+        let Some(end) = code
+            .start
+            .checked_add(code.size)
+            .filter(|&e| e > code.start)
+        else {
+            return false;
+        };
+        let range = code.start..end;
+        let overlaps = |m: &Module| m.range.start < range.end && range.start < m.range.end;
+        if self.modules.iter().any(|m| !m.jit && overlaps(m)) {
+            return false;
+        }
+        // The code that was here before is gone.
+        self.modules.retain(|m| !overlaps(m));
+        let elf = match jit_elf(code) {
+            None => return false,
+            Some(Ok(elf)) => Arc::new(elf),
+            Some(Err(e)) => {
+                log::debug!("{e}; its frames follow the frame pointer");
+                return false;
+            }
+        };
+        self.cfis.push(Arc::new(ModuleCfi::new(elf, None)));
+        self.insert(range, FileOffset(TEXT_OFFSET), self.cfis.len() - 1);
+        if let Some(module) = self.find_mut(code.start) {
+            module.jit = true;
+        }
+        true
+    }
+
+    fn find_mut(&mut self, addr: AbsAddr) -> Option<&mut Module> {
+        let after = self.modules.partition_point(|m| m.range.start <= addr);
+        self.modules.get_mut(after.checked_sub(1)?)
+    }
+
     /// Maps `range` (not empty) to the CFI at `cfi`, replacing what it overlaps.
     fn insert(&mut self, range: Range<AbsAddr>, file_offset: FileOffset, cfi: usize) {
         self.modules
@@ -137,6 +186,7 @@ impl Modules {
                 range,
                 file_offset,
                 cfi: u32::try_from(cfi).unwrap_or(u32::MAX),
+                jit: false,
             },
         );
     }

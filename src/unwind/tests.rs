@@ -509,6 +509,149 @@ fn perf_inject_jitted_files_unwind() {
     assert_eq!(result.stop, StopReason::Root);
 }
 
+/// A jitdump of V8's `fib` made from perf inject's `jitted-fib.so` (its code, `.eh_frame`
+/// and `.eh_frame_hdr`, which genelf copied from the dump's JIT_CODE_UNWINDING_INFO): one
+/// JIT_CODE_UNWINDING_INFO (the tables, `.eh_frame` first as V8 writes them) and the
+/// JIT_CODE_LOAD of the code at `addr`, at time 1; `reload`: then another load (16 bytes, no
+/// tables) at the same address, at time 2.
+fn fib_jitdump(addr: u64, reload: bool) -> crate::process::JitDump {
+    let path = format!("{}/testdata/jit/jitted-fib.so", env!("CARGO_MANIFEST_DIR"));
+    let elf = ElfFile::open(path).expect("testdata/jit");
+    let section = |name| {
+        elf.section_data(name)
+            .expect(name)
+            .expect(name)
+            .into_owned()
+    };
+    let (code, eh_frame, hdr) = (
+        section(".text"),
+        section(".eh_frame"),
+        section(".eh_frame_hdr"),
+    );
+    let mut file = Vec::new();
+    for word in [0x4A69_5444u32, 1, 40, 62, 0, 42] {
+        file.extend(word.to_le_bytes());
+    }
+    file.extend([0u8; 16]);
+    let tables = [eh_frame, hdr.clone()].concat();
+    let padded = (24 + tables.len()).next_multiple_of(8);
+    file.extend(4u32.to_le_bytes()); // JIT_CODE_UNWINDING_INFO
+    file.extend((16 + padded as u32).to_le_bytes());
+    file.extend(1u64.to_le_bytes());
+    for word in [tables.len() as u64, hdr.len() as u64, tables.len() as u64] {
+        file.extend(word.to_le_bytes());
+    }
+    file.extend(&tables);
+    file.resize(file.len() + padded - 24 - tables.len(), 0);
+    let name = b"JS:*fib /app.js:1:13\0";
+    file.extend(0u32.to_le_bytes()); // JIT_CODE_LOAD
+    file.extend((16 + 40 + name.len() as u32 + code.len() as u32).to_le_bytes());
+    file.extend(1u64.to_le_bytes());
+    file.extend([42u32, 42].iter().flat_map(|w| w.to_le_bytes()));
+    for word in [addr, addr, code.len() as u64, 7] {
+        file.extend(word.to_le_bytes());
+    }
+    file.extend(name);
+    file.extend(&code);
+    if reload {
+        file.extend(0u32.to_le_bytes());
+        file.extend((16u32 + 40 + 2 + 16).to_le_bytes());
+        file.extend(2u64.to_le_bytes());
+        file.extend([42u32, 42].iter().flat_map(|w| w.to_le_bytes()));
+        for word in [addr, addr, 16, 8] {
+            file.extend(word.to_le_bytes());
+        }
+        file.extend(b"g\0");
+        file.extend([0xc3u8; 16]);
+    }
+    crate::process::parse_jitdump("jit-42.dump".as_ref(), &file).expect("a valid dump")
+}
+
+/// The jitdump's own tables unwind V8's code as perf inject's file of them does: the same
+/// walk as `perf_inject_jitted_files_unwind`, fib's frame by its CFI (not by the frame
+/// pointer, which the stack here would follow elsewhere).
+#[test]
+fn jitdump_unwinding_info_unwinds_as_perf_injects_file() {
+    const FIB: u64 = 0x7f00_0000_0000;
+    const BUILTIN: u64 = 0x7f00_0001_0000;
+    let dump = fib_jitdump(FIB, false);
+    let mut modules = Modules::new();
+    assert!(modules.add_jit_code(&dump.nth(0).expect("one load")));
+    let path = format!(
+        "{}/testdata/jit/jitted-builtin.so",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let builtin = Arc::new(ElfFile::open(path).expect("testdata/jit"));
+    modules.add(
+        AbsAddr(BUILTIN)..AbsAddr(BUILTIN + 0xcc),
+        FileOffset(0x80),
+        builtin,
+    );
+    let unwinder = Unwinder::new(modules);
+    // Code offset 0x80 (virt 0x100 in the .so): CFA = rbp + 16.
+    let bytes = stack(
+        0x100,
+        &[
+            (0x20, SP + 0x40),
+            (0x28, BUILTIN + 0x20),
+            (0x40, SP + 0x60),
+            (0x48, FIB + 0x30),
+        ],
+    );
+    let regs = RegsX86_64::new(FIB + 0x80, SP, SP + 0x20);
+    let result = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+    assert_eq!(
+        addrs(&result),
+        vec![
+            (FIB + 0x80, false, Recovery::Registers),
+            (BUILTIN + 0x20, true, Recovery::Cfi),
+            (FIB + 0x30, true, Recovery::FramePointer),
+        ]
+    );
+    assert_eq!(result.stop, StopReason::Root);
+    // Code offset 2, before the frame is set up (CFA = rbp + 16 only from offset 0x12):
+    // the CIE's initial row, CFA = rsp + 8, the return address at the stack pointer, where
+    // the frame pointer (rbp = SP + 0x20) would not find it.
+    let bytes = stack(0x40, &[(0, BUILTIN + 0x20), (0x20, SP + 0x40)]);
+    let regs = RegsX86_64::new(FIB + 2, SP, SP + 0x20);
+    let result = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+    assert_eq!(
+        addrs(&result).get(1),
+        Some(&(BUILTIN + 0x20, true, Recovery::Cfi)),
+        "{result:?}"
+    );
+}
+
+/// A load without tables adds nothing and removes the earlier code's tables at its
+/// addresses; code over a mapped file leaves the file's CFI.
+#[test]
+fn jitdump_code_without_tables_replaces_earlier_code() {
+    const FIB: u64 = 0x7f00_0000_0000;
+    let dump = fib_jitdump(FIB, true);
+    let fib = dump.nth(0).expect("fib");
+    assert!(fib.unwinding_info().is_some_and(|u| !u.code.is_empty()));
+    let reloaded = dump.nth(1).expect("the second load");
+    assert!(reloaded.unwinding_info().is_none());
+    let mut modules = Modules::new();
+    assert!(modules.add_jit_code(&fib));
+    assert_eq!(modules.iter().count(), 1);
+    assert!(!modules.add_jit_code(&reloaded));
+    assert_eq!(modules.iter().count(), 0);
+    // Over a file's mapping: refused.
+    let path = format!(
+        "{}/testdata/jit/jitted-builtin.so",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let file = Arc::new(ElfFile::open(path).expect("testdata/jit"));
+    modules.add(AbsAddr(FIB)..AbsAddr(FIB + 0x1000), FileOffset(0), file);
+    assert!(!modules.add_jit_code(&fib));
+    let ranges: Vec<(u64, u64)> = modules
+        .iter()
+        .map(|m| (m.range.start.0, m.range.end.0))
+        .collect();
+    assert_eq!(ranges, [(FIB, FIB + 0x1000)]);
+}
+
 #[test]
 fn x86_64_depth_limit() {
     let unwinder = Unwinder::with_options(

@@ -18,18 +18,22 @@
 //! jitdump files: a runtime maps the `jit-PID.dump` it writes (V8 with `--perf-prof`), so
 //! the recording's MMAP records name it, as `perf inject --jit` finds it. A raw recording's
 //! frames in the process's anonymous JIT memory are named from that file (read when a frame
-//! needs it, with the library's `parse_growing_jitdump`) before the perf map: the names and
+//! needs it, with the library's `read_jit_dump`) before the perf map: the names and
 //! source lines `perf script` prints after `perf inject --jit`. The dso column stays the
 //! perf map's path (`/tmp/perf-PID.map`, what perf prints for such memory without inject):
-//! inject's `jitted-PID-N.so` files are not written here. The code that covers an address is
-//! the last loaded there (not the one loaded at the sample's time).
+//! inject's `jitted-PID-N.so` files are not written here. The code that names an address
+//! is the one loaded there last at or before the sample's time (`code_at`), as the mapping
+//! perf inject puts into the recording at each load's time names it; the code inside the
+//! binary's text that V8 names (its embedded builtins) is named so too, as after inject.
+//! Each process's unwinder gets the loads' unwind tables as the samples' time passes them
+//! (`add_unwind_tables`).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use stacksym::process::{
-    parse_growing_jitdump, parse_perf_map, JitDump, PerfMap, Process, MAX_JITDUMP_BYTES,
+    parse_perf_map, read_jit_dump, JitCode, JitDump, PerfMap, Process, MAX_JITDUMP_BYTES,
     MAX_PERF_MAP_BYTES,
 };
 
@@ -101,6 +105,56 @@ fn read_capped(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
     Ok(Some(text))
 }
 
+/// Gives `proc`'s unwinder the unwind tables of the loads of its jitdump written at or
+/// before `time` (all of them when the sample has no time), after those it has: a sample
+/// unwinds through the code that was at its addresses then (V8's `.eh_frame` of each
+/// function, `JIT_CODE_UNWINDING_INFO`; the library's `Modules::add_jit_code`), as perf
+/// unwinds through the `jitted-PID-N.so` files `perf inject --jit` writes from them.
+pub fn add_unwind_tables<A: stacksym::unwind::UnwindArch>(
+    dump: Option<&Option<JitDump>>,
+    proc: &mut super::Proc<A>,
+    time: Option<u64>,
+) {
+    let Some(Some(dump)) = dump else {
+        return;
+    };
+    let due = |i: usize| {
+        dump.nth(i)
+            .filter(|code| time.is_none_or(|time| code.timestamp <= time))
+    };
+    if due(proc.jit_loads).is_none() {
+        return;
+    }
+    let modules = proc.unwinder.modules_mut();
+    while let Some(code) = due(proc.jit_loads) {
+        modules.add_jit_code(&code);
+        proc.jit_loads += 1;
+    }
+}
+
+/// The code of `dump` at `addr` at a sample's `time`: the last load or move written there
+/// at or before it (addresses are reused as code is collected); without a time, the last
+/// written at all.
+pub fn code_at(dump: &JitDump, addr: u64, time: Option<u64>) -> Option<JitCode<'_>> {
+    match time {
+        Some(time) => dump.find_at(stacksym::AbsAddr(addr), time),
+        None => dump.find(stacksym::AbsAddr(addr)),
+    }
+}
+
+/// A frame at `addr` in `code` named as perf names it after inject: the load's name and
+/// offset, `FILE:LINE` where the JIT wrote a line, else `short[addr]`.
+pub fn resolved(code: &JitCode<'_>, short: &str, addr: u64) -> super::Resolved {
+    super::Resolved {
+        sym: Some((code.name.into(), code.offset)),
+        inlines: Vec::new(),
+        srcline: Some(match code.line() {
+            Some(line) => format!("{}:{}", line.file, line.line).into(),
+            None => format!("{short}[{addr:x}]").into(),
+        }),
+    }
+}
+
 /// The jitdump files the recording's MMAP records name, by process, and each read once.
 #[derive(Default)]
 pub struct Dumps {
@@ -145,20 +199,67 @@ impl Dumps {
     }
 }
 
+/// The jitdump at `path`, read with the library's reader (at most `MAX_JITDUMP_BYTES`: the
+/// bytes left unread are said on stderr); `None` when it cannot be read (said on stderr).
 fn read_dump(path: &Path) -> Option<JitDump> {
-    use std::io::Read;
-    let mut bytes = Vec::new();
     let read = std::fs::File::open(path)
-        .and_then(|file| file.take(MAX_JITDUMP_BYTES).read_to_end(&mut bytes));
-    if let Err(e) = read {
-        eprintln!("stacksym perf: note: {}: {e}", path.display());
-        return None;
-    }
-    match parse_growing_jitdump(path, &bytes) {
-        Ok(dump) => Some(dump),
+        .map_err(|e| format!("{}: {e}", path.display()))
+        .and_then(|file| read_jit_dump(file, path).map_err(|e| e.to_string()));
+    match read {
+        Ok(dump) => {
+            if dump.unread_bytes() > 0 {
+                eprintln!(
+                    "stacksym perf: note: {}: larger than {MAX_JITDUMP_BYTES} bytes: its last {} bytes are not read",
+                    path.display(),
+                    dump.unread_bytes()
+                );
+            }
+            Some(dump)
+        }
         Err(e) => {
             eprintln!("stacksym perf: note: {e}");
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A made-up dump: two loads at 0x1000 (16 bytes), "old" at time 10, "new" at time 20.
+    fn two_loads() -> JitDump {
+        let mut file = Vec::new();
+        for word in [0x4A69_5444u32, 1, 40, 62, 0, 42] {
+            file.extend(word.to_le_bytes());
+        }
+        file.extend([0u8; 16]);
+        for (time, name, index) in [(10u64, &b"old\0"[..], 1u64), (20, b"new\0", 2)] {
+            file.extend(0u32.to_le_bytes()); // JIT_CODE_LOAD
+            file.extend((16 + 40 + name.len() as u32 + 16).to_le_bytes());
+            file.extend(time.to_le_bytes());
+            file.extend([42u32, 42].iter().flat_map(|w| w.to_le_bytes()));
+            for word in [0x1000u64, 0x1000, 16, index] {
+                file.extend(word.to_le_bytes());
+            }
+            file.extend(name);
+            file.extend([0xc3u8; 16]);
+        }
+        stacksym::process::parse_jitdump(Path::new("jit-42.dump"), &file).expect("a valid dump")
+    }
+
+    #[test]
+    fn a_sample_is_named_by_the_code_loaded_at_its_time() {
+        let dump = two_loads();
+        let name = |time| code_at(&dump, 0x1004, time).map(|code| code.name);
+        assert_eq!(name(Some(9)), None);
+        assert_eq!(name(Some(10)), Some("old"));
+        assert_eq!(name(Some(19)), Some("old"));
+        assert_eq!(name(Some(20)), Some("new"));
+        assert_eq!(name(None), Some("new"));
+        assert_eq!(code_at(&dump, 0x1010, Some(30)).map(|c| c.name), None);
+        let resolved = resolved(&code_at(&dump, 0x1004, Some(15)).expect("old"), "x", 0x1004);
+        assert_eq!(resolved.sym, Some(("old".into(), 4)));
+        assert_eq!(resolved.srcline.as_deref(), Some("x[1004]"));
     }
 }

@@ -147,8 +147,6 @@ struct FileInfo {
     /// For `/tmp/perf-PID.map` (an executable anonymous mapping): process PID, whose perf
     /// map is read when an address needs it.
     jit: Option<(i32, std::sync::OnceLock<Option<stacksym::process::PerfMap>>)>,
-    /// The recording's jitdump files (src/perf/jit.rs), for `jit`'s process.
-    jit_dumps: Arc<jit::Dumps>,
 }
 
 /// One mapping of a process.
@@ -172,6 +170,9 @@ struct Proc<A: UnwindArch> {
     /// insertion moved every library mapped before; with the vector's growth, 4.5 % of a
     /// system-wide run, all on the unwinding thread).
     maps: Vec<Map>,
+    /// How many of the process's jitdump loads (in file order) its unwinder has been given:
+    /// those written at or before the last sample's time (src/perf/jit.rs).
+    jit_loads: usize,
 }
 
 /// What one address of a file resolves to, as perf shows it.
@@ -662,8 +663,17 @@ impl<A: UnwindArch + FromPerfRegs> Unwinding<A> {
                     );
                 }
                 if let Some((regs, memory)) = sample.unwind_input::<A>() {
+                    // perf's end of a walk that ran off the stack copy (see below).
+                    let mut off_the_copy = false;
                     let user = match self.procs.get_mut(&pid) {
+                        // An empty stack copy: perf unwinds nothing ("Bail out if nothing
+                        // was captured", thread__resolve_callchain_unwind), not even the
+                        // sample's own address.
+                        Some(_) if memory.bytes().is_empty() => Vec::new(),
                         Some(proc) => {
+                            if let Some(dump) = self.jit_dumps.of(pid) {
+                                jit::add_unwind_tables(dump.get(), proc, sample.time);
+                            }
                             let cache = proc.cache.get_or_insert_with(UnwindCache::new);
                             let stack = proc.unwinder.unwind(&regs, &memory, cache);
                             if args.stop_reasons {
@@ -675,6 +685,12 @@ impl<A: UnwindArch + FromPerfRegs> Unwinding<A> {
                                     memory.bytes().len(),
                                 );
                             }
+                            let copy_end =
+                                memory.start().saturating_add(memory.bytes().len() as u64);
+                            off_the_copy = matches!(
+                                stack.stop,
+                                stacksym::unwind::StopReason::MemoryUnreadable { addr } if addr.0 >= copy_end
+                            );
                             stack.frames
                         }
                         // No mapping of the process is known yet (a sample taken while the
@@ -692,7 +708,7 @@ impl<A: UnwindArch + FromPerfRegs> Unwinding<A> {
                         } else {
                             frame.addr
                         };
-                        let frame = self.user_frame(pid, shown_addr.0);
+                        let frame = self.user_frame(pid, shown_addr.0, sample.time);
                         let last = matches!(
                             &frame,
                             FrameOut::User { file: Some(file), .. } if file.missing_recorded
@@ -700,15 +716,22 @@ impl<A: UnwindArch + FromPerfRegs> Unwinding<A> {
                         frames.push(frame);
                         if last {
                             // perf cannot unwind through a file it does not have.
+                            off_the_copy = false;
                             break;
                         }
                     }
+                    if off_the_copy {
+                        // A return address past the stack copy: libdw ends perf's walk with
+                        // a frame at pc 0, shown at `0 - 1` (`ffffffffffffffff [unknown]
+                        // ([unknown])`); so in 87 of 87 such samples of a Node recording.
+                        frames.push(self.user_frame(pid, u64::MAX, sample.time));
+                    }
                 } else if !sample.user_callchain.is_empty() {
                     user_from_callchain = true;
-                    self.callchain_frames(pid, &sample.user_callchain, &mut frames);
+                    self.callchain_frames(pid, &sample.user_callchain, sample.time, &mut frames);
                 } else if sample.in_user_mode {
                     if let Some(ip) = sample.ip {
-                        frames.push(self.user_frame(pid, ip));
+                        frames.push(self.user_frame(pid, ip, sample.time));
                     }
                 }
                 batch.push(Unwound::Sample(SampleOut {
@@ -743,6 +766,10 @@ impl Naming {
         for frame in &mut sample.frames {
             match frame {
                 FrameOut::Kernel(_) => self.start_kernel(),
+                // Named on the unwinding side (from a jitdump, by the sample's time).
+                FrameOut::User {
+                    resolved: Some(_), ..
+                } => {}
                 FrameOut::User {
                     ip,
                     file: Some(file),
@@ -992,7 +1019,6 @@ impl<A: UnwindArch> Unwinding<A> {
                     id: self.files.len(),
                     identity: jit || jit::is_identity(path),
                     jit: jit.then(|| (pid, std::sync::OnceLock::new())),
-                    jit_dumps: Arc::clone(&self.jit_dumps),
                 });
                 self.files.insert(key, file.clone());
                 file
@@ -1064,13 +1090,25 @@ impl<A: UnwindArch> Unwinding<A> {
     /// named as it is, as perf shows them — the sample's address, then return addresses
     /// (not `- 1`, unlike the frames perf unwinds from a stack copy), a `0` where the walk
     /// read a null return address.
-    fn callchain_frames(&self, pid: i32, callchain: &[u64], frames: &mut Vec<FrameOut>) {
+    fn callchain_frames(
+        &self,
+        pid: i32,
+        callchain: &[u64],
+        time: Option<u64>,
+        frames: &mut Vec<FrameOut>,
+    ) {
         // Named without inlined frames (see SampleOut::user_from_callchain).
-        frames.extend(callchain.iter().map(|&addr| self.user_frame(pid, addr)));
+        frames.extend(
+            callchain
+                .iter()
+                .map(|&addr| self.user_frame(pid, addr, time)),
+        );
     }
 
     /// The frame at `addr` of process `pid`: its file and the offset in it, not yet named.
-    fn user_frame(&self, pid: i32, addr: u64) -> FrameOut {
+    /// Where the process's jitdump has code at `addr` at the sample's `time`, the frame is
+    /// named here from it (src/perf/jit.rs).
+    fn user_frame(&self, pid: i32, addr: u64, time: Option<u64>) -> FrameOut {
         let unknown = FrameOut::User {
             ip: addr,
             abs: addr,
@@ -1088,6 +1126,9 @@ impl<A: UnwindArch> Unwinding<A> {
         if !map.range.contains(&addr) {
             return unknown;
         }
+        if let Some(frame) = self.jit_frame(pid, addr, time) {
+            return frame;
+        }
         let offset = match map.file.identity {
             true => addr,
             false => addr - map.range.start + map.pgoff,
@@ -1100,6 +1141,27 @@ impl<A: UnwindArch> Unwinding<A> {
             resolved: None,
         }
     }
+
+    /// The frame at `addr` of process `pid` named from the code its jitdump had there at
+    /// `time` (the last written when the sample has no time), as perf names it after
+    /// `perf inject --jit`, whose injected mapping of each load replaces, from the load's
+    /// time on, what was mapped there: anonymous memory, or the binary's text where V8
+    /// names its embedded builtins. Its file is the process's perf map's (the dso column,
+    /// see src/perf/jit.rs); `None` when no load covers `addr` then or the process mapped
+    /// no anonymous executable memory.
+    fn jit_frame(&self, pid: i32, addr: u64, time: Option<u64>) -> Option<FrameOut> {
+        let cell = self.jit_dumps.of(pid)?;
+        let dump = cell.get()?.as_ref()?;
+        let code = jit::code_at(dump, addr, time)?;
+        let file = self.files.get(jit::map_path(pid).as_bytes())?.clone();
+        let resolved = jit::resolved(&code, &file.short, addr);
+        Some(FrameOut::User {
+            ip: addr,
+            abs: addr,
+            file: Some(file),
+            resolved: Some(Arc::new(resolved)),
+        })
+    }
 }
 
 impl Naming {
@@ -1111,18 +1173,9 @@ impl Naming {
             srcline: None,
         };
         if let Some((pid, map)) = &file.jit {
-            // An identity mapping: `offset` is the address. The jitdump first, as perf inject
-            // names the code: its name, and `FILE:LINE` where it wrote a line.
-            let dump = file.jit_dumps.of(*pid);
-            let code = dump.as_deref().and_then(|d| d.get()?.as_ref());
-            if let Some(code) = code.and_then(|d| d.find(stacksym::AbsAddr(offset))) {
-                resolved.sym = Some((code.name.into(), code.offset));
-                resolved.srcline = Some(match code.line() {
-                    Some(line) => format!("{}:{}", line.file, line.line).into(),
-                    None => format!("{}[{offset:x}]", file.short).into(),
-                });
-                return resolved;
-            }
+            // An identity mapping: `offset` is the address. Code its jitdump had here at the
+            // sample's time was named on the unwinding side (`jit_frame`); the perf map names
+            // the rest.
             let map = map.get_or_init(|| jit::read(*pid));
             if let Some(sym) = map.as_ref().and_then(|m| m.find(stacksym::AbsAddr(offset))) {
                 resolved.sym = Some((sym.name.into(), sym.offset));
@@ -1431,5 +1484,6 @@ fn new_proc<A: UnwindArch>(modules: Modules) -> Proc<A> {
         unwinder: Unwinder::new(modules),
         cache: None,
         maps: Vec::new(),
+        jit_loads: 0,
     }
 }

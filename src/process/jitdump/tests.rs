@@ -359,3 +359,28 @@ fn node_records() {
     );
     assert_eq!(&unwinding.bytes[9..12], b"zLR");
 }
+
+/// A file longer than the limit is read up to it (a last record cut short there ends it)
+/// and says how many bytes were left unread.
+#[test]
+fn a_file_past_the_limit_says_what_it_left_unread() {
+    let bytes = sample(false);
+    let dir = std::env::temp_dir().join(format!("stacksym-jitdump-cap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("jit-42.dump");
+    std::fs::write(&path, &bytes).expect("write");
+    let open = || File::open(&path).expect("open");
+    let whole = read_jit_dump(open(), &path).expect("read whole");
+    assert_eq!(whole.unread_bytes(), 0);
+    // Cut inside the third load: the first two are read, the rest is counted.
+    let cap = 300.min(bytes.len() as u64 - 1);
+    let capped = read_capped(open(), &path, cap).expect("read capped");
+    assert_eq!(capped.unread_bytes(), bytes.len() as u64 - cap);
+    assert!(
+        capped.len() < whole.len(),
+        "{} < {}",
+        capped.len(),
+        whole.len()
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
