@@ -207,13 +207,15 @@ fn ours(stacks: &PythonStacks, with_tids: bool) -> BTreeMap<ThreadKey, Frames> {
     by_tid
 }
 
-/// `stacksym pstack --python --json PID`: the Python frames (`"kind": "python"`) per OS
-/// thread id; every frame must have a kind, and a thread Python frames of both kinds.
-fn pstack_python(pid: u32) -> BTreeMap<u32, Frames> {
+/// `stacksym pstack --python --json PID` (`only`: `--python-only`): the Python frames
+/// (`"kind": "python"`) per OS thread id; every frame must have a kind, and a thread with
+/// Python frames must have frames of both kinds (`--python-only`: Python frames alone).
+fn pstack_python(pid: u32, only: bool) -> BTreeMap<u32, Frames> {
+    let flag = if only { "--python-only" } else { "--python" };
     let mut command = tool("pstack");
-    command.args(["--python", "--json", &pid.to_string()]);
+    command.args([flag, "--json", &pid.to_string()]);
     let top: serde_json::Value =
-        serde_json::from_slice(&stdout_of(command, "stacksym pstack --python"))
+        serde_json::from_slice(&stdout_of(command, &format!("stacksym pstack {flag}")))
             .expect("pstack's JSON");
     let mut by_tid = BTreeMap::new();
     for thread in top["threads"].as_array().expect("threads") {
@@ -234,8 +236,17 @@ fn pstack_python(pid: u32) -> BTreeMap<u32, Frames> {
                 )
             })
             .collect();
+        if only {
+            assert!(
+                kinds.iter().all(|&kind| kind == "python"),
+                "thread {tid}: {flag} shows a native frame"
+            );
+        }
         if !python.is_empty() {
-            assert!(kinds.contains(&"native"), "thread {tid}: no native frame");
+            assert!(
+                only || kinds.contains(&"native"),
+                "thread {tid}: no native frame"
+            );
             by_tid.insert(tid, python);
         }
     }
@@ -290,24 +301,29 @@ fn live_python_frames_agree_with_py_spy() {
         let theirs = py_spy(&spy, parked.pid());
         let with_tids = theirs.keys().all(|(_, tid)| tid.is_some());
         let (threads, frames) = assert_same(&label, "py-spy", &theirs, &ours(&stacks, with_tids));
-        // The tool, over the same process: its Python frames merged into native stacks.
-        // Its debug build names every native frame through libpython's DWARF (seconds), so
-        // it runs for the oldest and newest frame model only: PyFrameObject chains (3.8)
+        // The tool, over the same process: its Python frames alone (--python-only, which
+        // unwinds nothing native), and merged into native stacks (--python). The debug
+        // build of --python names every native frame through libpython's DWARF (seconds),
+        // so it runs for the oldest and newest frame model only: PyFrameObject chains (3.8)
         // and _PyInterpreterFrame chains read through _Py_DebugOffsets (3.13).
         let tool_checked = stacks.version.minor == 8 || stacks.version.minor == 13;
-        if tool_checked {
-            let by_tid: BTreeMap<u32, Frames> = ours(&stacks, true)
-                .into_iter()
-                .map(|((_, tid), frames)| (tid.expect("an OS thread id"), frames))
-                .collect();
-            let as_keys = |map: BTreeMap<u32, Frames>| -> BTreeMap<ThreadKey, Frames> {
-                map.into_iter()
-                    .map(|(tid, f)| ((0, Some(tid)), f))
-                    .collect()
-            };
-            let tool_label = format!("{label} (stacksym pstack --python)");
-            let from_tool = as_keys(pstack_python(parked.pid()));
-            assert_same(&tool_label, "our API", &as_keys(by_tid), &from_tool);
+        let as_keys = |map: BTreeMap<u32, Frames>| -> BTreeMap<ThreadKey, Frames> {
+            map.into_iter()
+                .map(|(tid, f)| ((0, Some(tid)), f))
+                .collect()
+        };
+        let api: BTreeMap<ThreadKey, Frames> = ours(&stacks, true)
+            .into_iter()
+            .map(|((_, tid), frames)| ((0, tid), frames))
+            .collect();
+        for only in [true, false] {
+            if !only && !tool_checked {
+                continue;
+            }
+            let flag = if only { "--python-only" } else { "--python" };
+            let tool_label = format!("{label} (stacksym pstack {flag})");
+            let from_tool = as_keys(pstack_python(parked.pid(), only));
+            assert_same(&tool_label, "our API", &api, &from_tool);
         }
         writeln_stderr(format_args!(
             "{label}: CPython {} (debug offsets: {}): {threads} threads, {frames} frames \
@@ -315,9 +331,9 @@ fn live_python_frames_agree_with_py_spy() {
             stacks.version,
             stacks.debug_offsets,
             if tool_checked {
-                ", and in stacksym pstack --python --json"
+                ", and in stacksym pstack --python-only --json and --python --json"
             } else {
-                ""
+                ", and in stacksym pstack --python-only --json"
             }
         ));
     }

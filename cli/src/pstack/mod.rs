@@ -12,7 +12,8 @@
 //! With `--python` (CPython 3.8-3.13), each thread's Python frames are read while it is
 //! stopped (`stacksym::python`) and shown in place of the evaluation loop's native frames
 //! that run them (`merge_native`, as `py-spy dump --native` places them); `--python-only`
-//! shows the Python frames alone. In `--json` every frame has `"kind": "native"` or
+//! shows the Python frames alone (as `py-spy dump`), and unwinds and symbolizes no native
+//! stack. In `--json` every frame has `"kind": "native"` or
 //! `"python"` (a Python frame's `function` is its qualified name, `file` its `co_filename`).
 //!
 //! With `--core`, the threads of a core file (the kernel's, `systemd-coredump`'s `.zst`,
@@ -89,7 +90,8 @@ pub(crate) struct Args {
     /// the interpreter's evaluation-loop frames that run them, as `py-spy dump --native`.
     #[arg(long)]
     python: bool,
-    /// Like --python, but only the Python frames (as `py-spy dump`).
+    /// Like --python, but only the Python frames (as `py-spy dump`); no native stack is
+    /// unwound.
     #[arg(long)]
     python_only: bool,
 }
@@ -200,10 +202,16 @@ fn run(args: &Args) -> Result<(), String> {
     let process = Process::new(pid_arg);
     let symbolizer = Symbolizer::builder().build();
     // The modules first (reading the maps, opening and reading the files, the vDSO), while
-    // the process still runs.
-    let mut unwinder = symbolizer
-        .process_unwinder::<Regs>(&process)
-        .map_err(|e| e.to_string())?;
+    // the process still runs. --python-only shows no native frame: nothing is unwound.
+    let mut unwinder = if args.python_only {
+        None
+    } else {
+        Some(
+            symbolizer
+                .process_unwinder::<Regs>(&process)
+                .map_err(|e| e.to_string())?,
+        )
+    };
     // CPython's runtime is found (files opened, symbols read) before the stop too; its
     // threads' frames are read while the process is stopped.
     let python = if args.wants_python() {
@@ -234,7 +242,7 @@ fn run(args: &Args) -> Result<(), String> {
         }
         let stack = if !thread.stopped {
             Err("did not stop".to_string())
-        } else {
+        } else if let Some(unwinder) = &mut unwinder {
             match thread.registers() {
                 Ok(raw) => {
                     let regs = regs_of(&raw);
@@ -246,6 +254,11 @@ fn run(args: &Args) -> Result<(), String> {
                 }
                 Err(e) => Err(format!("registers: {e}")),
             }
+        } else {
+            Ok(Stack {
+                frames: Vec::new(),
+                stop: StopReason::Root,
+            })
         };
         stacks.push(ThreadStack {
             tid: thread.tid,
@@ -304,7 +317,13 @@ fn run(args: &Args) -> Result<(), String> {
     } else {
         format_stacks(args, &header, &symbols, &stacks, &|_| None)
     };
-    write_out(&text)
+    let written = write_out(&text);
+    // pstack ends next, and its memory goes back whole: the files read and indexed (tens
+    // of MiB for an interpreter with its DWARF) are not freed and unmapped one by one.
+    std::mem::forget(symbols);
+    std::mem::forget(unwinder);
+    std::mem::forget(symbolizer);
+    written
 }
 
 #[cfg(target_arch = "x86_64")]
