@@ -9,6 +9,9 @@
 //! sequence. A `gcore` of the same stopped process is read by `PythonStacks::from_core` and
 //! compared with `pystack core --no-native` the same way.
 //!
+//! A process without CPython (c-wait) is told so from its executable alone: no library
+//! of it is opened.
+//!
 //! The tools come from `pip install py-spy pystack` (.ci/run installs them); without them
 //! (or without an interpreter) the test is skipped, and fails under CI=true.
 
@@ -655,4 +658,33 @@ fn live_merged_stacks_are_the_cores() {
         "{label}: {} threads, {compared} merged frames: live (ptrace) and core the same",
         live.len()
     ));
+}
+
+/// `python_stacks` on a process without CPython (c-wait, which maps itself, a library of
+/// its own, libc and the dynamic loader) says so without reading the libraries: only the
+/// executable is opened (the files named like CPython's come first, and there are none),
+/// and the error is NotFound, naming what was looked for.
+#[test]
+fn non_python_process_is_told_from_its_executable_alone() {
+    let waiter = support::waiter::Waiter::spawn(&support::bin("c-wait"));
+    let symbolizer = Symbolizer::builder().build();
+    let error = symbolizer
+        .python_stacks(&Process::new(waiter.pid))
+        .expect_err("c-wait runs no CPython");
+    assert_eq!(error.kind(), stacksym::ErrorKind::NotFound, "{error}");
+    let message = error.to_string();
+    assert!(
+        message.contains("_PyRuntime") && message.contains("not a CPython process"),
+        "{message}"
+    );
+    let maps = std::fs::read_to_string(format!("/proc/{}/maps", waiter.pid)).expect("maps");
+    assert!(
+        maps.contains("libversioned.so") && maps.contains("libc.so"),
+        "c-wait maps its libraries:\n{maps}"
+    );
+    assert_eq!(
+        symbolizer.stats().open_files,
+        1,
+        "only the executable is opened: {message}"
+    );
 }

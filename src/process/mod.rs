@@ -309,6 +309,14 @@ impl Process {
         Some(opened.map(|file| (file, shown)))
     }
 
+    /// The (device, inode) of the process's executable, as its maps lines state a file's:
+    /// the file `/proc/PID/exe` names, stat'ed through the kernel's link (not opened).
+    /// `None` when that cannot be told (the process gone, a kernel thread, no permission).
+    pub(crate) fn executable_id(&self) -> Option<(Dev, u64)> {
+        let exe = std::fs::metadata(self.proc_dir().join("exe")).ok()?;
+        Some((dev_of(exe.dev()), exe.ino()))
+    }
+
     /// The host path that names this process's file behind `mapping`:
     /// `<procfs_root>/<pid>/root/<path>` for a file, or
     /// `<procfs_root>/<pid>/map_files/<start>-<end>` for a deleted file or a memfd. `None`

@@ -31,12 +31,15 @@ pub struct NativeFrame {
 
 impl Symbolizer {
     /// Every Python thread of a live CPython process (3.8-3.13) with its frames: the
-    /// runtime found in the process's executable or `libpython` (files whose names contain
-    /// `python` are tried first, then the others), its memory read with `process_vm_readv`
-    /// (else `/proc/PID/mem`; needs ptrace access). Stop the process (`SIGSTOP`, ptrace)
-    /// for a consistent answer: a running one changes under the walk.
+    /// runtime found in the process's `libpython` or executable (the mapped files whose
+    /// names contain `python` are searched first, then the executable; no other file is
+    /// opened, so that a process without CPython is told so without reading every library
+    /// it maps), its memory read with `process_vm_readv` (else `/proc/PID/mem`; needs
+    /// ptrace access). Stop the process (`SIGSTOP`, ptrace) for a consistent answer: a
+    /// running one changes under the walk.
     ///
-    /// No CPython in the process is [`crate::ErrorKind::NotFound`]; a version without a
+    /// No CPython in the process is [`crate::ErrorKind::NotFound`] (also a CPython built
+    /// into a library whose name does not say `python`); a version without a
     /// table is [`Error::Unsupported`]; an unreadable runtime is [`Error::Python`]. A
     /// thread whose frames cannot be read has its own error in [`crate::python::PythonThread::frames`].
     ///
@@ -69,6 +72,7 @@ impl Symbolizer {
         memory: &ProcessMemory,
     ) -> Result<PythonRuntime> {
         let maps = self.process_maps(process)?;
+        let executable = process.executable_id();
         let mut seen = HashSet::new();
         let mut first_pass = Vec::new();
         let mut second_pass = Vec::new();
@@ -85,7 +89,9 @@ impl Symbolizer {
                 .unwrap_or(false);
             if named_python {
                 first_pass.push(mapping);
-            } else {
+            } else if executable == Some((mapping.dev, mapping.inode)) {
+                // An executable linked with CPython whatever its name (an embedding
+                // application, a renamed interpreter).
                 second_pass.push(mapping);
             }
         }
@@ -125,8 +131,9 @@ impl Symbolizer {
         }
         Err(Error::NotFound {
             path: process.maps_path(),
-            what: "no mapped file defines _PyRuntime: not a CPython process, or one whose \
-                   interpreter has no symbol table"
+            what: "neither the executable nor a mapped file named like CPython's \
+                   (libpython3.X.so, python3.X) defines _PyRuntime: not a CPython process, or \
+                   one whose interpreter has no symbol table"
                 .to_string(),
         })
     }
