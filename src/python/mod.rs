@@ -83,7 +83,9 @@ pub struct PythonFrame {
 pub struct PythonThread {
     /// The OS thread id (Linux tid): CPython's `native_thread_id` (3.11+), else read from
     /// the C library's thread descriptor that `thread_id` points to and checked against the
-    /// process's threads. `None` when it could not be told.
+    /// process's threads. `None` when it could not be told. For a live process, the id
+    /// `/proc` and ptrace give the thread, also when the process runs in a pid namespace of
+    /// its own, whose ids its interpreter keeps.
     pub os_tid: Option<u32>,
     /// CPython's `thread_id` (`threading.get_ident()`, glibc's `pthread_t`): an opaque id.
     pub thread_id: u64,
@@ -226,7 +228,10 @@ impl PythonRuntime {
     }
 
     /// Reads every thread's Python frames from `memory`. `os_tids` are the process's threads
-    /// (to match thread states to them before 3.11; empty: unmatched). Fails only when the
+    /// as it knows them itself, in its own pid namespace (to match thread states to them;
+    /// empty: unmatched before 3.11); each thread's `os_tid` is given in those ids
+    /// (`Symbolizer::python_stacks` and `PythonRuntime::read_process` give the host's for
+    /// a live process in a container). Fails only when the
     /// runtime itself cannot be read (its memory, or a 3.13 runtime whose `_Py_DebugOffsets`
     /// cookie is wrong); a thread whose frames cannot be read has its own error.
     pub fn read_stacks<M: Memory + ?Sized>(

@@ -60,9 +60,7 @@ impl Symbolizer {
     /// ```
     pub fn python_stacks(&self, process: &Process) -> Result<PythonStacks> {
         let memory = ProcessMemory::new(process.pid());
-        let runtime = self.python_runtime(process, &memory)?;
-        let tids = process_tids(process);
-        runtime.read_stacks(&memory, &tids)
+        self.python_runtime(process, &memory)?.read_process(process)
     }
 
     /// Where CPython's runtime is in `process`: see [`Symbolizer::python_stacks`].
@@ -240,19 +238,25 @@ fn merge_named(
     merge_native(&native, python)
 }
 
-/// The live process's thread ids (`/proc/PID/task`); empty when they cannot be listed.
-fn process_tids(process: &Process) -> Vec<u32> {
-    let dir = process.proc_dir().join("task");
-    match std::fs::read_dir(&dir) {
-        Ok(entries) => entries
-            .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
-            .collect(),
-        Err(e) => {
-            log::debug!(
-                "{}: {e}; Python threads not matched to tids before 3.11",
-                dir.display()
-            );
-            Vec::new()
+impl PythonRuntime {
+    /// Every thread's Python frames of the live `process` ([`PythonRuntime::read_stacks`]
+    /// through its memory), each thread's [`crate::python::PythonThread::os_tid`] the id `/proc` (and
+    /// ptrace) gives it: also for a process in a pid namespace of its own (a container),
+    /// whose interpreter knows its threads by the namespace's ids. Stop the process first
+    /// for a consistent answer.
+    pub fn read_process(&self, process: &Process) -> Result<PythonStacks> {
+        let memory = ProcessMemory::new(process.pid());
+        let ids = process.thread_ids();
+        let own: Vec<u32> = ids.iter().map(|&(_, own)| own).collect();
+        let mut stacks = self.read_stacks(&memory, &own)?;
+        if ids.iter().any(|&(tid, own)| tid != own) {
+            for thread in &mut stacks.threads {
+                thread.os_tid = thread
+                    .os_tid
+                    .and_then(|tid| ids.iter().find(|&&(_, own)| own == tid))
+                    .map(|&(tid, _)| tid);
+            }
         }
+        Ok(stacks)
     }
 }

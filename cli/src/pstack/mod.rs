@@ -215,11 +215,10 @@ fn run(args: &Args) -> Result<(), String> {
     // CPython's runtime is found (files opened, symbols read) before the stop too; its
     // threads' frames are read while the process is stopped.
     let python = if args.wants_python() {
-        let memory = ProcessMemory::new(pid_arg);
         let runtime = symbolizer
-            .python_runtime(&process, &memory)
+            .python_runtime(&process, &ProcessMemory::new(pid_arg))
             .map_err(|e| format!("--python: {e}"))?;
-        Some((memory, runtime))
+        Some(runtime)
     } else {
         None
     };
@@ -267,15 +266,9 @@ fn run(args: &Args) -> Result<(), String> {
             python: Ok(Vec::new()),
         });
     }
-    if let Some((memory, runtime)) = &python {
-        let tids: Vec<u32> = seized
-            .threads
-            .iter()
-            .filter_map(|t| u32::try_from(t.tid).ok())
-            .collect();
-        let read = runtime
-            .read_stacks(memory, &tids)
-            .map_err(|e| e.to_string());
+    if let Some(runtime) = &python {
+        // Threads by the ids ptrace gave them, also in a container (a pid namespace).
+        let read = runtime.read_process(&process).map_err(|e| e.to_string());
         attach_python(&mut stacks, read);
     }
     let hold_until = started + Duration::from_millis(args.hold);
