@@ -3,7 +3,7 @@
 //!
 //! `testdata/python/parked.py` parks eight threads in `time.sleep` inside a method, a
 //! classmethod, a staticmethod, recursion, a generator, a closure, a decorated function and
-//! a lambda, under every CPython 3.8-3.13 of pyenv and Debian's `/usr/bin/python3.11`. The
+//! a lambda, under every CPython 3.6-3.13 of pyenv and Debian's `/usr/bin/python3.11`. The
 //! process is stopped with SIGSTOP and read by `py-spy dump --nonblocking --json` and by
 //! `Symbolizer::python_stacks`: per OS thread, the same (function, file basename, line)
 //! sequence. A `gcore` of the same stopped process is read by `PythonStacks::from_core` and
@@ -30,10 +30,10 @@ use support::{find_tool, skip_or_fail, tool, writeln_stderr};
 /// (function, file basename, line) of each frame, innermost first.
 type Frames = Vec<(String, String, u32)>;
 
-/// Every interpreter the test runs under: pyenv's 3.8-3.13 and Debian's 3.11.
+/// Every interpreter the test runs under: pyenv's 3.6-3.13 and Debian's 3.11.
 fn interpreters(test: &str) -> Vec<(String, PathBuf)> {
     let mut found = Vec::new();
-    for minor in 8..=13 {
+    for minor in 6..=13 {
         let prefix = format!("3.{minor}.");
         let dir = std::fs::read_dir("/root/.pyenv/versions")
             .into_iter()
@@ -307,9 +307,10 @@ fn live_python_frames_agree_with_py_spy() {
         // The tool, over the same process: its Python frames alone (--python-only, which
         // unwinds nothing native), and merged into native stacks (--python). The debug
         // build of --python names every native frame through libpython's DWARF (seconds),
-        // so it runs for the oldest and newest frame model only: PyFrameObject chains (3.8)
-        // and _PyInterpreterFrame chains read through _Py_DebugOffsets (3.13).
-        let tool_checked = stacks.version.minor == 8 || stacks.version.minor == 13;
+        // so it runs for the oldest and newest frame model only: PyFrameObject chains from
+        // 3.6's `interp_head` (it has no _PyRuntime) and _PyInterpreterFrame chains read
+        // through _Py_DebugOffsets (3.13).
+        let tool_checked = stacks.version.minor == 6 || stacks.version.minor == 13;
         let as_keys = |map: BTreeMap<u32, Frames>| -> BTreeMap<ThreadKey, Frames> {
             map.into_iter()
                 .map(|(tid, f)| ((0, Some(tid)), f))

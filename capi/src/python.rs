@@ -1,5 +1,5 @@
 //! Python frames from C: [`stacksym_python_unwind_process`], a stopped thread of a live
-//! CPython process (3.8-3.13) unwound as `stacksym_unwind_process` unwinds it, symbolized,
+//! CPython process (3.6-3.13) unwound as `stacksym_unwind_process` unwinds it, symbolized,
 //! and merged with the thread's Python frames (function, file, line) as `py-spy dump
 //! --native` merges them: each frame of the evaluation loop replaced by the Python frames
 //! it runs. Each frame says its kind ([`stacksym_mixed_kind`]). One block, freed by

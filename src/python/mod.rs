@@ -1,5 +1,5 @@
 //! CPython's interpreter stacks read from a process's memory: every thread's Python frames
-//! (function, file, line), from a live process or a core, for CPython 3.8-3.13.
+//! (function, file, line), from a live process or a core, for CPython 3.6-3.13.
 //!
 //! The input is memory ([`crate::unwind::Memory`]: a live process's
 //! [`crate::unwind::ProcessMemory`], a [`crate::core::CoreFile`]) and where `_PyRuntime` is
@@ -172,7 +172,7 @@ impl PythonRuntime {
     /// tables define `_PyRuntime` (else, 3.13+, that has a `.PyRuntime` section), its version
     /// from `Py_Version` (3.11+, read from `memory`) else from the file's name
     /// (`libpython3.X.so`, `python3.X`). `Ok(None)` when no file defines `_PyRuntime`: no
-    /// CPython there. A version outside 3.8-3.13 is [`Error::Unsupported`].
+    /// CPython there. A version outside 3.6-3.13 is [`Error::Unsupported`].
     pub fn find<M: Memory + ?Sized>(
         memory: &M,
         files: &[LoadedFile<'_>],
@@ -185,7 +185,17 @@ impl PythonRuntime {
                         Some(addr) => addr,
                         None => continue,
                     },
-                    _ => continue,
+                    // 3.6 has no `_PyRuntime`: its interpreters' list starts at pystate.c's
+                    // static `interp_head` (in `.symtab` only), taken as the runtime.
+                    _ => match file.symbol("interp_head")? {
+                        Some(addr)
+                            if version_from_name(file.path)
+                                .is_some_and(|v| (v.major, v.minor) == (3, 6)) =>
+                        {
+                            addr
+                        }
+                        _ => continue,
+                    },
                 },
             };
             let version = match file.symbol("Py_Version")? {

@@ -30,7 +30,7 @@ pub struct NativeFrame {
 }
 
 impl Symbolizer {
-    /// Every Python thread of a live CPython process (3.8-3.13) with its frames: the
+    /// Every Python thread of a live CPython process (3.6-3.13) with its frames: the
     /// runtime found in the process's `libpython` or executable (the mapped files whose
     /// names contain `python` are searched first, then the executable; no other file is
     /// opened, so that a process without CPython is told so without reading every library

@@ -9,7 +9,7 @@
 //!   stacksym pstack [--python | --python-only] PID
 //!   stacksym pstack --core CORE [--exe BIN] [--sysroot DIR] [--json] [--python]
 //!
-//! With `--python` (CPython 3.8-3.13), each thread's Python frames are read while it is
+//! With `--python` (CPython 3.6-3.13), each thread's Python frames are read while it is
 //! stopped (`stacksym::python`) and shown in place of the evaluation loop's native frames
 //! that run them (`merge_native`, as `py-spy dump --native` places them); `--python-only`
 //! shows the Python frames alone (as `py-spy dump`), and unwinds and symbolizes no native
@@ -86,7 +86,7 @@ pub(crate) struct Args {
     /// Print why each thread's unwinding stopped, also where it reached the root.
     #[arg(long)]
     stop_reasons: bool,
-    /// CPython 3.8-3.13: show each thread's Python frames (function, file, line) in place of
+    /// CPython 3.6-3.13: show each thread's Python frames (function, file, line) in place of
     /// the interpreter's evaluation-loop frames that run them, as `py-spy dump --native`.
     #[arg(long)]
     python: bool,
