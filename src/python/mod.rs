@@ -42,7 +42,7 @@ pub use reader::{MAX_FRAMES, MAX_INTERPRETERS, MAX_THREADS};
 pub struct PythonVersion {
     /// 3.
     pub major: u8,
-    /// 8 to 13.
+    /// 6 to 13.
     pub minor: u8,
     /// The micro (patch) version, when it was read (`Py_Version`, 3.11+); `None` when the
     /// version came from a file name.
