@@ -36,7 +36,7 @@
 
 mod support;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -48,6 +48,7 @@ use stacksym::addr::AbsAddr;
 use stacksym::process::{MappingKind, Normalized, Process};
 use stacksym::NotFound;
 use stacksym::{FileOffset, Symbolizer};
+use support::python::{basename, pstack_python, py_spy, wait_stopped, Frames};
 use support::writeln_stderr;
 use support::{name_of, nm_addr, readelf_build_id, readelf_file_offset, run};
 
@@ -806,39 +807,6 @@ fn build_python_root(root: &Path, ldd_tool: &Path, python: &Path) {
     std::fs::create_dir_all(root.join(".old")).unwrap();
 }
 
-/// (function, file basename, line) of each frame, innermost first.
-type PyFrames = Vec<(String, String, u32)>;
-
-/// `py-spy dump --nonblocking --json --pid PID`: frames per CPython `thread_id`.
-fn py_spy_frames(py_spy: &Path, pid: u32) -> HashMap<u64, PyFrames> {
-    let text = run(
-        py_spy,
-        &["dump", "--nonblocking", "--json", "--pid", &pid.to_string()],
-    );
-    let threads: serde_json::Value = serde_json::from_str(&text).expect("py-spy's JSON");
-    let basename = |file: &str| file.rsplit('/').next().unwrap_or(file).to_string();
-    threads
-        .as_array()
-        .expect("a list of threads")
-        .iter()
-        .map(|thread| {
-            let frames = thread["frames"]
-                .as_array()
-                .expect("frames")
-                .iter()
-                .map(|f| {
-                    (
-                        f["name"].as_str().expect("name").to_string(),
-                        basename(f["filename"].as_str().expect("filename")),
-                        f["line"].as_u64().unwrap_or(0) as u32,
-                    )
-                })
-                .collect();
-            (thread["thread_id"].as_u64().expect("thread_id"), frames)
-        })
-        .collect()
-}
-
 /// A CPython in a container (its own mount and pid namespaces, `pivot_root` into a root that
 /// holds the interpreter at a path the host lacks): its Python frames are read from the
 /// host by its host pid, the interpreter's file opened through the process
@@ -880,27 +848,13 @@ fn container_python_frames_read_from_the_host() {
     assert_ne!(ns[1], host_pid, "NSpid of {host_pid}: {ns:?}");
     // SAFETY: kill(2) on the container's pid 1, seen from the host; it lives until
     // `container` is dropped (unshare --kill-child).
-    assert_eq!(
-        unsafe { libc::kill(host_pid as libc::pid_t, libc::SIGSTOP) },
-        0
-    );
-    let task_dir = format!("/proc/{host_pid}/task");
-    let host_tids = || -> Vec<u32> {
-        std::fs::read_dir(&task_dir)
-            .unwrap()
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-            .collect()
-    };
-    let deadline = Instant::now() + TIMEOUT;
-    while !host_tids().iter().all(|tid| {
-        std::fs::read_to_string(format!("{task_dir}/{tid}/stat"))
-            .ok()
-            .and_then(|stat| stat.rsplit_once(')')?.1.trim_start().chars().next())
-            .is_some_and(|state| state == 'T' || state == 't')
-    }) {
-        assert!(Instant::now() < deadline, "process {host_pid} did not stop");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let stopped = unsafe { libc::kill(host_pid as libc::pid_t, libc::SIGSTOP) };
+    assert_eq!(stopped, 0, "SIGSTOP {host_pid}");
+    wait_stopped(host_pid);
+    let host_tids: Vec<u32> = std::fs::read_dir(format!("/proc/{host_pid}/task"))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
 
     let symbolizer = Symbolizer::builder().build();
     let process = Process::new(host_pid);
@@ -912,70 +866,41 @@ fn container_python_frames_read_from_the_host() {
     let stacks = symbolizer
         .python_stacks(&process)
         .expect("the Python threads of the container's process");
-    let tids = host_tids();
-    let mut ours: HashMap<u64, PyFrames> = HashMap::new();
-    let mut by_tid: HashMap<u32, PyFrames> = HashMap::new();
+    let mut ours: BTreeMap<u64, Frames> = BTreeMap::new();
+    let mut by_tid: BTreeMap<u32, Frames> = BTreeMap::new();
     for thread in &stacks.threads {
         let tid = thread.os_tid.expect("every thread matched to a host tid");
         assert!(
-            tids.contains(&tid),
-            "{tid} is no host tid of {host_pid}: {tids:?}"
+            host_tids.contains(&tid),
+            "{tid} is no host tid of {host_pid}: {host_tids:?}"
         );
-        let frames: PyFrames = thread
-            .frames
-            .as_ref()
-            .expect("the thread's frames")
+        let frames = thread.frames.as_ref().expect("the thread's frames");
+        assert!(
+            frames.iter().any(|f| f.file == PY_SCRIPT),
+            "thread {tid}: no frame of {PY_SCRIPT}: {frames:?}"
+        );
+        let frames: Frames = frames
             .iter()
-            .map(|f| {
-                let base = f.file.rsplit('/').next().unwrap_or(&f.file).to_string();
-                (f.function.clone(), base, f.line.unwrap_or(0))
-            })
+            .map(|f| (f.function.clone(), basename(&f.file), f.line.unwrap_or(0)))
             .collect();
-        let parked = thread
-            .frames
-            .as_ref()
-            .unwrap()
-            .iter()
-            .any(|f| f.file == PY_SCRIPT);
-        assert!(parked, "thread {tid}: no frame of {PY_SCRIPT}: {frames:?}");
         ours.insert(thread.thread_id, frames.clone());
         by_tid.insert(tid, frames);
     }
     assert_eq!(stacks.threads.len(), 9, "parked.py's threads");
-
     // The tool on the same process: the same frames, by host tid.
-    let out = support::tool("pstack")
-        .args(["--python-only", "--json", &host_pid.to_string()])
-        .output()
-        .expect("stacksym pstack runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    assert_eq!(
+        pstack_python(host_pid, true),
+        by_tid,
+        "stacksym pstack --python-only, the API"
     );
-    let top: serde_json::Value = serde_json::from_slice(&out.stdout).expect("pstack's JSON");
-    let mut from_tool: HashMap<u32, PyFrames> = HashMap::new();
-    for thread in top["threads"].as_array().expect("threads") {
-        let frames: PyFrames = thread["frames"]
-            .as_array()
-            .expect("frames")
-            .iter()
-            .map(|f| {
-                let file = f["file"].as_str().expect("file");
-                (
-                    f["function"].as_str().expect("function").to_string(),
-                    file.rsplit('/').next().unwrap_or(file).to_string(),
-                    f["line"].as_u64().unwrap_or(0) as u32,
-                )
-            })
+    // py-spy by CPython's thread_id (its OS thread ids are the namespace's).
+    let py_spy_tool = support::find_tool("py-spy");
+    if let Some(tool) = &py_spy_tool {
+        let theirs: BTreeMap<u64, Frames> = py_spy(tool, host_pid)
+            .into_iter()
+            .map(|((thread_id, _), frames)| (thread_id, frames))
             .collect();
-        from_tool.insert(thread["tid"].as_u64().expect("tid") as u32, frames);
-    }
-    assert_eq!(from_tool, by_tid, "stacksym pstack --python-only, the API");
-
-    let py_spy = support::find_tool("py-spy");
-    if let Some(py_spy) = &py_spy {
-        assert_eq!(py_spy_frames(py_spy, host_pid), ours, "py-spy, stacksym");
+        assert_eq!(theirs, ours, "py-spy, stacksym");
     } else {
         skip("py-spy not found (pip install py-spy): frames not compared with it");
     }
@@ -988,7 +913,7 @@ fn container_python_frames_read_from_the_host() {
         stacks.version,
         ns[1],
         stacks.threads.len(),
-        if py_spy.is_some() {
+        if py_spy_tool.is_some() {
             ", identical to py-spy's"
         } else {
             ""
