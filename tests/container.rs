@@ -25,12 +25,18 @@
 //! binary's path is swapped for links after it was mapped; nothing outside its root may be
 //! read (that test also needs `objcopy`, binutils).
 //!
+//! A third container runs Debian's CPython (`container_python_frames_read_from_the_host`):
+//! the interpreter at a path the host lacks, the standard library modules its program
+//! imports, testdata/python/parked.py; its Python frames are read from the host by host pid,
+//! each thread named by its host tid (the interpreter knows the namespace's), and must be
+//! py-spy's (when installed) and `stacksym pstack --python-only`'s.
+//!
 //! References are independent of stacksym: the child's own report of its addresses, `nm`
 //! (symbol addresses), `readelf -l` (segments) and `readelf -n` (build-id).
 
 mod support;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -42,6 +48,7 @@ use stacksym::addr::AbsAddr;
 use stacksym::process::{MappingKind, Normalized, Process};
 use stacksym::NotFound;
 use stacksym::{FileOffset, Symbolizer};
+use support::python::{basename, pstack_python, py_spy, wait_stopped, Frames};
 use support::writeln_stderr;
 use support::{name_of, nm_addr, readelf_build_id, readelf_file_offset, run};
 
@@ -159,8 +166,9 @@ fn old_root_umount(ldd_tool: &Path, umount: &Path) -> (String, String, String) {
     (loader, dirs.join(":"), old(&umount))
 }
 
-/// What runs as pid 1 of the new namespaces, before it becomes c-wait. Everything is done with
-/// the host's tools while the host root is still `/`, except the final `umount`.
+/// What runs as pid 1 of the new namespaces, before it becomes the container's program (its
+/// arguments: c-wait, or a Python). Everything is done with the host's tools while the host
+/// root is still `/`, except the final `umount`.
 const SCRIPT: &str = r#"set -e
 "$MOUNT" --make-rprivate /
 "$MOUNT" --bind "$ROOT" "$ROOT"
@@ -168,7 +176,7 @@ const SCRIPT: &str = r#"set -e
 cd "$ROOT"
 "$PIVOT_ROOT" . .old
 "$OLD_LOADER" --library-path "$OLD_LIBS" "$OLD_UMOUNT" -l /.old
-exec /opt/app/bin
+exec "$@"
 "#;
 
 /// A started container: `unshare` (our child) and c-wait (its child, pid 1 inside).
@@ -282,11 +290,24 @@ fn start_container(
     root: &Path,
     tools: &HashMap<&'static str, PathBuf>,
 ) -> Result<(Container, HashMap<String, u64>), String> {
+    start_program(root, tools, &[APP_BIN], &[])
+}
+
+/// Starts `command` (its path inside the root first) in a container on `root`, with `env`
+/// added to its environment, and reads its report as [`start_container`] does.
+fn start_program(
+    root: &Path,
+    tools: &HashMap<&'static str, PathBuf>,
+    command: &[&str],
+    env: &[(&str, &str)],
+) -> Result<(Container, HashMap<String, u64>), String> {
     let (loader, libs, umount) = old_root_umount(&tools["ldd"], &tools["umount"]);
     let mut unshare = Command::new(&tools["unshare"])
         .args(["--mount", "--pid", "--fork", "--kill-child", "--"])
         .arg(&tools["sh"])
-        .args(["-c", SCRIPT])
+        .args(["-c", SCRIPT, "sh"])
+        .args(command)
+        .envs(env.iter().copied())
         .env("ROOT", root)
         .env("MOUNT", &tools["mount"])
         .env("PIVOT_ROOT", &tools["pivot_root"])
@@ -731,4 +752,171 @@ fn hostile_container_links_lead_nowhere_outside_its_root() {
     );
     assert_eq!(name_of(&results, 0), "wait_target");
     drop(container);
+}
+
+/// Where the container's CPython lives (the host has nothing there).
+const PY_HOME: &str = "/opt/py";
+/// The interpreter inside the container.
+const PY_BIN: &str = "/opt/py/bin/python3.11";
+/// The program it runs, inside the container.
+const PY_SCRIPT: &str = "/opt/app/parked.py";
+
+/// The root of a container running Debian's CPython 3.11 (`python`): the interpreter at
+/// [`PY_BIN`], its libraries where `ldd` finds them on the host, the standard library's
+/// modules testdata/python/parked.py imports (those the host interpreter loads for them,
+/// asked with `-S -c`) under `/opt/py/lib/python3.11` (its `PYTHONHOME` is [`PY_HOME`]),
+/// and parked.py at [`PY_SCRIPT`]. A few hundred KiB of Python and the interpreter's 7 MB.
+fn build_python_root(root: &Path, ldd_tool: &Path, python: &Path) {
+    copy_into(root, python, Path::new(PY_BIN));
+    for (_, file) in ldd(ldd_tool, python) {
+        copy_into(root, &file, &file);
+    }
+    let asked = "import functools, sys, threading, time\n\
+                 print(sys.prefix)\n\
+                 for m in list(sys.modules.values()):\n    \
+                 f = getattr(m, '__file__', None)\n    \
+                 if f: print(f)";
+    let listed = run(python, &["-S", "-c", asked]);
+    let mut lines = listed.lines();
+    let prefix = Path::new(lines.next().expect("sys.prefix")).join("lib/python3.11");
+    let mut copied = 0;
+    for file in lines.map(Path::new) {
+        let Ok(relative) = file.strip_prefix(&prefix) else {
+            continue;
+        };
+        copy_into(
+            root,
+            file,
+            &Path::new(PY_HOME).join("lib/python3.11").join(relative),
+        );
+        copied += 1;
+    }
+    assert!(copied > 10, "only {copied} modules listed:\n{listed}");
+    // Where the interpreter looks for its extension modules (none of these is one).
+    std::fs::create_dir_all(under(
+        root,
+        &Path::new(PY_HOME).join("lib/python3.11/lib-dynload"),
+    ))
+    .unwrap();
+    copy_into(
+        root,
+        &manifest().join("testdata/python/parked.py"),
+        Path::new(PY_SCRIPT),
+    );
+    std::fs::create_dir_all(root.join("proc")).unwrap();
+    std::fs::create_dir_all(root.join(".old")).unwrap();
+}
+
+/// A CPython in a container (its own mount and pid namespaces, `pivot_root` into a root that
+/// holds the interpreter at a path the host lacks): its Python frames are read from the
+/// host by its host pid, the interpreter's file opened through the process
+/// (`/proc/PID/map_files`, `/proc/PID/root`), every thread named by its host tid (the
+/// interpreter knows them by the namespace's: `NSpid`), its frames py-spy's, and the same
+/// in `stacksym pstack --python-only --json`.
+#[test]
+fn container_python_frames_read_from_the_host() {
+    let python = Path::new("/usr/bin/python3.11");
+    let tools = match container_tools(&[]) {
+        Ok(tools) => tools,
+        Err(why) => return skip(&why),
+    };
+    if !python.is_file() {
+        return skip("no /usr/bin/python3.11 (Debian's python3.11)");
+    }
+    if Path::new(PY_HOME).exists() || Path::new(PY_SCRIPT).exists() {
+        return skip(&format!(
+            "the host has {PY_HOME} or {PY_SCRIPT}: the test would not show that files are \
+             opened through the process"
+        ));
+    }
+    let root_dir = tempfile::tempdir().unwrap();
+    let root = root_dir.path();
+    build_python_root(root, &tools["ldd"], python);
+    let (mut container, _) = match start_program(
+        root,
+        &tools,
+        &[PY_BIN, "-S", "-B", PY_SCRIPT],
+        &[("PYTHONHOME", PY_HOME)],
+    ) {
+        Ok(started) => started,
+        Err(why) => return skip(&why),
+    };
+    let host_pid = child_of(container.unshare.id())
+        .unwrap_or_else(|| panic!("no child of unshare {}", container.unshare.id()));
+    let ns = nspid(host_pid);
+    assert_eq!(ns.len(), 2, "NSpid of {host_pid}: {ns:?}");
+    assert_ne!(ns[1], host_pid, "NSpid of {host_pid}: {ns:?}");
+    // SAFETY: kill(2) on the container's pid 1, seen from the host; it lives until
+    // `container` is dropped (unshare --kill-child).
+    let stopped = unsafe { libc::kill(host_pid as libc::pid_t, libc::SIGSTOP) };
+    assert_eq!(stopped, 0, "SIGSTOP {host_pid}");
+    wait_stopped(host_pid);
+    let host_tids: Vec<u32> = std::fs::read_dir(format!("/proc/{host_pid}/task"))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+
+    let symbolizer = Symbolizer::builder().build();
+    let process = Process::new(host_pid);
+    let memory = stacksym::unwind::ProcessMemory::new(host_pid);
+    let runtime = symbolizer
+        .python_runtime(&process, &memory)
+        .expect("the runtime, from the interpreter in the container");
+    assert_eq!(runtime.file, Path::new(PY_BIN), "{runtime:?}");
+    let stacks = symbolizer
+        .python_stacks(&process)
+        .expect("the Python threads of the container's process");
+    let mut ours: BTreeMap<u64, Frames> = BTreeMap::new();
+    let mut by_tid: BTreeMap<u32, Frames> = BTreeMap::new();
+    for thread in &stacks.threads {
+        let tid = thread.os_tid.expect("every thread matched to a host tid");
+        assert!(
+            host_tids.contains(&tid),
+            "{tid} is no host tid of {host_pid}: {host_tids:?}"
+        );
+        let frames = thread.frames.as_ref().expect("the thread's frames");
+        assert!(
+            frames.iter().any(|f| f.file == PY_SCRIPT),
+            "thread {tid}: no frame of {PY_SCRIPT}: {frames:?}"
+        );
+        let frames: Frames = frames
+            .iter()
+            .map(|f| (f.function.clone(), basename(&f.file), f.line.unwrap_or(0)))
+            .collect();
+        ours.insert(thread.thread_id, frames.clone());
+        by_tid.insert(tid, frames);
+    }
+    assert_eq!(stacks.threads.len(), 9, "parked.py's threads");
+    // The tool on the same process: the same frames, by host tid.
+    assert_eq!(
+        pstack_python(host_pid, true),
+        by_tid,
+        "stacksym pstack --python-only, the API"
+    );
+    // py-spy by CPython's thread_id (its OS thread ids are the namespace's).
+    let py_spy_tool = support::find_tool("py-spy");
+    if let Some(tool) = &py_spy_tool {
+        let theirs: BTreeMap<u64, Frames> = py_spy(tool, host_pid)
+            .into_iter()
+            .map(|((thread_id, _), frames)| (thread_id, frames))
+            .collect();
+        assert_eq!(theirs, ours, "py-spy, stacksym");
+    } else {
+        skip("py-spy not found (pip install py-spy): frames not compared with it");
+    }
+    let frames: usize = ours.values().map(Vec::len).sum();
+    let _ = container.unshare.kill();
+    writeln_stderr(format_args!(
+        "container_python_frames_read_from_the_host: CPython {} at {PY_BIN} in the \
+         container, host pid {host_pid} (pid {} inside): {} threads by host tid, {frames} \
+         Python frames{}",
+        stacks.version,
+        ns[1],
+        stacks.threads.len(),
+        if py_spy_tool.is_some() {
+            ", identical to py-spy's"
+        } else {
+            ""
+        }
+    ));
 }

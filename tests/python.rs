@@ -3,11 +3,14 @@
 //!
 //! `testdata/python/parked.py` parks eight threads in `time.sleep` inside a method, a
 //! classmethod, a staticmethod, recursion, a generator, a closure, a decorated function and
-//! a lambda, under every CPython 3.8-3.13 of pyenv and Debian's `/usr/bin/python3.11`. The
+//! a lambda, under every CPython 3.6-3.13 of pyenv and Debian's `/usr/bin/python3.11`. The
 //! process is stopped with SIGSTOP and read by `py-spy dump --nonblocking --json` and by
 //! `Symbolizer::python_stacks`: per OS thread, the same (function, file basename, line)
 //! sequence. A `gcore` of the same stopped process is read by `PythonStacks::from_core` and
 //! compared with `pystack core --no-native` the same way.
+//!
+//! A process without CPython (c-wait) is told so from its executable alone: no library
+//! of it is opened.
 //!
 //! The tools come from `pip install py-spy pystack` (.ci/run installs them); without them
 //! (or without an interpreter) the test is skipped, and fails under CI=true.
@@ -22,15 +25,15 @@ use std::process::{Child, Command, Stdio};
 use stacksym::process::Process;
 use stacksym::python::PythonStacks;
 use stacksym::Symbolizer;
-use support::{find_tool, skip_or_fail, tool, writeln_stderr};
+use support::python::{
+    basename, pstack_python, py_spy, stdout_of, wait_stopped, Frames, ThreadKey,
+};
+use support::{find_tool, skip_or_fail, writeln_stderr};
 
-/// (function, file basename, line) of each frame, innermost first.
-type Frames = Vec<(String, String, u32)>;
-
-/// Every interpreter the test runs under: pyenv's 3.8-3.13 and Debian's 3.11.
+/// Every interpreter the test runs under: pyenv's 3.6-3.13 and Debian's 3.11.
 fn interpreters(test: &str) -> Vec<(String, PathBuf)> {
     let mut found = Vec::new();
-    for minor in 8..=13 {
+    for minor in 6..=13 {
         let prefix = format!("3.{minor}.");
         let dir = std::fs::read_dir("/root/.pyenv/versions")
             .into_iter()
@@ -103,50 +106,6 @@ impl Drop for Parked {
     }
 }
 
-/// Waits until every thread of `pid` is stopped (`T` in its stat), at most 5 s.
-fn wait_stopped(pid: u32) {
-    for _ in 0..500 {
-        let tasks: Vec<_> = std::fs::read_dir(format!("/proc/{pid}/task"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .collect();
-        let all = tasks.iter().all(|task| {
-            std::fs::read_to_string(task.path().join("stat"))
-                .ok()
-                .and_then(|stat| {
-                    let after = stat.rsplit_once(')')?.1.trim_start().chars().next()?;
-                    Some(after == 'T' || after == 't')
-                })
-                .unwrap_or(false)
-        });
-        if !tasks.is_empty() && all {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    panic!("process {pid} did not stop");
-}
-
-fn basename(file: &str) -> String {
-    Path::new(file).file_name().map_or_else(
-        || file.to_string(),
-        |name| name.to_string_lossy().into_owned(),
-    )
-}
-
-/// What `command` printed; it must succeed (`what` names it in the failure).
-fn stdout_of(mut command: Command, what: &str) -> Vec<u8> {
-    let out = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(
-        out.status.success(),
-        "{what} failed: {}{}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
-    out.stdout
-}
-
 /// A core of process `pid` written by `gcore` into `dir`: its path.
 fn gcore_of(gcore: &Path, pid: u32, dir: &Path) -> PathBuf {
     let prefix = dir.join("core");
@@ -154,37 +113,6 @@ fn gcore_of(gcore: &Path, pid: u32, dir: &Path) -> PathBuf {
     command.arg("-o").arg(&prefix).arg(pid.to_string());
     stdout_of(command, "gcore");
     PathBuf::from(format!("{}.{pid}", prefix.display()))
-}
-
-/// A thread: CPython's `thread_id` (`pthread_t`: py-spy names every thread by it; its OS
-/// thread id only where it can tell without stopping the process, 3.11+), and the OS id.
-type ThreadKey = (u64, Option<u32>);
-
-/// `py-spy dump --nonblocking --json`: frames per thread.
-fn py_spy(py_spy: &Path, pid: u32) -> BTreeMap<ThreadKey, Frames> {
-    let mut command = Command::new(py_spy);
-    command.args(["dump", "--nonblocking", "--json", "--pid", &pid.to_string()]);
-    let threads: serde_json::Value =
-        serde_json::from_slice(&stdout_of(command, "py-spy dump")).expect("py-spy's JSON");
-    let mut by_tid = BTreeMap::new();
-    for thread in threads.as_array().expect("a list of threads") {
-        let thread_id = thread["thread_id"].as_u64().expect("thread_id");
-        let tid = thread["os_thread_id"].as_u64().map(|tid| tid as u32);
-        let frames = thread["frames"]
-            .as_array()
-            .expect("frames")
-            .iter()
-            .map(|frame| {
-                (
-                    frame["name"].as_str().expect("name").to_string(),
-                    basename(frame["filename"].as_str().expect("filename")),
-                    frame["line"].as_u64().unwrap_or(0) as u32,
-                )
-            })
-            .collect();
-        by_tid.insert((thread_id, tid), frames);
-    }
-    by_tid
 }
 
 /// Ours: frames per thread (a thread without an OS thread id, or whose frames failed,
@@ -203,41 +131,6 @@ fn ours(stacks: &PythonStacks, with_tids: bool) -> BTreeMap<ThreadKey, Frames> {
             Err(e) => panic!("thread {tid}: {e}"),
         };
         by_tid.insert((thread.thread_id, with_tids.then_some(tid)), frames);
-    }
-    by_tid
-}
-
-/// `stacksym pstack --python --json PID`: the Python frames (`"kind": "python"`) per OS
-/// thread id; every frame must have a kind, and a thread Python frames of both kinds.
-fn pstack_python(pid: u32) -> BTreeMap<u32, Frames> {
-    let mut command = tool("pstack");
-    command.args(["--python", "--json", &pid.to_string()]);
-    let top: serde_json::Value =
-        serde_json::from_slice(&stdout_of(command, "stacksym pstack --python"))
-            .expect("pstack's JSON");
-    let mut by_tid = BTreeMap::new();
-    for thread in top["threads"].as_array().expect("threads") {
-        let tid = thread["tid"].as_u64().expect("tid") as u32;
-        let all = thread["frames"].as_array().expect("frames");
-        let kinds: Vec<&str> = all
-            .iter()
-            .map(|f| f["kind"].as_str().expect("every frame has a kind"))
-            .collect();
-        let python: Frames = all
-            .iter()
-            .filter(|f| f["kind"] == "python")
-            .map(|f| {
-                (
-                    f["function"].as_str().expect("function").to_string(),
-                    basename(f["file"].as_str().expect("file")),
-                    f["line"].as_u64().unwrap_or(0) as u32,
-                )
-            })
-            .collect();
-        if !python.is_empty() {
-            assert!(kinds.contains(&"native"), "thread {tid}: no native frame");
-            by_tid.insert(tid, python);
-        }
     }
     by_tid
 }
@@ -290,24 +183,30 @@ fn live_python_frames_agree_with_py_spy() {
         let theirs = py_spy(&spy, parked.pid());
         let with_tids = theirs.keys().all(|(_, tid)| tid.is_some());
         let (threads, frames) = assert_same(&label, "py-spy", &theirs, &ours(&stacks, with_tids));
-        // The tool, over the same process: its Python frames merged into native stacks.
-        // Its debug build names every native frame through libpython's DWARF (seconds), so
-        // it runs for the oldest and newest frame model only: PyFrameObject chains (3.8)
-        // and _PyInterpreterFrame chains read through _Py_DebugOffsets (3.13).
-        let tool_checked = stacks.version.minor == 8 || stacks.version.minor == 13;
-        if tool_checked {
-            let by_tid: BTreeMap<u32, Frames> = ours(&stacks, true)
-                .into_iter()
-                .map(|((_, tid), frames)| (tid.expect("an OS thread id"), frames))
-                .collect();
-            let as_keys = |map: BTreeMap<u32, Frames>| -> BTreeMap<ThreadKey, Frames> {
-                map.into_iter()
-                    .map(|(tid, f)| ((0, Some(tid)), f))
-                    .collect()
-            };
-            let tool_label = format!("{label} (stacksym pstack --python)");
-            let from_tool = as_keys(pstack_python(parked.pid()));
-            assert_same(&tool_label, "our API", &as_keys(by_tid), &from_tool);
+        // The tool, over the same process: its Python frames alone (--python-only, which
+        // unwinds nothing native), and merged into native stacks (--python). The debug
+        // build of --python names every native frame through libpython's DWARF (seconds),
+        // so it runs for the oldest and newest frame model only: PyFrameObject chains from
+        // 3.6's `interp_head` (it has no _PyRuntime) and _PyInterpreterFrame chains read
+        // through _Py_DebugOffsets (3.13).
+        let tool_checked = stacks.version.minor == 6 || stacks.version.minor == 13;
+        let as_keys = |map: BTreeMap<u32, Frames>| -> BTreeMap<ThreadKey, Frames> {
+            map.into_iter()
+                .map(|(tid, f)| ((0, Some(tid)), f))
+                .collect()
+        };
+        let api: BTreeMap<ThreadKey, Frames> = ours(&stacks, true)
+            .into_iter()
+            .map(|((_, tid), frames)| ((0, tid), frames))
+            .collect();
+        for only in [true, false] {
+            if !only && !tool_checked {
+                continue;
+            }
+            let flag = if only { "--python-only" } else { "--python" };
+            let tool_label = format!("{label} (stacksym pstack {flag})");
+            let from_tool = as_keys(pstack_python(parked.pid(), only));
+            assert_same(&tool_label, "our API", &api, &from_tool);
         }
         writeln_stderr(format_args!(
             "{label}: CPython {} (debug offsets: {}): {threads} threads, {frames} frames \
@@ -315,9 +214,9 @@ fn live_python_frames_agree_with_py_spy() {
             stacks.version,
             stacks.debug_offsets,
             if tool_checked {
-                ", and in stacksym pstack --python --json"
+                ", and in stacksym pstack --python-only --json and --python --json"
             } else {
-                ""
+                ", and in stacksym pstack --python-only --json"
             }
         ));
     }
@@ -639,4 +538,33 @@ fn live_merged_stacks_are_the_cores() {
         "{label}: {} threads, {compared} merged frames: live (ptrace) and core the same",
         live.len()
     ));
+}
+
+/// `python_stacks` on a process without CPython (c-wait, which maps itself, a library of
+/// its own, libc and the dynamic loader) says so without reading the libraries: only the
+/// executable is opened (the files named like CPython's come first, and there are none),
+/// and the error is NotFound, naming what was looked for.
+#[test]
+fn non_python_process_is_told_from_its_executable_alone() {
+    let waiter = support::waiter::Waiter::spawn(&support::bin("c-wait"));
+    let symbolizer = Symbolizer::builder().build();
+    let error = symbolizer
+        .python_stacks(&Process::new(waiter.pid))
+        .expect_err("c-wait runs no CPython");
+    assert_eq!(error.kind(), stacksym::ErrorKind::NotFound, "{error}");
+    let message = error.to_string();
+    assert!(
+        message.contains("_PyRuntime") && message.contains("not a CPython process"),
+        "{message}"
+    );
+    let maps = std::fs::read_to_string(format!("/proc/{}/maps", waiter.pid)).expect("maps");
+    assert!(
+        maps.contains("libversioned.so") && maps.contains("libc.so"),
+        "c-wait maps its libraries:\n{maps}"
+    );
+    assert_eq!(
+        symbolizer.stats().open_files,
+        1,
+        "only the executable is opened: {message}"
+    );
 }

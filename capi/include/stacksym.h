@@ -176,8 +176,30 @@ typedef struct {
   const stacksym_normalized_addr *addrs;
 } stacksym_normalized;
 
-// The kind of addresses given for an ELF file or a build-id: `STACKSYM_ADDR_*`.
-typedef uint32_t stacksym_addr_kind;
+// How a stacksym_regs' values are laid out: `STACKSYM_REGS_*`.
+typedef uint32_t stacksym_regs_layout;
+
+// The registers a stack is unwound from (this machine's architecture).
+typedef struct {
+  // How `values` are laid out.
+  stacksym_regs_layout layout;
+  // For `STACKSYM_REGS_PERF`: the sample's register mask (`sample_regs_user`); else
+  // ignored.
+  uint64_t perf_mask;
+  // The register values.
+  const uint64_t *values;
+  // The number of `values`.
+  size_t len;
+} stacksym_regs;
+
+// What a frame of a merged stack is: `STACKSYM_MIXED_*`.
+typedef uint32_t stacksym_mixed_kind;
+
+// What a frame's address is, which decides where it is looked up: `STACKSYM_FRAME_*`.
+typedef uint32_t stacksym_frame_kind;
+
+// How a frame's address was found: `STACKSYM_RECOVERED_*`.
+typedef uint32_t stacksym_recovery;
 
 // Whether an address was found, and if not, why: `STACKSYM_FOUND` or another
 // `STACKSYM_*` reason.
@@ -259,40 +281,6 @@ typedef struct {
   size_t frames_len;
 } stacksym_sym;
 
-// The answers of one call, one per input address, in input order; one block, freed by
-// stacksym_syms_free().
-typedef struct {
-  // The number of `syms` (the number of addresses given).
-  size_t len;
-  // The answers.
-  const stacksym_sym *syms;
-  // The first problem with debug information seen (a debug file that could not be read,
-  // broken DWARF): the symbol tables still answered. NULL if none.
-  const char *debug_error;
-} stacksym_syms;
-
-// How a stacksym_regs' values are laid out: `STACKSYM_REGS_*`.
-typedef uint32_t stacksym_regs_layout;
-
-// The registers a stack is unwound from (this machine's architecture).
-typedef struct {
-  // How `values` are laid out.
-  stacksym_regs_layout layout;
-  // For `STACKSYM_REGS_PERF`: the sample's register mask (`sample_regs_user`); else
-  // ignored.
-  uint64_t perf_mask;
-  // The register values.
-  const uint64_t *values;
-  // The number of `values`.
-  size_t len;
-} stacksym_regs;
-
-// What a frame's address is, which decides where it is looked up: `STACKSYM_FRAME_*`.
-typedef uint32_t stacksym_frame_kind;
-
-// How a frame's address was found: `STACKSYM_RECOVERED_*`.
-typedef uint32_t stacksym_recovery;
-
 // One frame of an unwound stack, with its symbol.
 typedef struct {
   // The address as unwound: an instruction pointer or a return address (`kind`).
@@ -308,8 +296,78 @@ typedef struct {
   stacksym_sym sym;
 } stacksym_stack_frame;
 
+// One Python frame.
+typedef struct {
+  // The function's qualified name (`co_qualname`, CPython 3.11+: `Class.method`), else
+  // its name (`co_name`): what `py-spy dump` prints.
+  const char *function;
+  // The code's file name (`co_filename`), as the interpreter has it.
+  const char *file;
+  // The line being run; 0 when the code's line table gives none.
+  uint32_t line;
+  // Whether this is the outermost Python frame of one call of the evaluation loop (the
+  // frames from the innermost down to it stand for one native frame of the loop).
+  bool is_entry;
+  // The code object's address in the process.
+  uint64_t code;
+} stacksym_python_frame;
+
+// One frame of a merged stack. Only the member its `kind` names is filled; the other is
+// zeroed (NULL pointers, 0, false).
+typedef struct {
+  // Which member holds the frame.
+  stacksym_mixed_kind kind;
+  // For `STACKSYM_MIXED_NATIVE`: the frame, as stacksym_unwind_process() gives it.
+  stacksym_stack_frame native;
+  // For `STACKSYM_MIXED_PYTHON`: the frame.
+  stacksym_python_frame python;
+} stacksym_mixed_frame;
+
 // Why the walk stopped after the last frame: `STACKSYM_STOP_*`.
 typedef uint32_t stacksym_stop;
+
+// A thread's native stack merged with its Python frames; one block, freed by
+// stacksym_python_stack_free().
+typedef struct {
+  // The CPython version found in the process: "3.12.1", or "3.12" where the micro
+  // version could not be read.
+  const char *python_version;
+  // The thread the stack is of.
+  uint32_t tid;
+  // Whether the thread has a Python thread state. A thread without one (a thread the
+  // interpreter does not know) has native frames only.
+  bool has_thread_state;
+  // Why the thread's Python frames could not be read (its stack is then native only);
+  // NULL when they were.
+  const char *python_error;
+  // The number of `frames`.
+  size_t len;
+  // The frames, innermost first.
+  const stacksym_mixed_frame *frames;
+  // Why the native walk stopped after its last frame (as in stacksym_stack).
+  stacksym_stop stop;
+  // As in stacksym_stack.
+  uint64_t stop_addr;
+  // As in stacksym_stack.
+  const char *stop_detail;
+  // As stacksym_syms' `debug_error`.
+  const char *debug_error;
+} stacksym_python_stack;
+
+// The kind of addresses given for an ELF file or a build-id: `STACKSYM_ADDR_*`.
+typedef uint32_t stacksym_addr_kind;
+
+// The answers of one call, one per input address, in input order; one block, freed by
+// stacksym_syms_free().
+typedef struct {
+  // The number of `syms` (the number of addresses given).
+  size_t len;
+  // The answers.
+  const stacksym_sym *syms;
+  // The first problem with debug information seen (a debug file that could not be read,
+  // broken DWARF): the symbol tables still answered. NULL if none.
+  const char *debug_error;
+} stacksym_syms;
 
 // An unwound, symbolized stack; one block, freed by stacksym_stack_free().
 typedef struct {
@@ -417,6 +475,13 @@ typedef struct {
 
 // No mapping holds the address.
 #define STACKSYM_NORM_UNMAPPED 2
+
+// A native frame: its `native` member holds it.
+#define STACKSYM_MIXED_NATIVE 0
+
+// A Python frame: its `python` member holds it. It stands where the native frame of the
+// interpreter's evaluation loop (`_PyEval_EvalFrameDefault`) that runs it was.
+#define STACKSYM_MIXED_PYTHON 1
 
 // Virtual addresses as the ELF file states them (`st_value`; for a PIE or shared library:
 // the absolute address minus the load bias).
@@ -662,6 +727,37 @@ void stacksym_normalized_free(stacksym_normalized *normalized);
 // The name of a normalized address kind ("STACKSYM_NORM_FILE"), a static string; "unknown" for a value this
 // library does not know.
 const char *stacksym_norm_kind_name(stacksym_norm_kind kind);
+
+// Unwinds the stopped thread `tid` of the live CPython process `pid` from `regs` (the
+// thread's registers, as for stacksym_unwind_process()), symbolizes its frames, reads
+// the process's Python threads (their frames, through the process's memory) and merges
+// the thread's Python frames into its native stack: each native frame of the evaluation
+// loop is replaced by the Python frames it runs, innermost first, as `py-spy dump
+// --native` shows them. Stop the whole process (ptrace every thread, or SIGSTOP) for a
+// consistent answer: the Python frames are read from memory that running threads change.
+// Needs ptrace access to the process.
+//
+// On success `*out` holds the stack (free it with stacksym_python_stack_free()); on
+// failure `*out` is NULL: `STACKSYM_ERR_NOT_FOUND` when no file of the process defines
+// CPython's `_PyRuntime` (not a CPython process), `STACKSYM_ERR_UNSUPPORTED` for a
+// CPython version without Python frames here, `STACKSYM_ERR_MALFORMED` when the
+// interpreter's state cannot be read, `STACKSYM_ERR_PROCESS_GONE` when the process does
+// not exist (any more). A thread whose own Python frames cannot be read is no failure:
+// `python_error` says why and the stack is native only.
+//
+// Pointers: `symbolizer` is a live handle; `regs` points to a valid stacksym_regs whose
+// `values` holds `len` values; `out` is a valid pointer.
+stacksym_err stacksym_python_unwind_process(const stacksym_symbolizer *symbolizer, uint32_t pid, uint32_t tid, const stacksym_regs *regs, stacksym_python_stack **out);
+
+// Frees the result of stacksym_python_unwind_process() (NULL is ignored).
+//
+// Pointers: `stack` is NULL or a result of stacksym_python_unwind_process(), not freed
+// before.
+void stacksym_python_stack_free(stacksym_python_stack *stack);
+
+// The name of a merged frame's kind ("STACKSYM_MIXED_PYTHON"), a static string;
+// "unknown" for a value this library does not know.
+const char *stacksym_mixed_kind_name(stacksym_mixed_kind kind);
 
 // Symbolizes `len` addresses of the ELF file at `path` (an executable, a shared library,
 // a debug file), given as `kind` (`STACKSYM_ADDR_VIRT` or `STACKSYM_ADDR_FILE_OFFSET`).

@@ -3,7 +3,9 @@
 //! - A handle, [`stacksym_symbolizer`], made by [`stacksym_symbolizer_new`] and freed by
 //!   [`stacksym_symbolizer_free`]: the library's `Symbolizer`, thread-safe, with its caches.
 //! - Calls that symbolize (an ELF file, a build-id, a process, the kernel, a mixed stack),
-//!   normalize, find names, and unwind a process or a perf sample and symbolize its frames. Each returns a [`stacksym_err`] and hands its result out
+//!   normalize, find names, unwind a process or a perf sample and symbolize its frames,
+//!   and merge a CPython thread's native frames with its Python frames
+//!   ([`stacksym_python_unwind_process`]). Each returns a [`stacksym_err`] and hands its result out
 //!   through an out pointer: one `malloc` block (`block.rs`) that one `*_free` call releases.
 //! - Errors: a code, and the message per thread ([`stacksym_last_error`]).
 //! - The version (`STACKSYM_VERSION_*`, [`stacksym_version`]) and the name of every constant
@@ -32,6 +34,7 @@ mod block;
 mod error;
 mod find;
 mod normalize;
+mod python;
 mod symbols;
 mod unwind;
 
@@ -47,6 +50,7 @@ use stacksym::{KernelSource, LoadBias, Symbolizer};
 pub use error::*;
 pub use find::*;
 pub use normalize::*;
+pub use python::*;
 pub use symbols::*;
 pub use unwind::*;
 

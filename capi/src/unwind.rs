@@ -11,19 +11,21 @@
 use std::ffi::c_char;
 
 use stacksym::process::Process;
-use stacksym::unwind::{FrameKind, Recovery, Registers, Stack, StackCopy, StopReason};
+use stacksym::unwind::{Frame, FrameKind, Recovery, Registers, Stack, StackCopy, StopReason};
 
-use crate::block::{free_block, Block, Pool, Str};
+use stacksym::Symbols;
+
+use crate::block::{free_block, Bases, Block, Pool, Str};
 use crate::error::{guard, stacksym_err, CError};
-use crate::symbols::{flatten_syms, stacksym_frame, stacksym_sym};
+use crate::symbols::{flatten_syms, stacksym_frame, stacksym_sym, FlatSym, FlatSyms};
 use crate::{handle, name_of, out_slot, slice, stacksym_symbolizer};
 
 /// The registers of the architecture this library was built for.
 #[cfg(target_arch = "aarch64")]
-type HostRegs = stacksym::unwind::RegsAarch64;
+pub(crate) type HostRegs = stacksym::unwind::RegsAarch64;
 /// The registers of the architecture this library was built for.
 #[cfg(not(target_arch = "aarch64"))]
-type HostRegs = stacksym::unwind::RegsX86_64;
+pub(crate) type HostRegs = stacksym::unwind::RegsX86_64;
 
 /// How a stacksym_regs' values are laid out: `STACKSYM_REGS_*`.
 pub type stacksym_regs_layout = u32;
@@ -149,7 +151,7 @@ pub extern "C" fn stacksym_perf_sample_regs_mask() -> u64 {
 ///
 /// # Safety
 /// `regs` is NULL or valid for reads, its `values` NULL or `len` values.
-unsafe fn host_regs(regs: *const stacksym_regs) -> Result<HostRegs, CError> {
+pub(crate) unsafe fn host_regs(regs: *const stacksym_regs) -> Result<HostRegs, CError> {
     // SAFETY: by the contract, NULL (refused) or valid for reads.
     let regs = unsafe { regs.as_ref() }.ok_or_else(|| CError::invalid("regs is NULL"))?;
     // SAFETY: by the contract, `len` values at `values`.
@@ -234,7 +236,7 @@ fn recovery(recovered: Recovery) -> stacksym_recovery {
 }
 
 /// The stop reason's code, address and detail.
-fn stop_reason(stop: &StopReason) -> (stacksym_stop, u64, Option<String>) {
+pub(crate) fn stop_reason(stop: &StopReason) -> (stacksym_stop, u64, Option<String>) {
     match *stop {
         StopReason::Root => (STACKSYM_STOP_ROOT, 0, None),
         StopReason::MemoryUnreadable { addr } => (STACKSYM_STOP_MEMORY_UNREADABLE, addr.0, None),
@@ -250,25 +252,52 @@ fn stop_reason(stop: &StopReason) -> (stacksym_stop, u64, Option<String>) {
     }
 }
 
-/// `stack` of `process`, symbolized, as one block.
-fn stack_block(
+/// The frames of `stack` symbolized (as `stacksym_symbolize_process` answers) and
+/// flattened into `pool`: the answers (for their names) and their flat form, one per frame.
+pub(crate) fn symbolize_stack(
     handle: &stacksym_symbolizer,
     process: &Process,
     stack: &Stack,
-) -> Result<*mut stacksym_stack, CError> {
+    pool: &mut Pool,
+) -> Result<(Symbols, FlatSyms), CError> {
     let symbols = handle.inner.symbolize_frames(process, &stack.frames)?;
     let lookups: Vec<u64> = stack
         .frames
         .iter()
         .map(|frame| frame.lookup_addr().0)
         .collect();
-    let mut pool = Pool::default();
-    let flat = flatten_syms(&mut pool, &symbols, &lookups, handle.demangle);
+    let flat = flatten_syms(pool, &symbols, &lookups, handle.demangle);
     if flat.syms.len() != stack.frames.len() {
         return Err(CError::internal(
             "the symbolizer answered a different number of frames than it was given",
         ));
     }
+    Ok((symbols, flat))
+}
+
+/// One frame of an unwound stack with its answer, for C.
+pub(crate) fn stack_frame<A>(
+    frame: &Frame,
+    sym: &FlatSym,
+    at: &Bases<A, stacksym_frame>,
+) -> stacksym_stack_frame {
+    stacksym_stack_frame {
+        addr: frame.addr.0,
+        lookup_addr: frame.lookup_addr().0,
+        kind: frame_kind(frame.kind),
+        recovered: recovery(frame.recovered),
+        sym: sym.to_c(at),
+    }
+}
+
+/// `stack` of `process`, symbolized, as one block.
+fn stack_block(
+    handle: &stacksym_symbolizer,
+    process: &Process,
+    stack: &Stack,
+) -> Result<*mut stacksym_stack, CError> {
+    let mut pool = Pool::default();
+    let (_, flat) = symbolize_stack(handle, process, stack, &mut pool)?;
     let (stop, stop_addr, detail) = stop_reason(&stack.stop);
     let stop_detail: Str = pool.opt_str(detail);
     let mut block = Block::<stacksym_stack, stacksym_stack_frame, stacksym_frame>::new(
@@ -281,13 +310,7 @@ fn stack_block(
         block.push_b(frame.to_c(&at))?;
     }
     for (frame, sym) in stack.frames.iter().zip(&flat.syms) {
-        block.push_a(stacksym_stack_frame {
-            addr: frame.addr.0,
-            lookup_addr: frame.lookup_addr().0,
-            kind: frame_kind(frame.kind),
-            recovered: recovery(frame.recovered),
-            sym: sym.to_c(&at),
-        })?;
+        block.push_a(stack_frame(frame, sym, &at))?;
     }
     block.finish(stacksym_stack {
         len: stack.frames.len(),

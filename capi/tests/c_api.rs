@@ -10,6 +10,9 @@
 //!   stack live and as a perf sample's copy, four threads on one handle, error codes and
 //!   messages). It runs under valgrind (`--leak-check=full`, any
 //!   error or leak fails), so every result's one block must be freed by its one call.
+//! - `c_program_merges_python_frames`: the same program's `python PID` request on a stopped
+//!   CPython process (testdata/python/parked.py): every thread's merged stack
+//!   (`stacksym_python_unwind_process`), its Python frames the Rust API's, under valgrind.
 //! - `python_ctypes_loads_the_cdylib`: tests/ctypes_demo.py loads libstacksym_capi.so with
 //!   ctypes and symbolizes an address of testdata/bin/c-pie-g.
 //! - `header_compiles_as_c_and_cxx`: the committed header, with `-Wall -Wextra -Werror`.
@@ -490,9 +493,9 @@ fn compile_c(test: &str, source: &Path, name: &str, link: &[&str]) -> Option<Pat
     Some(out)
 }
 
-#[test]
-fn c_program_gives_the_rust_apis_answers_under_valgrind() {
-    const TEST: &str = "c_program_gives_the_rust_apis_answers_under_valgrind";
+/// tests/c/stacksym_test.c compiled against the header and the static library (`test`
+/// names the test that needs it); `None` without a compiler.
+fn c_test_program(test: &str) -> Option<PathBuf> {
     let lib = capi_lib("libstacksym_capi.a");
     let lib = lib.to_str().expect("a UTF-8 target path");
     // What `cargo rustc -- --print native-static-libs` lists for a Rust staticlib on glibc.
@@ -507,15 +510,14 @@ fn c_program_gives_the_rust_apis_answers_under_valgrind() {
         "-lc",
     ];
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/stacksym_test.c");
-    let Some(program) = compile_c(TEST, &source, "stacksym_test", &link) else {
-        return;
-    };
-    let requests = script();
-    let stdin: String = requests
-        .iter()
-        .map(|(line, _)| format!("{line}\n"))
-        .collect();
-    let valgrind = tool(TEST, "valgrind", "valgrind");
+    compile_c(test, &source, &format!("stacksym_test-{test}"), &link)
+}
+
+/// Runs the C test program on `stdin` under valgrind (`--leak-check=full`: any error or
+/// leak fails it; without valgrind it runs alone, said loudly); asserts it succeeded and
+/// returns what it printed.
+fn run_c_program(test: &str, program: &Path, stdin: &str) -> String {
+    let valgrind = tool(test, "valgrind", "valgrind");
     let mut command = match &valgrind {
         Some(valgrind) => {
             let mut c = Command::new(valgrind);
@@ -526,14 +528,14 @@ fn c_program_gives_the_rust_apis_answers_under_valgrind() {
                 "--errors-for-leak-kinds=definite,indirect,possible",
                 "--quiet",
             ])
-            .arg(&program);
+            .arg(program);
             c
         }
         None => {
             note(format_args!(
-                "{TEST}: SKIPPED the leak check: running the C program without valgrind"
+                "{test}: SKIPPED the leak check: running the C program without valgrind"
             ));
-            Command::new(&program)
+            Command::new(program)
         }
     };
     let mut child = command
@@ -557,6 +559,21 @@ fn c_program_gives_the_rust_apis_answers_under_valgrind() {
         "the C program failed ({}):\n{stdout}\n--- stderr (valgrind's report):\n{stderr}",
         output.status
     );
+    stdout.into_owned()
+}
+
+#[test]
+fn c_program_gives_the_rust_apis_answers_under_valgrind() {
+    const TEST: &str = "c_program_gives_the_rust_apis_answers_under_valgrind";
+    let Some(program) = c_test_program(TEST) else {
+        return;
+    };
+    let requests = script();
+    let stdin: String = requests
+        .iter()
+        .map(|(line, _)| format!("{line}\n"))
+        .collect();
+    let stdout = run_c_program(TEST, &program, &stdin);
     // The answers, block by block ("== request" then its lines).
     let mut blocks: Vec<(String, String)> = Vec::new();
     for line in stdout.lines() {
@@ -584,6 +601,178 @@ fn c_program_gives_the_rust_apis_answers_under_valgrind() {
         blocks.len(),
         blocks.last().unwrap().1
     );
+}
+
+/// Whether this process runs as root (the C program ptraces a process that is not its
+/// child, which `kernel.yama.ptrace_scope` 1 allows root only).
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let uids = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+            Some(uids.split_whitespace().nth(1)? == "0")
+        })
+        .unwrap_or(false)
+}
+
+/// A CPython to run testdata/python/parked.py under: Debian's (no DWARF, so valgrind's run
+/// stays short), else pyenv's newest 3.8-3.13.
+fn python_interpreter() -> Option<PathBuf> {
+    let debian = PathBuf::from("/usr/bin/python3.11");
+    if debian.is_file() {
+        return Some(debian);
+    }
+    (8..=13).rev().find_map(|minor| {
+        let exe = std::fs::read_dir("/root/.pyenv/versions")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("3.{minor}."))
+            })
+            .map(|e| e.path().join(format!("bin/python3.{minor}")))
+            .max()?;
+        exe.is_file().then_some(exe)
+    })
+}
+
+/// The C program's `python PID` request on testdata/python/parked.py (nine threads parked
+/// in Python code, the process stopped with SIGSTOP): for every thread, the Python frames
+/// of its merged stack (`STACKSYM_MIXED_PYTHON`) are the Rust API's
+/// (`Symbolizer::python_stacks`) in function, file and line, and native frames
+/// (`STACKSYM_MIXED_NATIVE`) surround them; a process without CPython is
+/// `STACKSYM_ERR_NOT_FOUND`. Under valgrind, as the other requests.
+#[test]
+fn c_program_merges_python_frames() {
+    const TEST: &str = "c_program_merges_python_frames";
+    if !is_root() {
+        if std::env::var_os("CI").is_some() {
+            panic!("{TEST}: needs root (ptrace of a process not the C program's child)");
+        }
+        return note(format_args!("{TEST}: SKIPPED: not root (ptrace)"));
+    }
+    let Some(python) = python_interpreter() else {
+        if std::env::var_os("CI").is_some() {
+            panic!("{TEST}: no /usr/bin/python3.11 and no pyenv CPython 3.8-3.13");
+        }
+        return note(format_args!("{TEST}: SKIPPED: no CPython 3.8-3.13"));
+    };
+    let Some(program) = c_test_program(TEST) else {
+        return;
+    };
+    let mut child = Command::new(&python)
+        .arg(testdata("python/parked.py"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python starts");
+    /// Kills the Python program at the end, also when an assertion fails.
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let stdout = child.stdout.take().expect("piped");
+    let child = Kill(child);
+    let pid = child.0.id();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line)
+        .expect("parked.py's output");
+    assert_eq!(line.trim(), "ready", "{}: parked.py", python.display());
+    let stopped = Command::new("kill")
+        .args(["-STOP", &pid.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(stopped.success(), "kill -STOP {pid}");
+    // Every thread stopped (`T` in its stat) before the process is read.
+    let all_stopped = || {
+        let tasks: Vec<_> = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .collect();
+        !tasks.is_empty()
+            && tasks.iter().all(|task| {
+                std::fs::read_to_string(task.path().join("stat"))
+                    .ok()
+                    .and_then(|stat| stat.rsplit_once(')')?.1.trim_start().chars().next())
+                    .is_some_and(|state| state == 'T' || state == 't')
+            })
+    };
+    let mut waited = 0;
+    while !all_stopped() {
+        assert!(waited < 500, "process {pid} did not stop");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        waited += 1;
+    }
+    let stacks = Symbolizer::builder()
+        .build()
+        .python_stacks(&stacksym::process::Process::new(pid))
+        .expect("the Rust API reads the Python threads");
+    let out = run_c_program(TEST, &program, &format!("python {pid}\n"));
+    drop(child);
+    // The C program's threads: (header line, python frames, native frame count).
+    let mut threads: Vec<(String, Vec<String>, usize)> = Vec::new();
+    for line in out.lines() {
+        if line.starts_with("thread ") {
+            threads.push((line.to_string(), Vec::new(), 0));
+        } else if let (Some(frame), Some((_, python, natives))) =
+            (line.strip_prefix("  "), threads.last_mut())
+        {
+            if let Some(python_frame) = frame.strip_prefix("STACKSYM_MIXED_PYTHON ") {
+                python.push(python_frame.to_string());
+            } else {
+                assert!(frame.starts_with("STACKSYM_MIXED_NATIVE "), "{line}");
+                *natives += 1;
+            }
+        }
+    }
+    assert!(
+        out.contains("\nok not python: STACKSYM_ERR_NOT_FOUND\n"),
+        "{out}"
+    );
+    assert_eq!(threads.len(), stacks.threads.len(), "{out}");
+    let mut frames = 0;
+    for thread in &stacks.threads {
+        let tid = thread.os_tid.expect("an OS thread id");
+        let (header, python, natives) = threads
+            .iter()
+            .find(|(header, ..)| header.starts_with(&format!("thread {tid} ")))
+            .unwrap_or_else(|| panic!("thread {tid}: not in the C program's output:\n{out}"));
+        let want_header = format!("thread {tid} state=1 version={} error=- ", stacks.version);
+        assert!(
+            header.starts_with(&want_header),
+            "{header}, not {want_header}"
+        );
+        let want: Vec<String> = thread
+            .frames
+            .as_ref()
+            .expect("the Rust API's frames")
+            .iter()
+            .map(|f| {
+                format!(
+                    "{} {}:{} entry={}",
+                    f.function,
+                    f.file,
+                    f.line.unwrap_or(0),
+                    i32::from(f.is_entry)
+                )
+            })
+            .collect();
+        assert_eq!(python, &want, "thread {tid}");
+        assert!(*natives > 0, "thread {tid}: no native frame:\n{out}");
+        frames += python.len() + natives;
+    }
+    note(format_args!(
+        "{TEST}: {} ({}): {} threads, {frames} merged frames from C, their Python frames the \
+         Rust API's",
+        python.display(),
+        stacks.version,
+        threads.len()
+    ));
 }
 
 #[test]
@@ -927,7 +1116,7 @@ fn every_constant_has_its_name() {
     let header =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("include/stacksym.h"))
             .unwrap();
-    let namers: [(&str, extern "C" fn(u32) -> *const c_char); 10] = [
+    let namers: [(&str, extern "C" fn(u32) -> *const c_char); 11] = [
         ("addr_kind", stacksym_capi::stacksym_addr_kind_name),
         ("reason", stacksym_capi::stacksym_reason_name),
         ("origin", stacksym_capi::stacksym_origin_name),
@@ -938,6 +1127,7 @@ fn every_constant_has_its_name() {
         ("frame_kind", stacksym_capi::stacksym_frame_kind_name),
         ("recovery", stacksym_capi::stacksym_recovery_name),
         ("stop", stacksym_capi::stacksym_stop_name),
+        ("mixed_kind", stacksym_capi::stacksym_mixed_kind_name),
     ];
     // SAFETY: each returns a static NUL-terminated string.
     let text = |p: *const c_char| unsafe { CStr::from_ptr(p) }.to_str().unwrap().to_string();

@@ -1,5 +1,5 @@
 //! Arbitrary bytes as a process's memory holding a CPython runtime: the first byte picks the
-//! version (3.8 + byte % 6), the next four the runtime's offset in the image, the rest is the
+//! version (3.6 + byte % 8), the next four the runtime's offset in the image, the rest is the
 //! image, mapped at 0x10000. Every thread's frames are read: lies (cycles, absurd lengths,
 //! wild pointers) must give errors, never a panic or a hang.
 //!
@@ -48,7 +48,7 @@ fuzz_target!(|data: &[u8]| {
     let runtime = PythonRuntime {
         version: PythonVersion {
             major: 3,
-            minor: 8 + version % 6,
+            minor: 6 + version % 8,
             micro: None,
         },
         runtime: AbsAddr(BASE + u64::from(u32::from_le_bytes([a, b, c, d]))),

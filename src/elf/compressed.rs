@@ -78,7 +78,7 @@ pub(crate) fn decompress_section(
     let mut out = Vec::new();
     out.try_reserve_exact(size)
         .map_err(|_| format!("cannot allocate {size} bytes to decompress into"))?;
-    advise_huge_pages(&mut out);
+    super::bytes::advise_huge_pages(&mut out);
     match format {
         CompressionFormat::Zlib => {
             let ended = inflate(ZLIB_WINDOW_BITS, data, &mut out, size)
@@ -157,39 +157,6 @@ fn inflate(window_bits: u8, data: &[u8], out: &mut Vec<u8>, limit: usize) -> Res
             }
             return Err("the data ends before the compressed stream does".to_string());
         }
-    }
-}
-
-/// Asks the kernel for transparent huge pages behind the 2 MiB-aligned part of `buffer`'s
-/// allocation, before anything is written to it. Why: a decompressed section is written
-/// once from start to end, and with 4 KiB pages each page is a fault of its own: libc's
-/// 10 MB of debug sections were 2,100 of the 10,000 faults of a cold batch, and the
-/// aligned parts take 1,000 of them away (about 1 ms of 70, `perf stat`). The parts
-/// before the first and after the last 2 MiB boundary keep small pages. Where the kernel
-/// has no huge pages for it (THP off, none free) nothing changes.
-fn advise_huge_pages(buffer: &mut Vec<u8>) {
-    const HUGE_PAGE: usize = 2 << 20;
-    let start = buffer.as_mut_ptr() as usize;
-    let aligned_start = start.next_multiple_of(HUGE_PAGE);
-    let end = start.saturating_add(buffer.capacity());
-    let aligned_end = end - end % HUGE_PAGE;
-    if aligned_end <= aligned_start {
-        return;
-    }
-    // SAFETY: the range lies inside `buffer`'s allocation, which this function borrows
-    // mutably; MADV_HUGEPAGE changes how future faults in it are served, not its contents.
-    let result = unsafe {
-        libc::madvise(
-            aligned_start as *mut libc::c_void,
-            aligned_end - aligned_start,
-            libc::MADV_HUGEPAGE,
-        )
-    };
-    if result != 0 {
-        log::debug!(
-            "madvise(MADV_HUGEPAGE) on a decompression buffer: {}",
-            std::io::Error::last_os_error()
-        );
     }
 }
 

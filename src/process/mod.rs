@@ -308,6 +308,47 @@ impl Process {
         Some(opened.map(|file| (file, shown)))
     }
 
+    /// The process's threads (`/proc/PID/task`), each as (the id `/proc` gives it, the id it
+    /// has in its own pid namespace): the last `NSpid:` value of its `status`, the same id
+    /// where there is no namespace of its own (or no `NSpid:` line, before Linux 4.1). A
+    /// process in a container knows its threads by the second (CPython's
+    /// `native_thread_id`, glibc's `struct pthread`); ptrace and the host know the first.
+    /// Empty when the threads cannot be listed (the process gone, no permission).
+    pub(crate) fn thread_ids(&self) -> Vec<(u32, u32)> {
+        let dir = self.proc_dir().join("task");
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) => {
+                log::debug!("{}: {e}", dir.display());
+                return Vec::new();
+            }
+        };
+        entries
+            .filter_map(|entry| {
+                let tid: u32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
+                let status = std::fs::read_to_string(dir.join(tid.to_string()).join("status"));
+                let own = status.ok().and_then(|status| {
+                    status
+                        .lines()
+                        .find_map(|line| line.strip_prefix("NSpid:"))?
+                        .split_whitespace()
+                        .last()?
+                        .parse()
+                        .ok()
+                });
+                Some((tid, own.unwrap_or(tid)))
+            })
+            .collect()
+    }
+
+    /// The (device, inode) of the process's executable, as its maps lines state a file's:
+    /// the file `/proc/PID/exe` names, stat'ed through the kernel's link (not opened).
+    /// `None` when that cannot be told (the process gone, a kernel thread, no permission).
+    pub(crate) fn executable_id(&self) -> Option<(Dev, u64)> {
+        let exe = std::fs::metadata(self.proc_dir().join("exe")).ok()?;
+        Some((dev_of(exe.dev()), exe.ino()))
+    }
+
     /// The host path that names this process's file behind `mapping`:
     /// `<procfs_root>/<pid>/root/<path>` for a file, or
     /// `<procfs_root>/<pid>/map_files/<start>-<end>` for a deleted file or a memfd. `None`

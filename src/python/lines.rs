@@ -1,5 +1,5 @@
 //! A code object's line number from an instruction's byte offset, through the line table
-//! of its version: `co_lnotab` (3.8, 3.9), `co_linetable` (3.10) and the location table
+//! of its version: `co_lnotab` (3.6-3.9), `co_linetable` (3.10) and the location table
 //! (3.11+). Each function follows the CPython function named in its doc, byte for byte, so
 //! that a line here is the line CPython's own traceback prints; none reads past the table,
 //! whatever its bytes (they come from the target's memory).

@@ -1,5 +1,5 @@
 //! CPython's interpreter stacks read from a process's memory: every thread's Python frames
-//! (function, file, line), from a live process or a core, for CPython 3.8-3.13.
+//! (function, file, line), from a live process or a core, for CPython 3.6-3.13.
 //!
 //! The input is memory ([`crate::unwind::Memory`]: a live process's
 //! [`crate::unwind::ProcessMemory`], a [`crate::core::CoreFile`]) and where `_PyRuntime` is
@@ -42,7 +42,7 @@ pub use reader::{MAX_FRAMES, MAX_INTERPRETERS, MAX_THREADS};
 pub struct PythonVersion {
     /// 3.
     pub major: u8,
-    /// 8 to 13.
+    /// 6 to 13.
     pub minor: u8,
     /// The micro (patch) version, when it was read (`Py_Version`, 3.11+); `None` when the
     /// version came from a file name.
@@ -83,7 +83,9 @@ pub struct PythonFrame {
 pub struct PythonThread {
     /// The OS thread id (Linux tid): CPython's `native_thread_id` (3.11+), else read from
     /// the C library's thread descriptor that `thread_id` points to and checked against the
-    /// process's threads. `None` when it could not be told.
+    /// process's threads. `None` when it could not be told. For a live process, the id
+    /// `/proc` and ptrace give the thread, also when the process runs in a pid namespace of
+    /// its own, whose ids its interpreter keeps.
     pub os_tid: Option<u32>,
     /// CPython's `thread_id` (`threading.get_ident()`, glibc's `pthread_t`): an opaque id.
     pub thread_id: u64,
@@ -170,7 +172,7 @@ impl PythonRuntime {
     /// tables define `_PyRuntime` (else, 3.13+, that has a `.PyRuntime` section), its version
     /// from `Py_Version` (3.11+, read from `memory`) else from the file's name
     /// (`libpython3.X.so`, `python3.X`). `Ok(None)` when no file defines `_PyRuntime`: no
-    /// CPython there. A version outside 3.8-3.13 is [`Error::Unsupported`].
+    /// CPython there. A version outside 3.6-3.13 is [`Error::Unsupported`].
     pub fn find<M: Memory + ?Sized>(
         memory: &M,
         files: &[LoadedFile<'_>],
@@ -183,7 +185,17 @@ impl PythonRuntime {
                         Some(addr) => addr,
                         None => continue,
                     },
-                    _ => continue,
+                    // 3.6 has no `_PyRuntime`: its interpreters' list starts at pystate.c's
+                    // static `interp_head` (in `.symtab` only), taken as the runtime.
+                    _ => match file.symbol("interp_head")? {
+                        Some(addr)
+                            if version_from_name(file.path)
+                                .is_some_and(|v| (v.major, v.minor) == (3, 6)) =>
+                        {
+                            addr
+                        }
+                        _ => continue,
+                    },
                 },
             };
             let version = match file.symbol("Py_Version")? {
@@ -226,7 +238,10 @@ impl PythonRuntime {
     }
 
     /// Reads every thread's Python frames from `memory`. `os_tids` are the process's threads
-    /// (to match thread states to them before 3.11; empty: unmatched). Fails only when the
+    /// as it knows them itself, in its own pid namespace (to match thread states to them;
+    /// empty: unmatched before 3.11); each thread's `os_tid` is given in those ids
+    /// (`Symbolizer::python_stacks` and `PythonRuntime::read_process` give the host's for
+    /// a live process in a container). Fails only when the
     /// runtime itself cannot be read (its memory, or a 3.13 runtime whose `_Py_DebugOffsets`
     /// cookie is wrong); a thread whose frames cannot be read has its own error.
     pub fn read_stacks<M: Memory + ?Sized>(

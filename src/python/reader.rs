@@ -467,7 +467,7 @@ impl<M: Memory + ?Sized> Reader<'_, M> {
                     "{what} at {addr:#x}: length {length} (at most {MAX_STRING_CHARS})"
                 ))
             })?;
-        // PyASCIIObject.state: interned:2, kind:3, compact:1, ascii:1 (3.8-3.13).
+        // PyASCIIObject.state: interned:2, kind:3, compact:1, ascii:1 (3.6-3.13).
         let kind = (state >> 2) & 7;
         let compact = (state >> 5) & 1 == 1;
         let ascii = (state >> 6) & 1 == 1;

@@ -163,7 +163,7 @@ pub(crate) fn made_up_image(minor: u32) -> (Image, PythonRuntime) {
     let file = image.string(&l, "/app/made_up.py");
     // Each code object's table: its first instructions on `first_line + 1`.
     let table: Vec<u8> = match minor {
-        8 | 9 => vec![0, 1],
+        6..=9 => vec![0, 1],
         10 => vec![8, 1],
         // One entry, code 13 (no columns), 4 code units, line delta +1.
         _ => vec![0x80 | (13 << 3) | 3, 2],

@@ -30,13 +30,16 @@ pub struct NativeFrame {
 }
 
 impl Symbolizer {
-    /// Every Python thread of a live CPython process (3.8-3.13) with its frames: the
-    /// runtime found in the process's executable or `libpython` (files whose names contain
-    /// `python` are tried first, then the others), its memory read with `process_vm_readv`
-    /// (else `/proc/PID/mem`; needs ptrace access). Stop the process (`SIGSTOP`, ptrace)
-    /// for a consistent answer: a running one changes under the walk.
+    /// Every Python thread of a live CPython process (3.6-3.13) with its frames: the
+    /// runtime found in the process's `libpython` or executable (the mapped files whose
+    /// names contain `python` are searched first, then the executable; no other file is
+    /// opened, so that a process without CPython is told so without reading every library
+    /// it maps), its memory read with `process_vm_readv` (else `/proc/PID/mem`; needs
+    /// ptrace access). Stop the process (`SIGSTOP`, ptrace) for a consistent answer: a
+    /// running one changes under the walk.
     ///
-    /// No CPython in the process is [`crate::ErrorKind::NotFound`]; a version without a
+    /// No CPython in the process is [`crate::ErrorKind::NotFound`] (also a CPython built
+    /// into a library whose name does not say `python`); a version without a
     /// table is [`Error::Unsupported`]; an unreadable runtime is [`Error::Python`]. A
     /// thread whose frames cannot be read has its own error in [`crate::python::PythonThread::frames`].
     ///
@@ -57,9 +60,7 @@ impl Symbolizer {
     /// ```
     pub fn python_stacks(&self, process: &Process) -> Result<PythonStacks> {
         let memory = ProcessMemory::new(process.pid());
-        let runtime = self.python_runtime(process, &memory)?;
-        let tids = process_tids(process);
-        runtime.read_stacks(&memory, &tids)
+        self.python_runtime(process, &memory)?.read_process(process)
     }
 
     /// Where CPython's runtime is in `process`: see [`Symbolizer::python_stacks`].
@@ -69,6 +70,7 @@ impl Symbolizer {
         memory: &ProcessMemory,
     ) -> Result<PythonRuntime> {
         let maps = self.process_maps(process)?;
+        let executable = process.executable_id();
         let mut seen = HashSet::new();
         let mut first_pass = Vec::new();
         let mut second_pass = Vec::new();
@@ -85,7 +87,9 @@ impl Symbolizer {
                 .unwrap_or(false);
             if named_python {
                 first_pass.push(mapping);
-            } else {
+            } else if executable == Some((mapping.dev, mapping.inode)) {
+                // An executable linked with CPython whatever its name (an embedding
+                // application, a renamed interpreter).
                 second_pass.push(mapping);
             }
         }
@@ -125,8 +129,9 @@ impl Symbolizer {
         }
         Err(Error::NotFound {
             path: process.maps_path(),
-            what: "no mapped file defines _PyRuntime: not a CPython process, or one whose \
-                   interpreter has no symbol table"
+            what: "neither the executable nor a mapped file named like CPython's \
+                   (libpython3.X.so, python3.X) defines _PyRuntime: not a CPython process, or \
+                   one whose interpreter has no symbol table"
                 .to_string(),
         })
     }
@@ -233,19 +238,25 @@ fn merge_named(
     merge_native(&native, python)
 }
 
-/// The live process's thread ids (`/proc/PID/task`); empty when they cannot be listed.
-fn process_tids(process: &Process) -> Vec<u32> {
-    let dir = process.proc_dir().join("task");
-    match std::fs::read_dir(&dir) {
-        Ok(entries) => entries
-            .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
-            .collect(),
-        Err(e) => {
-            log::debug!(
-                "{}: {e}; Python threads not matched to tids before 3.11",
-                dir.display()
-            );
-            Vec::new()
+impl PythonRuntime {
+    /// Every thread's Python frames of the live `process` ([`PythonRuntime::read_stacks`]
+    /// through its memory), each thread's [`crate::python::PythonThread::os_tid`] the id `/proc` (and
+    /// ptrace) gives it: also for a process in a pid namespace of its own (a container),
+    /// whose interpreter knows its threads by the namespace's ids. Stop the process first
+    /// for a consistent answer.
+    pub fn read_process(&self, process: &Process) -> Result<PythonStacks> {
+        let memory = ProcessMemory::new(process.pid());
+        let ids = process.thread_ids();
+        let own: Vec<u32> = ids.iter().map(|&(_, own)| own).collect();
+        let mut stacks = self.read_stacks(&memory, &own)?;
+        if ids.iter().any(|&(tid, own)| tid != own) {
+            for thread in &mut stacks.threads {
+                thread.os_tid = thread
+                    .os_tid
+                    .and_then(|tid| ids.iter().find(|&&(_, own)| own == tid))
+                    .map(|&(tid, _)| tid);
+            }
         }
+        Ok(stacks)
     }
 }

@@ -1,6 +1,6 @@
 # Threads parked in time.sleep inside methods, recursion, a generator, a closure, a
 # lambda, a decorated function and a class method, for tests/python.rs: it prints "ready"
-# once every thread is parked, then sleeps until it is killed. Runs on CPython 3.8+.
+# once every thread is parked, then sleeps until it is killed. Runs on CPython 3.6+.
 import functools
 import sys
 import threading

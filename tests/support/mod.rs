@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod perf;
+pub mod python;
 pub mod uprobe;
 pub mod waiter;
 

@@ -15,14 +15,24 @@
  *               checks on this process (symbolize, normalize, unwind its own stack live and
  *               as a sample, threads, errors, the version, names and options); prints
  *               "ok ..." lines, exits 1 on a failed check
+ *   python PID  every thread of the CPython process PID stopped with ptrace, each one's
+ *               native stack merged with its Python frames (stacksym_python_unwind_process),
+ *               the threads let go; prints per thread "thread TID ..." and its frames
+ *               ("python FUNCTION FILE:LINE" or "native NAME", with the kind's name)
  */
 #define _GNU_SOURCE
+#include <dirent.h>
+#include <elf.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "stacksym.h"
@@ -455,6 +465,100 @@ static void check_errors(const char *elf, const char *not_elf) {
     stacksym_symbolizer_free(NULL);
 }
 
+/* ---- Python ---- */
+
+/* The registers of the ptrace-stopped thread `tid` as STACKSYM_REGS_USER wants them (the
+ * kernel's user_regs_struct / user_pt_regs); 0 on success. */
+static int thread_regs(pid_t tid, uint64_t *values, size_t *len) {
+#if defined(__x86_64__)
+    struct user_regs_struct raw;
+#else
+    struct user_pt_regs raw;
+#endif
+    struct iovec iov = {&raw, sizeof raw};
+    if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_PRSTATUS, &iov) != 0)
+        return -1;
+    *len = sizeof raw / sizeof(uint64_t);
+    memcpy(values, &raw, sizeof raw);
+    return 0;
+}
+
+/* Stops every thread of `pid` (PTRACE_SEIZE + PTRACE_INTERRUPT), prints each one's merged
+ * stack, then lets them all go. */
+static void python_stacks(pid_t pid) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *dir = opendir(path);
+    CHECK(dir != NULL, "%s", path);
+    if (!dir)
+        return;
+    pid_t tids[512];
+    size_t count = 0;
+    for (struct dirent *entry; (entry = readdir(dir)) && count < 512;) {
+        pid_t tid = (pid_t)atoi(entry->d_name);
+        if (tid <= 0)
+            continue;
+        if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) != 0 ||
+            ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) != 0) {
+            CHECK(0, "PTRACE_SEIZE/INTERRUPT %d", (int)tid);
+            continue;
+        }
+        int status;
+        CHECK(waitpid(tid, &status, __WALL) == tid, "waitpid %d", (int)tid);
+        tids[count++] = tid;
+    }
+    closedir(dir);
+    for (size_t i = 0; i < count; i++) {
+        uint64_t values[64];
+        size_t len = 0;
+        if (thread_regs(tids[i], values, &len) != 0) {
+            CHECK(0, "PTRACE_GETREGSET %d", (int)tids[i]);
+            continue;
+        }
+        stacksym_regs regs = {STACKSYM_REGS_USER, 0, values, len};
+        stacksym_python_stack *stack = NULL;
+        stacksym_err err =
+            stacksym_python_unwind_process(symbolizer, (uint32_t)pid, (uint32_t)tids[i], &regs, &stack);
+        if (err != STACKSYM_OK) {
+            print_error(err);
+            continue;
+        }
+        CHECK(stack->tid == (uint32_t)tids[i], "tid %u", stack->tid);
+        printf("thread %u state=%d version=%s error=%s frames=%zu stop=%s\n", stack->tid,
+               stack->has_thread_state, stack->python_version, or_dash(stack->python_error),
+               stack->len, stacksym_stop_name(stack->stop));
+        for (size_t f = 0; f < stack->len; f++) {
+            const stacksym_mixed_frame *frame = &stack->frames[f];
+            const char *kind = stacksym_mixed_kind_name(frame->kind);
+            if (frame->kind == STACKSYM_MIXED_PYTHON) {
+                CHECK(frame->native.sym.name == NULL && frame->native.addr == 0,
+                      "a Python frame's native member is set");
+                printf("  %s %s %s:%u entry=%d\n", kind, frame->python.function,
+                       frame->python.file, frame->python.line, frame->python.is_entry);
+            } else {
+                CHECK(frame->kind == STACKSYM_MIXED_NATIVE && frame->python.function == NULL,
+                      "kind %u", frame->kind);
+                printf("  %s %s\n", kind, or_dash(frame->native.sym.name));
+            }
+        }
+        stacksym_python_stack_free(stack);
+    }
+    for (size_t i = 0; i < count; i++)
+        ptrace(PTRACE_DETACH, tids[i], NULL, NULL);
+    /* Not a CPython process (this one): STACKSYM_ERR_NOT_FOUND, nothing handed out. */
+    stacksym_python_stack *none = (stacksym_python_stack *)1;
+    uint64_t values[2] = {0, 0};
+    stacksym_regs regs = {STACKSYM_REGS_IP_SP_FP, 0, values, 2};
+    stacksym_err err = stacksym_python_unwind_process(symbolizer, (uint32_t)getpid(),
+                                                      (uint32_t)getpid(), &regs, &none);
+    CHECK(err == STACKSYM_ERR_NOT_FOUND && none == NULL, "%s", stacksym_err_name(err));
+    printf("ok not python: %s\n", stacksym_err_name(err));
+    CHECK(strcmp(stacksym_mixed_kind_name(STACKSYM_MIXED_PYTHON), "STACKSYM_MIXED_PYTHON") == 0,
+          "the name of STACKSYM_MIXED_PYTHON");
+    CHECK(strcmp(stacksym_mixed_kind_name(7), "unknown") == 0, "an unknown kind");
+    stacksym_python_stack_free(NULL);
+}
+
 int main(int argc, char **argv) {
     volatile char marker = 0;
     /* main's frame, its saved registers and return address, and some of its caller's. */
@@ -520,6 +624,8 @@ int main(int argc, char **argv) {
             check_threads(words[1], strtoull(words[2], NULL, 0), words[3]);
             check_errors(words[1], words[4]);
             check_version_names_options();
+        } else if (strcmp(words[0], "python") == 0 && n == 2) {
+            python_stacks((pid_t)strtol(words[1], NULL, 10));
         } else {
             printf("bad request\n");
             failed = 1;

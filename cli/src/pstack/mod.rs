@@ -9,10 +9,11 @@
 //!   stacksym pstack [--python | --python-only] PID
 //!   stacksym pstack --core CORE [--exe BIN] [--sysroot DIR] [--json] [--python]
 //!
-//! With `--python` (CPython 3.8-3.13), each thread's Python frames are read while it is
+//! With `--python` (CPython 3.6-3.13), each thread's Python frames are read while it is
 //! stopped (`stacksym::python`) and shown in place of the evaluation loop's native frames
 //! that run them (`merge_native`, as `py-spy dump --native` places them); `--python-only`
-//! shows the Python frames alone. In `--json` every frame has `"kind": "native"` or
+//! shows the Python frames alone (as `py-spy dump`), and unwinds and symbolizes no native
+//! stack. In `--json` every frame has `"kind": "native"` or
 //! `"python"` (a Python frame's `function` is its qualified name, `file` its `co_filename`).
 //!
 //! With `--core`, the threads of a core file (the kernel's, `systemd-coredump`'s `.zst`,
@@ -85,11 +86,12 @@ pub(crate) struct Args {
     /// Print why each thread's unwinding stopped, also where it reached the root.
     #[arg(long)]
     stop_reasons: bool,
-    /// CPython 3.8-3.13: show each thread's Python frames (function, file, line) in place of
+    /// CPython 3.6-3.13: show each thread's Python frames (function, file, line) in place of
     /// the interpreter's evaluation-loop frames that run them, as `py-spy dump --native`.
     #[arg(long)]
     python: bool,
-    /// Like --python, but only the Python frames (as `py-spy dump`).
+    /// Like --python, but only the Python frames (as `py-spy dump`); no native stack is
+    /// unwound.
     #[arg(long)]
     python_only: bool,
 }
@@ -200,18 +202,23 @@ fn run(args: &Args) -> Result<(), String> {
     let process = Process::new(pid_arg);
     let symbolizer = Symbolizer::builder().build();
     // The modules first (reading the maps, opening and reading the files, the vDSO), while
-    // the process still runs.
-    let mut unwinder = symbolizer
-        .process_unwinder::<Regs>(&process)
-        .map_err(|e| e.to_string())?;
+    // the process still runs. --python-only shows no native frame: nothing is unwound.
+    let mut unwinder = if args.python_only {
+        None
+    } else {
+        Some(
+            symbolizer
+                .process_unwinder::<Regs>(&process)
+                .map_err(|e| e.to_string())?,
+        )
+    };
     // CPython's runtime is found (files opened, symbols read) before the stop too; its
     // threads' frames are read while the process is stopped.
     let python = if args.wants_python() {
-        let memory = ProcessMemory::new(pid_arg);
         let runtime = symbolizer
-            .python_runtime(&process, &memory)
+            .python_runtime(&process, &ProcessMemory::new(pid_arg))
             .map_err(|e| format!("--python: {e}"))?;
-        Some((memory, runtime))
+        Some(runtime)
     } else {
         None
     };
@@ -234,7 +241,7 @@ fn run(args: &Args) -> Result<(), String> {
         }
         let stack = if !thread.stopped {
             Err("did not stop".to_string())
-        } else {
+        } else if let Some(unwinder) = &mut unwinder {
             match thread.registers() {
                 Ok(raw) => {
                     let regs = regs_of(&raw);
@@ -246,6 +253,11 @@ fn run(args: &Args) -> Result<(), String> {
                 }
                 Err(e) => Err(format!("registers: {e}")),
             }
+        } else {
+            Ok(Stack {
+                frames: Vec::new(),
+                stop: StopReason::Root,
+            })
         };
         stacks.push(ThreadStack {
             tid: thread.tid,
@@ -254,15 +266,9 @@ fn run(args: &Args) -> Result<(), String> {
             python: Ok(Vec::new()),
         });
     }
-    if let Some((memory, runtime)) = &python {
-        let tids: Vec<u32> = seized
-            .threads
-            .iter()
-            .filter_map(|t| u32::try_from(t.tid).ok())
-            .collect();
-        let read = runtime
-            .read_stacks(memory, &tids)
-            .map_err(|e| e.to_string());
+    if let Some(runtime) = &python {
+        // Threads by the ids ptrace gave them, also in a container (a pid namespace).
+        let read = runtime.read_process(&process).map_err(|e| e.to_string());
         attach_python(&mut stacks, read);
     }
     let hold_until = started + Duration::from_millis(args.hold);
@@ -304,7 +310,13 @@ fn run(args: &Args) -> Result<(), String> {
     } else {
         format_stacks(args, &header, &symbols, &stacks, &|_| None)
     };
-    write_out(&text)
+    let written = write_out(&text);
+    // pstack ends next, and its memory goes back whole: the files read and indexed (tens
+    // of MiB for an interpreter with its DWARF) are not freed and unmapped one by one.
+    std::mem::forget(symbols);
+    std::mem::forget(unwinder);
+    std::mem::forget(symbolizer);
+    written
 }
 
 #[cfg(target_arch = "x86_64")]

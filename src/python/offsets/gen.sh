@@ -7,8 +7,10 @@
 #   sh src/python/offsets/gen.sh [PYENV_VERSIONS_DIR] > src/python/offsets/generated.rs
 #
 # PYENV_VERSIONS_DIR defaults to /root/.pyenv/versions; one installed 3.x.y per minor
-# version 3.8-3.13 is used (the newest found). x86_64 and aarch64 share these layouts
-# (LP64, same alignment rules); run it on either.
+# version 3.6-3.13 is used (the newest found). x86_64 and aarch64 share these layouts
+# (LP64, same alignment rules); run it on either. 3.6 has no `_PyRuntime`: its interpreter
+# list starts at pystate.c's static `interp_head`, which the reader takes as the runtime
+# (so the list's head is at offset 0 of it).
 set -eu
 VERSIONS_DIR=${1:-/root/.pyenv/versions}
 CC=${CC:-cc}
@@ -23,10 +25,12 @@ cat <<'HEAD'
 use super::Layout;
 HEAD
 
-for minor in 8 9 10 11 12 13; do
+for minor in 6 7 8 9 10 11 12 13; do
     dir=$(ls -d "$VERSIONS_DIR"/3."$minor".* 2>/dev/null | sort -V | tail -1)
     [ -n "$dir" ] || { echo "gen.sh: no CPython 3.$minor under $VERSIONS_DIR" >&2; exit 1; }
+    # Before 3.8 the headers' directory carries the ABI flag `m` (pymalloc).
     inc="$dir/include/python3.$minor"
+    [ -d "$inc" ] || inc="${inc}m"
     c="$TMP/gen3$minor.c"
     {
         echo '#define Py_BUILD_CORE 1'
@@ -40,7 +44,8 @@ for minor in 8 9 10 11 12 13; do
             echo '#include "frameobject.h"'
         fi
         if [ "$minor" -ge 9 ]; then echo '#include "internal/pycore_interp.h"'; fi
-        echo '#include "internal/pycore_pystate.h"'
+        if [ "$minor" -ge 8 ]; then echo '#include "internal/pycore_pystate.h"'; fi
+        if [ "$minor" -eq 7 ]; then echo '#include "internal/pystate.h"'; fi
         if [ "$minor" -ge 9 ]; then echo '#include "internal/pycore_runtime.h"'; fi
         cat <<'BODY'
 #define SOME(name, type, field, header) \
@@ -54,22 +59,42 @@ int main(void) {
     printf("\n/// CPython 3.%d, from %s.\n", PY_MINOR_VERSION, PY_VERSION);
     printf("pub(crate) const V3_%d: Layout = Layout {\n", PY_MINOR_VERSION);
     printf("    minor: %d,\n", PY_MINOR_VERSION);
+#if PY_MINOR_VERSION >= 8
+#define INTERP_H "internal/pycore_interp.h"
+#define TSTATE_H "cpython/pystate.h"
+#define CODE_H "cpython/code.h"
+#define BYTES_H "cpython/bytesobject.h"
+#define UNICODE_H "cpython/unicodeobject.h"
     ONE("runtime_interpreters_head", _PyRuntimeState, interpreters.head, "internal/pycore_runtime.h");
-    ONE("interp_next", PyInterpreterState, next, "internal/pycore_interp.h");
-#if PY_MINOR_VERSION >= 11
-    ONE("interp_threads_head", PyInterpreterState, threads.head, "internal/pycore_interp.h");
 #else
-    ONE("interp_threads_head", PyInterpreterState, tstate_head, "internal/pycore_interp.h");
+/* 3.6 and 3.7 declare these structs in the public headers. */
+#define INTERP_H "pystate.h"
+#define TSTATE_H "pystate.h"
+#define CODE_H "code.h"
+#define BYTES_H "bytesobject.h"
+#define UNICODE_H "unicodeobject.h"
+#if PY_MINOR_VERSION == 7
+    ONE("runtime_interpreters_head", _PyRuntimeState, interpreters.head, "internal/pystate.h");
+#else
+    printf("    // no _PyRuntime: the runtime is pystate.c's `static PyInterpreterState *interp_head`\n");
+    printf("    runtime_interpreters_head: 0,\n");
 #endif
-    ONE("tstate_next", PyThreadState, next, "cpython/pystate.h");
-    ONE("tstate_thread_id", PyThreadState, thread_id, "cpython/pystate.h");
+#endif
+    ONE("interp_next", PyInterpreterState, next, INTERP_H);
 #if PY_MINOR_VERSION >= 11
-    SOME("tstate_native_thread_id", PyThreadState, native_thread_id, "cpython/pystate.h");
+    ONE("interp_threads_head", PyInterpreterState, threads.head, INTERP_H);
+#else
+    ONE("interp_threads_head", PyInterpreterState, tstate_head, INTERP_H);
+#endif
+    ONE("tstate_next", PyThreadState, next, TSTATE_H);
+    ONE("tstate_thread_id", PyThreadState, thread_id, TSTATE_H);
+#if PY_MINOR_VERSION >= 11
+    SOME("tstate_native_thread_id", PyThreadState, native_thread_id, TSTATE_H);
 #else
     NONE("tstate_native_thread_id");
 #endif
 #if PY_MINOR_VERSION <= 10
-    SOME("tstate_frame", PyThreadState, frame, "cpython/pystate.h");
+    SOME("tstate_frame", PyThreadState, frame, TSTATE_H);
     NONE("tstate_cframe"); NONE("cframe_current_frame"); NONE("tstate_current_frame");
     SOME("frame_back", PyFrameObject, f_back, "frameobject.h");
     SOME("frame_code", PyFrameObject, f_code, "frameobject.h");
@@ -78,12 +103,12 @@ int main(void) {
 #else
     NONE("tstate_frame");
 #if PY_MINOR_VERSION <= 12
-    SOME("tstate_cframe", PyThreadState, cframe, "cpython/pystate.h");
-    SOME("cframe_current_frame", _PyCFrame, current_frame, "cpython/pystate.h");
+    SOME("tstate_cframe", PyThreadState, cframe, TSTATE_H);
+    SOME("cframe_current_frame", _PyCFrame, current_frame, TSTATE_H);
     NONE("tstate_current_frame");
 #else
     NONE("tstate_cframe"); NONE("cframe_current_frame");
-    SOME("tstate_current_frame", PyThreadState, current_frame, "cpython/pystate.h");
+    SOME("tstate_current_frame", PyThreadState, current_frame, TSTATE_H);
 #endif
     NONE("frame_back"); NONE("frame_code"); NONE("frame_lasti");
     SOME("iframe_previous", _PyInterpreterFrame, previous, "internal/pycore_frame.h");
@@ -101,32 +126,32 @@ int main(void) {
 #else
     NONE("iframe_is_entry");
 #endif
-    ONE("code_filename", PyCodeObject, co_filename, "cpython/code.h");
-    ONE("code_name", PyCodeObject, co_name, "cpython/code.h");
+    ONE("code_filename", PyCodeObject, co_filename, CODE_H);
+    ONE("code_name", PyCodeObject, co_name, CODE_H);
 #if PY_MINOR_VERSION >= 11
-    SOME("code_qualname", PyCodeObject, co_qualname, "cpython/code.h");
+    SOME("code_qualname", PyCodeObject, co_qualname, CODE_H);
 #else
     NONE("code_qualname");
 #endif
-    ONE("code_firstlineno", PyCodeObject, co_firstlineno, "cpython/code.h");
+    ONE("code_firstlineno", PyCodeObject, co_firstlineno, CODE_H);
 #if PY_MINOR_VERSION <= 9
-    ONE("code_linetable", PyCodeObject, co_lnotab, "cpython/code.h");
+    ONE("code_linetable", PyCodeObject, co_lnotab, CODE_H);
 #else
-    ONE("code_linetable", PyCodeObject, co_linetable, "cpython/code.h");
+    ONE("code_linetable", PyCodeObject, co_linetable, CODE_H);
 #endif
 #if PY_MINOR_VERSION >= 11
-    SOME("code_code_adaptive", PyCodeObject, co_code_adaptive, "cpython/code.h");
-    SOME("code_firsttraceable", PyCodeObject, _co_firsttraceable, "cpython/code.h");
+    SOME("code_code_adaptive", PyCodeObject, co_code_adaptive, CODE_H);
+    SOME("code_firsttraceable", PyCodeObject, _co_firsttraceable, CODE_H);
 #else
     NONE("code_code_adaptive"); NONE("code_firsttraceable");
 #endif
     ONE("object_type", PyObject, ob_type, "object.h");
     ONE("var_size", PyVarObject, ob_size, "object.h");
-    ONE("bytes_sval", PyBytesObject, ob_sval, "cpython/bytesobject.h");
-    ONE("unicode_length", PyASCIIObject, length, "cpython/unicodeobject.h");
-    ONE("unicode_state", PyASCIIObject, state, "cpython/unicodeobject.h");
-    SIZE("unicode_ascii_size", PyASCIIObject, "cpython/unicodeobject.h");
-    SIZE("unicode_compact_size", PyCompactUnicodeObject, "cpython/unicodeobject.h");
+    ONE("bytes_sval", PyBytesObject, ob_sval, BYTES_H);
+    ONE("unicode_length", PyASCIIObject, length, UNICODE_H);
+    ONE("unicode_state", PyASCIIObject, state, UNICODE_H);
+    SIZE("unicode_ascii_size", PyASCIIObject, UNICODE_H);
+    SIZE("unicode_compact_size", PyCompactUnicodeObject, UNICODE_H);
 #if PY_MINOR_VERSION >= 13
     printf("    debug_offsets: Some(super::DebugOffsetsLayout {\n");
 #define DEBUG(name, field) \

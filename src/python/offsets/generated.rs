@@ -4,6 +4,122 @@
 
 use super::Layout;
 
+/// CPython 3.6, from 3.6.15.
+pub(crate) const V3_6: Layout = Layout {
+    minor: 6,
+    // no _PyRuntime: the runtime is pystate.c's `static PyInterpreterState *interp_head`
+    runtime_interpreters_head: 0,
+    // PyInterpreterState.next (pystate.h)
+    interp_next: 0,
+    // PyInterpreterState.tstate_head (pystate.h)
+    interp_threads_head: 8,
+    // PyThreadState.next (pystate.h)
+    tstate_next: 8,
+    // PyThreadState.thread_id (pystate.h)
+    tstate_thread_id: 152,
+    tstate_native_thread_id: None,
+    // PyThreadState.frame (pystate.h)
+    tstate_frame: Some(24),
+    tstate_cframe: None,
+    cframe_current_frame: None,
+    tstate_current_frame: None,
+    // PyFrameObject.f_back (frameobject.h)
+    frame_back: Some(24),
+    // PyFrameObject.f_code (frameobject.h)
+    frame_code: Some(32),
+    // PyFrameObject.f_lasti (frameobject.h)
+    frame_lasti: Some(120),
+    iframe_previous: None,
+    iframe_code: None,
+    iframe_instr: None,
+    iframe_owner: None,
+    iframe_is_entry: None,
+    // PyCodeObject.co_filename (code.h)
+    code_filename: 96,
+    // PyCodeObject.co_name (code.h)
+    code_name: 104,
+    code_qualname: None,
+    // PyCodeObject.co_firstlineno (code.h)
+    code_firstlineno: 36,
+    // PyCodeObject.co_lnotab (code.h)
+    code_linetable: 112,
+    code_code_adaptive: None,
+    code_firsttraceable: None,
+    // PyObject.ob_type (object.h)
+    object_type: 8,
+    // PyVarObject.ob_size (object.h)
+    var_size: 16,
+    // PyBytesObject.ob_sval (bytesobject.h)
+    bytes_sval: 32,
+    // PyASCIIObject.length (unicodeobject.h)
+    unicode_length: 16,
+    // PyASCIIObject.state (unicodeobject.h)
+    unicode_state: 32,
+    // sizeof(PyASCIIObject) (unicodeobject.h)
+    unicode_ascii_size: 48,
+    // sizeof(PyCompactUnicodeObject) (unicodeobject.h)
+    unicode_compact_size: 72,
+    debug_offsets: None,
+};
+
+/// CPython 3.7, from 3.7.16.
+pub(crate) const V3_7: Layout = Layout {
+    minor: 7,
+    // _PyRuntimeState.interpreters.head (internal/pystate.h)
+    runtime_interpreters_head: 24,
+    // PyInterpreterState.next (pystate.h)
+    interp_next: 0,
+    // PyInterpreterState.tstate_head (pystate.h)
+    interp_threads_head: 8,
+    // PyThreadState.next (pystate.h)
+    tstate_next: 8,
+    // PyThreadState.thread_id (pystate.h)
+    tstate_thread_id: 176,
+    tstate_native_thread_id: None,
+    // PyThreadState.frame (pystate.h)
+    tstate_frame: Some(24),
+    tstate_cframe: None,
+    cframe_current_frame: None,
+    tstate_current_frame: None,
+    // PyFrameObject.f_back (frameobject.h)
+    frame_back: Some(24),
+    // PyFrameObject.f_code (frameobject.h)
+    frame_code: Some(32),
+    // PyFrameObject.f_lasti (frameobject.h)
+    frame_lasti: Some(104),
+    iframe_previous: None,
+    iframe_code: None,
+    iframe_instr: None,
+    iframe_owner: None,
+    iframe_is_entry: None,
+    // PyCodeObject.co_filename (code.h)
+    code_filename: 96,
+    // PyCodeObject.co_name (code.h)
+    code_name: 104,
+    code_qualname: None,
+    // PyCodeObject.co_firstlineno (code.h)
+    code_firstlineno: 36,
+    // PyCodeObject.co_lnotab (code.h)
+    code_linetable: 112,
+    code_code_adaptive: None,
+    code_firsttraceable: None,
+    // PyObject.ob_type (object.h)
+    object_type: 8,
+    // PyVarObject.ob_size (object.h)
+    var_size: 16,
+    // PyBytesObject.ob_sval (bytesobject.h)
+    bytes_sval: 32,
+    // PyASCIIObject.length (unicodeobject.h)
+    unicode_length: 16,
+    // PyASCIIObject.state (unicodeobject.h)
+    unicode_state: 32,
+    // sizeof(PyASCIIObject) (unicodeobject.h)
+    unicode_ascii_size: 48,
+    // sizeof(PyCompactUnicodeObject) (unicodeobject.h)
+    unicode_compact_size: 72,
+    debug_offsets: None,
+};
+
 /// CPython 3.8, from 3.8.18.
 pub(crate) const V3_8: Layout = Layout {
     minor: 8,

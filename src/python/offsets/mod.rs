@@ -4,7 +4,7 @@
 //! against that version's own headers (`include/pythonX.Y`, `internal/` included); each
 //! offset there carries a comment naming the struct, the field and the header. To re-run:
 //! `sh src/python/offsets/gen.sh > src/python/offsets/generated.rs` (needs the pyenv
-//! versions 3.8-3.13 and a C compiler). From 3.13 CPython publishes these offsets itself in
+//! versions 3.6-3.13 and a C compiler). From 3.13 CPython publishes these offsets itself in
 //! `_Py_DebugOffsets` at the start of `_PyRuntime`: [`Layout::debug_offsets`] says where in
 //! that table each one is, and the reader takes the process's own values from there.
 
@@ -21,7 +21,7 @@ pub(crate) struct Layout {
     pub(crate) tstate_next: u64,
     pub(crate) tstate_thread_id: u64,
     pub(crate) tstate_native_thread_id: Option<u64>,
-    /// 3.8-3.10: the thread's innermost `PyFrameObject`.
+    /// 3.6-3.10: the thread's innermost `PyFrameObject`.
     pub(crate) tstate_frame: Option<u64>,
     /// 3.11-3.12: the thread's `_PyCFrame`, whose `current_frame` is the innermost frame.
     pub(crate) tstate_cframe: Option<u64>,
@@ -80,6 +80,8 @@ pub(crate) struct DebugOffsetsLayout {
 /// The layout of CPython 3.`minor`, if it is one this crate has a table for.
 pub(crate) fn layout(minor: u32) -> Option<&'static Layout> {
     [
+        &generated::V3_6,
+        &generated::V3_7,
         &generated::V3_8,
         &generated::V3_9,
         &generated::V3_10,
@@ -92,7 +94,7 @@ pub(crate) fn layout(minor: u32) -> Option<&'static Layout> {
 }
 
 /// The oldest and newest minor versions of 3.x with a table.
-pub(crate) const SUPPORTED: (u32, u32) = (8, 13);
+pub(crate) const SUPPORTED: (u32, u32) = (6, 13);
 
 #[cfg(test)]
 mod tests {
@@ -103,7 +105,7 @@ mod tests {
         for minor in SUPPORTED.0..=SUPPORTED.1 {
             assert_eq!(layout(minor).map(|l| l.minor), Some(minor));
         }
-        assert!(layout(7).is_none());
+        assert!(layout(5).is_none());
         assert!(layout(14).is_none());
     }
 }
