@@ -489,99 +489,17 @@ impl<'a> Parser<'a> {
             }
             last_time = timestamp;
             let payload = record.get(RECORD_HEADER_BYTES..).unwrap_or_default();
-            let field = |what: &str| self.error(at, format!("{what} cut short"));
             match id {
-                JIT_CODE_LOAD => {
-                    let (start, code_size, code_index) = match (
-                        self.u64_at(payload, 16),
-                        self.u64_at(payload, 24),
-                        self.u64_at(payload, 32),
-                    ) {
-                        (Some(a), Some(s), Some(i)) => (a, s, i),
-                        _ => return Err(field("JIT_CODE_LOAD's fields")),
-                    };
-                    let name = payload.get(40..).unwrap_or_default();
-                    let name_len = name
-                        .iter()
-                        .position(|&b| b == 0)
-                        .ok_or_else(|| field("JIT_CODE_LOAD's name (no NUL)"))?;
-                    let room = (name.len() - name_len - 1) as u64;
-                    if code_size > room {
-                        return Err(self.error(
-                            at,
-                            format!(
-                                "JIT_CODE_LOAD of {code_size} code bytes, {room} in the record"
-                            ),
-                        ));
-                    }
-                    if start.checked_add(code_size).is_none() {
-                        return Err(self.error(at, "JIT_CODE_LOAD beyond the address space"));
-                    }
-                    let from = dump.strings.len();
-                    dump.strings
-                        .push_str(&String::from_utf8_lossy(&name[..name_len]));
-                    let mut pending = std::mem::take(&mut pending);
-                    // Kept only where there are tables besides the header (V8 writes a
-                    // header alone for code it has no tables for: builtins).
-                    let tables = pending
-                        .unwinding
-                        .as_mut()
-                        .filter(|u| (u.bytes.len() as u64) > u.eh_frame_hdr_size);
-                    if let Some(unwinding) = tables {
-                        // Checked above: the code lies in the record after the name.
-                        let code = name
-                            .get(name_len + 1..)
-                            .and_then(|rest| rest.get(..usize::try_from(code_size).ok()?))
-                            .unwrap_or_default();
-                        let at = dump.code.len();
-                        dump.code.extend_from_slice(code);
-                        unwinding.code = at..dump.code.len();
-                    }
-                    let lines = pending.lines.unwrap_or(dump.lines.len()..dump.lines.len());
-                    by_index.insert(code_index, dump.loads.len());
-                    dump.loads.push(Load {
-                        start,
-                        size: code_size,
-                        timestamp,
-                        code_index,
-                        name: from..dump.strings.len(),
-                        lines,
-                        unwinding: pending.unwinding,
-                    });
-                }
+                JIT_CODE_LOAD => self.code_load(
+                    at,
+                    payload,
+                    timestamp,
+                    &mut dump,
+                    &mut pending,
+                    &mut by_index,
+                )?,
                 JIT_CODE_MOVE => {
-                    let (new_start, code_size, code_index) = match (
-                        self.u64_at(payload, 24),
-                        self.u64_at(payload, 32),
-                        self.u64_at(payload, 40),
-                    ) {
-                        (Some(a), Some(s), Some(i)) => (a, s, i),
-                        _ => return Err(field("JIT_CODE_MOVE's fields")),
-                    };
-                    if new_start.checked_add(code_size).is_none() {
-                        return Err(self.error(at, "JIT_CODE_MOVE beyond the address space"));
-                    }
-                    match by_index.get(&code_index).and_then(|&i| dump.loads.get(i)) {
-                        Some(loaded) => {
-                            let moved = Load {
-                                start: new_start,
-                                size: code_size,
-                                timestamp,
-                                code_index,
-                                // The source lines and unwind tables are the code's, at its
-                                // old address: not moved with it.
-                                lines: 0..0,
-                                unwinding: None,
-                                name: loaded.name.clone(),
-                            };
-                            by_index.insert(code_index, dump.loads.len());
-                            dump.loads.push(moved);
-                        }
-                        None => log::debug!(
-                            "{}: JIT_CODE_MOVE at {at:#x} of code index {code_index}, never loaded",
-                            self.path.display()
-                        ),
-                    }
+                    self.code_move(at, payload, timestamp, &mut dump, &mut by_index)?
                 }
                 JIT_CODE_DEBUG_INFO => {
                     let lines = self.debug_info(at, payload, &mut dump)?;
@@ -606,6 +524,121 @@ impl<'a> Parser<'a> {
             .sort_by_key(|&i| loads.get(i).map_or(0, |l| l.start));
         dump.max_size = loads.iter().map(|l| l.size).max().unwrap_or(0);
         Ok(dump)
+    }
+
+    /// A `JIT_CODE_LOAD` record at `at`: the code's name, and its bytes where the
+    /// preceding `JIT_CODE_UNWINDING_INFO` gave tables for it; the pending debug and unwind
+    /// records are the load's.
+    fn code_load(
+        &self,
+        at: usize,
+        payload: &[u8],
+        timestamp: u64,
+        dump: &mut JitDump,
+        pending: &mut Pending,
+        by_index: &mut HashMap<u64, usize>,
+    ) -> Result<()> {
+        let field = |what: &str| self.error(at, format!("{what} cut short"));
+        let (start, code_size, code_index) = match (
+            self.u64_at(payload, 16),
+            self.u64_at(payload, 24),
+            self.u64_at(payload, 32),
+        ) {
+            (Some(a), Some(s), Some(i)) => (a, s, i),
+            _ => return Err(field("JIT_CODE_LOAD's fields")),
+        };
+        let name = payload.get(40..).unwrap_or_default();
+        let name_len = name
+            .iter()
+            .position(|&b| b == 0)
+            .ok_or_else(|| field("JIT_CODE_LOAD's name (no NUL)"))?;
+        let room = (name.len() - name_len - 1) as u64;
+        if code_size > room {
+            return Err(self.error(
+                at,
+                format!("JIT_CODE_LOAD of {code_size} code bytes, {room} in the record"),
+            ));
+        }
+        if start.checked_add(code_size).is_none() {
+            return Err(self.error(at, "JIT_CODE_LOAD beyond the address space"));
+        }
+        let from = dump.strings.len();
+        dump.strings
+            .push_str(&String::from_utf8_lossy(&name[..name_len]));
+        let mut pending = std::mem::take(pending);
+        // Kept only where there are tables besides the header (V8 writes a header alone for
+        // code it has no tables for: builtins).
+        let tables = pending
+            .unwinding
+            .as_mut()
+            .filter(|u| (u.bytes.len() as u64) > u.eh_frame_hdr_size);
+        if let Some(unwinding) = tables {
+            // Checked above: the code lies in the record after the name.
+            let code = name
+                .get(name_len + 1..)
+                .and_then(|rest| rest.get(..usize::try_from(code_size).ok()?))
+                .unwrap_or_default();
+            let at = dump.code.len();
+            dump.code.extend_from_slice(code);
+            unwinding.code = at..dump.code.len();
+        }
+        let lines = pending.lines.unwrap_or(dump.lines.len()..dump.lines.len());
+        by_index.insert(code_index, dump.loads.len());
+        dump.loads.push(Load {
+            start,
+            size: code_size,
+            timestamp,
+            code_index,
+            name: from..dump.strings.len(),
+            lines,
+            unwinding: pending.unwinding,
+        });
+        Ok(())
+    }
+
+    /// A `JIT_CODE_MOVE` record at `at`: the code of an earlier load, now at another address
+    /// (its name moves with it, its source lines and unwind tables do not).
+    fn code_move(
+        &self,
+        at: usize,
+        payload: &[u8],
+        timestamp: u64,
+        dump: &mut JitDump,
+        by_index: &mut HashMap<u64, usize>,
+    ) -> Result<()> {
+        let (new_start, code_size, code_index) = match (
+            self.u64_at(payload, 24),
+            self.u64_at(payload, 32),
+            self.u64_at(payload, 40),
+        ) {
+            (Some(a), Some(s), Some(i)) => (a, s, i),
+            _ => return Err(self.error(at, "JIT_CODE_MOVE's fields cut short")),
+        };
+        if new_start.checked_add(code_size).is_none() {
+            return Err(self.error(at, "JIT_CODE_MOVE beyond the address space"));
+        }
+        match by_index.get(&code_index).and_then(|&i| dump.loads.get(i)) {
+            Some(loaded) => {
+                let moved = Load {
+                    start: new_start,
+                    size: code_size,
+                    timestamp,
+                    code_index,
+                    // The source lines and unwind tables are the code's, at its old address:
+                    // not moved with it.
+                    lines: 0..0,
+                    unwinding: None,
+                    name: loaded.name.clone(),
+                };
+                by_index.insert(code_index, dump.loads.len());
+                dump.loads.push(moved);
+            }
+            None => log::debug!(
+                "{}: JIT_CODE_MOVE at {at:#x} of code index {code_index}, never loaded",
+                self.path.display()
+            ),
+        }
+        Ok(())
     }
 
     /// A record (or its header) at `at` goes past the end of the file.
