@@ -15,15 +15,16 @@
 //!
 //! ```
 //! use stacksym::kernel::Kallsyms;
+//! use stacksym::AbsAddr;
 //! # fn main() -> stacksym::Result<()> {
 //! let text = b"ffffffff81000000 T _stext\n\
 //!              ffffffff81000100 t helper\n\
 //!              ffffffffc0001000 t ext4_fill_super\t[ext4]\n\
 //!              ffffffffc0001200 T ext4_init\t[ext4]\n".to_vec();
 //! let kallsyms = Kallsyms::from_bytes("my-kallsyms", text)?;
-//! let sym = kallsyms.find_symbol(0xffffffff81000010)?.expect("inside _stext");
+//! let sym = kallsyms.find_symbol(AbsAddr(0xffffffff81000010))?.expect("inside _stext");
 //! assert_eq!((sym.name, sym.offset, sym.module), ("_stext", 0x10, None));
-//! let sym = kallsyms.find_symbol(0xffffffffc0001004)?.expect("inside a module symbol");
+//! let sym = kallsyms.find_symbol(AbsAddr(0xffffffffc0001004))?.expect("inside a module symbol");
 //! assert_eq!((sym.name, sym.module), ("ext4_fill_super", Some("ext4")));
 //! # Ok(())
 //! # }

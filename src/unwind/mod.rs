@@ -23,10 +23,11 @@
 //! use std::sync::Arc;
 //! use stacksym::elf::ElfFile;
 //! use stacksym::unwind::{Modules, RegsX86_64, StackCopy, StopReason, UnwindCache, Unwinder};
+//! use stacksym::{AbsAddr, FileOffset};
 //! # fn main() -> stacksym::Result<()> {
 //! let elf = Arc::new(ElfFile::open("testdata/bin/c-nopie")?);
 //! let mut modules = Modules::new();
-//! modules.add(0x400000..0x500000, 0, elf);
+//! modules.add(AbsAddr(0x400000)..AbsAddr(0x500000), FileOffset(0), elf);
 //! let unwinder = Unwinder::new(modules);
 //! // A frame-pointer chain on a copied stack: rbp → [saved rbp, return address].
 //! let mut stack = vec![0u8; 32];
