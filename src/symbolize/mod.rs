@@ -556,7 +556,11 @@ impl Symbolizer {
                 (None, Some(theirs)) => (mini, Some(theirs), true),
                 (own, _) => (Some(symbol_file), own, false),
             };
-            let mut answer = Answer::NoSymbol;
+            // Which answer names `addr`, as plain data: choosing among `Answer`s by assigning
+            // them would run `Answer`'s drop glue (its `NotFound` variant holds an `Error`) at
+            // every assignment, out of line (the icount guard caught it: 9 instructions an
+            // address).
+            let mut named = Named::Nothing;
             // A Go binary's own table names what no symbol does, and wins over a farther
             // `.dynsym` symbol (cgo binaries export a few); `.symtab` names the same entries.
             // (index, entry) of the Go function holding `addr`.
@@ -582,7 +586,7 @@ impl Symbolizer {
                 (hit, _) => hit,
             };
             if let (None, Some(_)) = (hit, go_function) {
-                answer = Answer::Go { part, addr };
+                named = Named::Go;
             }
             if let (Some(file), Some((id, _))) = (file, hit) {
                 let found = match last_found {
@@ -611,18 +615,14 @@ impl Symbolizer {
                     },
                 };
                 if let Some(found) = found {
-                    answer = Answer::Elf { found, addr };
+                    named = Named::Elf(found);
                 }
             }
-            let mut entry = Entry {
-                answer: Answer::NoSymbol,
-                module,
-                file_offset: input_addrs.get(i).and_then(|&raw| given_offset(raw)),
-                frames: 0..0,
-            };
-            if matches!(answer, Answer::NoSymbol) && entry.file_offset.is_none() {
-                entry.file_offset = segments.virt_to_file_offset(addr);
+            let mut file_offset = input_addrs.get(i).and_then(|&raw| given_offset(raw));
+            if matches!(named, Named::Nothing) && file_offset.is_none() {
+                file_offset = segments.virt_to_file_offset(addr);
             }
+            let mut entry_frames = 0..0;
             if let (None, Some(go), Some((index, _)), true) =
                 (&dwarf, &debug.go, go_function, self.debug.source_lines)
             {
@@ -634,7 +634,7 @@ impl Symbolizer {
                     debug_error.get_or_insert(e);
                 }
                 let to_u32 = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-                entry.frames = to_u32(first)..to_u32(frames.len());
+                entry_frames = to_u32(first)..to_u32(frames.len());
             }
             if let Some(dwarf) = &dwarf {
                 let frames = &mut symbols.frames;
@@ -662,13 +662,23 @@ impl Symbolizer {
                     .get(range.start as usize..range.end as usize)
                     .and_then(<[InlineFrame]>::last)
                     .is_some_and(|frame| frame.function.is_some());
-                if has_function && matches!(answer, Answer::NoSymbol) {
-                    answer = Answer::DwarfOnly { part, addr };
+                if has_function && matches!(named, Named::Nothing) {
+                    named = Named::DwarfOnly;
                 }
-                entry.frames = range;
+                entry_frames = range;
             }
-            entry.answer = answer;
-            in_address_order.push(entry);
+            let answer = match named {
+                Named::Nothing => Answer::NoSymbol,
+                Named::Go => Answer::Go { part, addr },
+                Named::Elf(found) => Answer::Elf { found, addr },
+                Named::DwarfOnly => Answer::DwarfOnly { part, addr },
+            };
+            in_address_order.push(Entry {
+                answer,
+                module,
+                file_offset,
+                frames: entry_frames,
+            });
         }
         drop(dwarf);
         // Into input order: each address takes its answer from its place in address order.
@@ -835,6 +845,15 @@ fn compute_names_on_threads(
         }
         result
     })
+}
+
+/// Which answer names an address, while `symbolize_loaded` chooses it (see there).
+#[derive(Clone, Copy)]
+enum Named {
+    Nothing,
+    Go,
+    Elf(u32),
+    DwarfOnly,
 }
 
 #[cfg(test)]
