@@ -6,6 +6,7 @@
 
 mod cache;
 mod core_source;
+mod elf_batch;
 pub mod finder;
 mod kallsyms_cache;
 mod kernel;
@@ -20,9 +21,8 @@ mod stack;
 mod usdt;
 
 use std::num::NonZeroUsize;
-use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 
 pub use cache::{CacheStats, FileId};
 pub use finder::{FindOptions, FoundIn, NamePattern, SymbolMatch};
@@ -37,14 +37,11 @@ pub use usdt::UsdtMatch;
 use crate::addr::{AbsAddr, FileOffset, VirtAddr};
 use crate::confine::ConfinedRoot;
 use crate::debuginfo::{DebugFinder, DEFAULT_DEBUG_DIR};
-use crate::dwarf::InlineFrame;
-use crate::elf::{hex, ElfFile, SymbolId, SymbolRuns};
+use crate::elf::{hex, ElfFile};
 use crate::error::{Error, Result};
 use crate::process::{Process, ProcessMaps};
-use crate::radix::sorted_by_key;
 use cache::SharedLru;
 use loaded::{DebugOptions, LoadedElf};
-use output::{Answer, ElfPart, Entry, FoundSym, ModuleName, Part};
 
 /// Where addresses come from. Every source is symbolized by the one call,
 /// [`Symbolizer::symbolize`], and answers with one type, [`Symbols`].
@@ -455,265 +452,6 @@ impl Symbolizer {
         self.symbolize_loaded(&file, path, input, None)
     }
 
-    /// Symbolizes addresses of `file` (shown as `path`); `root`: the root of the process the
-    /// file is mapped in, whose debug dirs are searched first, confined to it.
-    fn symbolize_loaded(
-        &self,
-        file: &Arc<LoadedElf>,
-        path: &Path,
-        input: Input<'_>,
-        root: Option<&ConfinedRoot>,
-    ) -> Result<Symbols> {
-        let debug = file.debug_state(|| match root {
-            Some(root) => self.debug.inside(root),
-            None => self.debug.clone(),
-        });
-        let symbol_file = file.symbol_file(debug);
-        let mut debug_error = debug
-            .dwarf
-            .as_ref()
-            .err()
-            .or(debug.error.as_ref())
-            .map(|e| e.clone_for_cache());
-        // One lock for the whole batch: the DWARF's lazily parsed units are not `Sync`.
-        let dwarf = match &debug.dwarf {
-            Ok(Some(dwarf)) => Some(dwarf.lock().unwrap_or_else(PoisonError::into_inner)),
-            _ => None,
-        };
-        let segments = file.elf.segments();
-        // Each address as a virtual address; the file offset it was given as is kept. The
-        // file offset of a virtual address is derived only where no symbol answers (for found
-        // ones `Symbols` derives it when read: see `Entry::file_offset`).
-        let (input_addrs, given_as_offsets) = (input.raw(), matches!(input, Input::FileOffsets(_)));
-        let given_offset = |raw: u64| given_as_offsets.then_some(FileOffset(raw));
-        let to_virt = |raw: u64| match given_offset(raw) {
-            Some(offset) => segments.file_offset_to_virt(offset),
-            None => Some(VirtAddr(raw)),
-        };
-        let mini = debug.mini.as_ref();
-        let mut symbols = Symbols::with_capacity(input_addrs.len(), self.demangle);
-        let module = symbols.add_module(ModuleName {
-            shown: path.to_path_buf(),
-            opened_as: None,
-            kernel_module: None,
-        });
-        let part = symbols.add_part(Part::Elf(ElfPart {
-            file: Arc::clone(symbol_file),
-            mini: mini.cloned(),
-            go: debug.go.clone(),
-            build_id: file.elf.build_id().map(Box::from),
-            debug_file: debug.companion.as_ref().map(|c| c.elf.path().to_path_buf()),
-            debug_error: None,
-            segments: segments.clone(),
-        }));
-        // (address, index) of the addresses with a virtual address, to answer in address
-        // order.
-        let mut order: Vec<(u64, usize)> = Vec::with_capacity(input_addrs.len());
-        for (i, &raw) in input_addrs.iter().enumerate() {
-            if let Some(addr) = to_virt(raw) {
-                order.push((addr.0, i));
-            }
-        }
-        // Symbols and frames in address order, each distinct address's frames once: a run of
-        // addresses inside one function costs one symbol search, neighbouring addresses share
-        // line-table rows and function ranges (which stay in the CPU caches), and a profile's
-        // repeated addresses cost one DWARF lookup.
-        let order = sorted_by_key(order);
-        if let Some(dwarf) = &dwarf {
-            symbols.frames.reserve(order.len() + order.len() / 4);
-            if self.threads > 1 {
-                let bias = debug.dwarf_bias;
-                let addrs = order
-                    .iter()
-                    .map(|&(addr, _)| VirtAddr(addr.wrapping_sub(bias)));
-                dwarf.prepare(addrs, self.threads);
-            }
-        }
-        let mut own_symbols = SymbolRuns::new(&symbol_file.elf);
-        let mut mini_symbols = mini.map(|mini| SymbolRuns::new(&mini.elf));
-        // The last distinct symbol hit and its index in `symbols.found`: in address order,
-        // the addresses inside one symbol come one after another and share it.
-        let mut last_found: Option<(bool, SymbolId, u32)> = None;
-        // With threads, the symbols whose names to compute (each first hit: `(in_mini, id)`),
-        // computed after the walk on several threads.
-        let mut to_name: Vec<(bool, SymbolId)> = Vec::new();
-        let mut previous_frames: Option<(VirtAddr, Range<u32>)> = None;
-        // The Go table's function of the previous address: the batch ascends, so the next
-        // search starts there.
-        let mut go_hint = 0usize;
-        // The answers in address order, written one after another; put in input order below.
-        let mut in_address_order: Vec<Entry> = Vec::with_capacity(order.len());
-        for &(addr, i) in &order {
-            let addr = VirtAddr(addr);
-            let own = own_symbols.find(addr)?;
-            // MiniDebugInfo names what `.dynsym` does not: the nearer symbol wins.
-            let from_mini = match &mut mini_symbols {
-                Some(runs) => runs.find(addr)?,
-                None => None,
-            };
-            let (file, hit, in_mini) = match (own, from_mini) {
-                (Some(own), Some(theirs)) if theirs.1 > own.1 => (mini, Some(theirs), true),
-                (None, Some(theirs)) => (mini, Some(theirs), true),
-                (own, _) => (Some(symbol_file), own, false),
-            };
-            // Which answer names `addr`, as plain data: choosing among `Answer`s by assigning
-            // them would run `Answer`'s drop glue (its `NotFound` variant holds an `Error`) at
-            // every assignment, out of line (the icount guard caught it: 9 instructions an
-            // address).
-            let mut named = Named::Nothing;
-            // A Go binary's own table names what no symbol does, and wins over a farther
-            // `.dynsym` symbol (cgo binaries export a few); `.symtab` names the same entries.
-            // (index, entry) of the Go function holding `addr`.
-            let go_function = match &debug.go {
-                Some(go) => go
-                    .index_from(addr.0, go_hint)
-                    .and_then(|index| match index {
-                        Some(index) => Ok(Some((index, go.entry_of(index)?))),
-                        None => Ok(None),
-                    })
-                    .unwrap_or_else(|e| {
-                        log::debug!("{e}");
-                        debug_error.get_or_insert(e);
-                        None
-                    }),
-                None => None,
-            };
-            if let Some((index, _)) = go_function {
-                go_hint = index;
-            }
-            let hit = match (hit, go_function) {
-                (Some((_, start)), Some((_, entry))) if entry > start => None,
-                (hit, _) => hit,
-            };
-            if let (None, Some(_)) = (hit, go_function) {
-                named = Named::Go;
-            }
-            if let (Some(file), Some((id, _))) = (file, hit) {
-                let found = match last_found {
-                    Some((was_mini, was, found)) if (was_mini, was) == (in_mini, id) => Some(found),
-                    _ => match file.elf.symbol_spans(id)? {
-                        Some(spans) => {
-                            if self.demangle {
-                                // Computes the shown name on the symbol's first hit.
-                                if self.threads > 1 {
-                                    to_name.push((in_mini, id));
-                                } else {
-                                    file.compute_shown_name(id)?;
-                                }
-                            }
-                            let found = symbols.add_found(FoundSym {
-                                part,
-                                in_mini,
-                                spans,
-                                demangled: self.demangle,
-                            });
-                            last_found = Some((in_mini, id, found));
-                            Some(found)
-                        }
-                        // The id came from this file's own index (built once).
-                        None => None,
-                    },
-                };
-                if let Some(found) = found {
-                    named = Named::Elf(found);
-                }
-            }
-            let mut file_offset = input_addrs.get(i).and_then(|&raw| given_offset(raw));
-            if matches!(named, Named::Nothing) && file_offset.is_none() {
-                file_offset = segments.virt_to_file_offset(addr);
-            }
-            let mut entry_frames = 0..0;
-            if let (None, Some(go), Some((index, _)), true) =
-                (&dwarf, &debug.go, go_function, self.debug.source_lines)
-            {
-                let frames = &mut symbols.frames;
-                let first = frames.len();
-                if let Err(e) = go.append_frames_of(index, addr, frames) {
-                    log::debug!("{e}");
-                    frames.truncate(first);
-                    debug_error.get_or_insert(e);
-                }
-                let to_u32 = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-                entry_frames = to_u32(first)..to_u32(frames.len());
-            }
-            if let Some(dwarf) = &dwarf {
-                let frames = &mut symbols.frames;
-                let range = match &previous_frames {
-                    Some((seen, range)) if *seen == addr => range.clone(),
-                    _ => {
-                        let first = frames.len();
-                        let in_dwarf = VirtAddr(addr.0.wrapping_sub(debug.dwarf_bias));
-                        if let Err(e) = dwarf.append_frames(in_dwarf, frames) {
-                            // Malformed DWARF at this address: answer from symbols alone, and
-                            // say so once per batch.
-                            log::debug!("{e}");
-                            debug_error.get_or_insert(e);
-                        }
-                        // A batch's frames number fewer than u32::MAX (each is over 40
-                        // bytes: more would not fit in memory); saturating keeps it checked.
-                        let to_u32 = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-                        let range = to_u32(first)..to_u32(frames.len());
-                        previous_frames = Some((addr, range.clone()));
-                        range
-                    }
-                };
-                // A DWARF function names an address no symbol covers.
-                let has_function = frames
-                    .get(range.start as usize..range.end as usize)
-                    .and_then(<[InlineFrame]>::last)
-                    .is_some_and(|frame| frame.function.is_some());
-                if has_function && matches!(named, Named::Nothing) {
-                    named = Named::DwarfOnly;
-                }
-                entry_frames = range;
-            }
-            let answer = match named {
-                Named::Nothing => Answer::NoSymbol,
-                Named::Go => Answer::Go { part, addr },
-                Named::Elf(found) => Answer::Elf { found, addr },
-                Named::DwarfOnly => Answer::DwarfOnly { part, addr },
-            };
-            in_address_order.push(Entry {
-                answer,
-                module,
-                file_offset,
-                frames: entry_frames,
-            });
-        }
-        drop(dwarf);
-        // Into input order: each address takes its answer from its place in address order.
-        // Walking the answers in address order and writing each to its input place would
-        // miss the cache on every write of a large random batch, inside the long loop above
-        // where few misses overlap; this short loop reads them back with many misses in
-        // flight (the symtab bench: ...).
-        let mut place = vec![u32::MAX; input_addrs.len()];
-        for (k, &(_, i)) in order.iter().enumerate() {
-            if let Some(place) = place.get_mut(i) {
-                // A batch has fewer than u32::MAX addresses (see `Symbols::add_module`).
-                *place = u32::try_from(k).unwrap_or(u32::MAX);
-            }
-        }
-        symbols.entries.reserve(input_addrs.len());
-        for (&raw, &k) in input_addrs.iter().zip(&place) {
-            let entry = match in_address_order.get_mut(k as usize) {
-                Some(entry) => std::mem::replace(entry, Entry::no_symbol()),
-                // No virtual address: a file offset in no segment.
-                None => Entry {
-                    answer: Answer::NoSymbol,
-                    module,
-                    file_offset: given_offset(raw),
-                    frames: 0..0,
-                },
-            };
-            symbols.entries.push(entry);
-        }
-        compute_names_on_threads(symbol_file, mini, &to_name, self.threads)?;
-        if let Some(Part::Elf(elf)) = symbols.parts.get_mut(part as usize) {
-            elf.debug_error = debug_error;
-        }
-        Ok(symbols)
-    }
-
     /// The ELF file at `path` as this symbolizer caches it (opened now on a miss), to share
     /// with other readers of the same file (the unwinder's [`crate::unwind::Modules`]) instead
     /// of opening and mapping it twice.
@@ -800,60 +538,6 @@ impl Symbolizer {
         self.kallsyms.clear();
         self.specials.clear();
     }
-}
-
-/// Computes the shown (demangled) names of `ids` (`(in_mini, id)`: a symbol of `symbol_file`,
-/// or of `mini` when `in_mini`) on up to `threads` threads, the caller's among them; names
-/// already computed cost a look. Demangling is most of a symbols-only batch's time on a
-/// large Rust or C++ library, and every name is independent of the others.
-fn compute_names_on_threads(
-    symbol_file: &LoadedElf,
-    mini: Option<&Arc<LoadedElf>>,
-    ids: &[(bool, SymbolId)],
-    threads: usize,
-) -> Result<()> {
-    /// Fewer names than this per thread are not worth a thread's start.
-    const MIN_NAMES_PER_THREAD: usize = 256;
-    let compute = |names: &[(bool, SymbolId)]| -> Result<()> {
-        for &(in_mini, id) in names {
-            match (in_mini, mini) {
-                (true, Some(mini)) => mini.compute_shown_name(id)?,
-                _ => symbol_file.compute_shown_name(id)?,
-            }
-        }
-        Ok(())
-    };
-    let threads = threads.min(ids.len() / MIN_NAMES_PER_THREAD).max(1);
-    if threads == 1 {
-        return compute(ids);
-    }
-    let chunk = ids.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        let mut chunks = ids.chunks(chunk);
-        let own = chunks.next().unwrap_or_default();
-        let helpers: Vec<_> = chunks
-            .map(|names| scope.spawn(move || compute(names)))
-            .collect();
-        let mut result = compute(own);
-        for helper in helpers {
-            // A helper that panicked (a bug) left its names uncomputed: they read as no name.
-            let helper_result = helper.join().unwrap_or_else(|_| {
-                log::error!("a name-computing thread panicked");
-                Ok(())
-            });
-            result = result.and(helper_result);
-        }
-        result
-    })
-}
-
-/// Which answer names an address, while `symbolize_loaded` chooses it (see there).
-#[derive(Clone, Copy)]
-enum Named {
-    Nothing,
-    Go,
-    Elf(u32),
-    DwarfOnly,
 }
 
 #[cfg(test)]
