@@ -64,6 +64,19 @@ pub enum Error {
         #[source]
         source: gimli::Error,
     },
+    /// Compressed data could not be decompressed: a compressed section (`SHF_COMPRESSED`,
+    /// `.zdebug_*`, MiniDebugInfo's `.gnu_debugdata`), or a file or core compressed whole
+    /// (`section` is then `None`). The [`DecompressError`] is the `source`.
+    #[error("{path}: {}: {source}", what_does_not_decompress(section.as_deref()))]
+    Decompress {
+        /// The file.
+        path: PathBuf,
+        /// The compressed section; `None` for a file compressed whole.
+        section: Option<String>,
+        /// What was wrong with the compressed data.
+        #[source]
+        source: DecompressError,
+    },
     /// The file is well-formed but uses something this crate does not handle.
     #[error("{path}: unsupported: {what}")]
     Unsupported {
@@ -194,8 +207,8 @@ pub enum ErrorKind {
     PermissionDenied,
     /// A file, a build-id or a kernel module's `.ko` that was asked for is not there.
     NotFound,
-    /// A file or text is malformed: not ELF, inconsistent ELF or DWARF, a malformed maps,
-    /// perf-map or kallsyms file (the error names it).
+    /// A file or text is malformed: not ELF, inconsistent ELF or DWARF, compressed data that
+    /// does not decompress, a malformed maps, perf-map or kallsyms file (the error names it).
     Malformed,
     /// A well-formed file uses something this crate does not handle, or is not a regular
     /// file.
@@ -218,6 +231,10 @@ impl Error {
                 _ => ErrorKind::Io,
             },
             Error::NotAFile { .. } | Error::Unsupported { .. } => ErrorKind::Unsupported,
+            Error::Decompress { source, .. } => match source {
+                DecompressError::Unsupported { .. } => ErrorKind::Unsupported,
+                _ => ErrorKind::Malformed,
+            },
             Error::NotElf { .. }
             | Error::MalformedElf { .. }
             | Error::MalformedDwarf { .. }
@@ -244,6 +261,7 @@ impl Error {
             | Error::NotElf { path, .. }
             | Error::MalformedElf { path, .. }
             | Error::MalformedDwarf { path, .. }
+            | Error::Decompress { path, .. }
             | Error::Unsupported { path, .. }
             | Error::Process { path, .. }
             | Error::JitDump { path, .. }
@@ -257,12 +275,14 @@ impl Error {
 }
 
 impl Error {
-    /// Where in the file (or, for [`Error::MalformedDwarf`], in [`Error::section`]) the data
+    /// Where in the file (for [`Error::MalformedDwarf`], in [`Error::section`]; for
+    /// [`Error::Decompress`], in the compressed data: the section's, or the file's) the data
     /// that could not be read starts, when the error knows it.
     pub fn offset(&self) -> Option<u64> {
         match self {
             Error::MalformedDwarf { offset, .. } => *offset,
             Error::JitDump { offset, .. } => Some(*offset),
+            Error::Decompress { source, .. } => source.offset(),
             _ => None,
         }
     }
@@ -271,9 +291,129 @@ impl Error {
     pub fn section(&self) -> Option<&str> {
         match self {
             Error::MalformedDwarf { section, .. } => Some(section),
+            Error::Decompress { section, .. } => section.as_deref(),
             _ => None,
         }
     }
+}
+
+/// What [`Error::Decompress`] says did not decompress.
+fn what_does_not_decompress(section: Option<&str>) -> String {
+    match section {
+        Some(section) => format!("section {section} does not decompress"),
+        None => "a compressed file that does not decompress".to_string(),
+    }
+}
+
+/// Why compressed bytes (a section compressed with `SHF_COMPRESSED` or as `.zdebug_*`, a file
+/// compressed whole, MiniDebugInfo's xz) could not be decompressed: carried as the `source`
+/// of [`Error::Decompress`], which names the file and the section.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecompressError {
+    /// The data ends before its compressed stream does.
+    #[error("{format}: truncated in {what}{}", at_offset(*offset))]
+    Truncated {
+        /// The format: `xz`, `zlib`, `zstd` or `gzip`.
+        format: &'static str,
+        /// The part that was cut, e.g. `the stream footer`.
+        what: &'static str,
+        /// Where in the compressed data the cut part starts, when known.
+        offset: Option<u64>,
+    },
+    /// The data decompresses to more than the cap: a decompression bomb, or a file larger
+    /// than this crate reads.
+    #[error("{format}: decompression bomb: more than {cap} bytes")]
+    TooLarge {
+        /// The format.
+        format: &'static str,
+        /// The cap, in bytes.
+        cap: u64,
+    },
+    /// A section's compression header claims a size the data does not decompress to.
+    #[error("{format}: decompressed to {}, the header claims {claimed}", decoded_size(*decoded))]
+    SizeMismatch {
+        /// The format.
+        format: &'static str,
+        /// The size the section's header claims.
+        claimed: u64,
+        /// The size the data decompressed to; `None` when it went on past `claimed`.
+        decoded: Option<u64>,
+    },
+    /// A checksum in the data does not match what it covers.
+    #[error("{format}: {what} mismatch{}", at_offset(*offset))]
+    ChecksumMismatch {
+        /// The format.
+        format: &'static str,
+        /// Which checksum, e.g. `CRC32 of the data`.
+        what: &'static str,
+        /// Where the structure it checks starts, when known.
+        offset: Option<u64>,
+    },
+    /// The data is not valid in its format (a bad header, a reserved value, inconsistent
+    /// sizes, what the decoder reported).
+    #[error("{format}: {what}{}", at_offset(*offset))]
+    Corrupt {
+        /// The format.
+        format: &'static str,
+        /// What was wrong.
+        what: String,
+        /// Where in the compressed data the bad structure starts, when known.
+        offset: Option<u64>,
+    },
+    /// The data uses what this crate does not read: a compression type other than zlib and
+    /// zstd in a section, an xz filter other than LZMA2, a dictionary larger than the
+    /// memory limit, xz without the `minidebuginfo` feature.
+    #[error("{format}: unsupported: {what}{}", at_offset(*offset))]
+    Unsupported {
+        /// The format.
+        format: &'static str,
+        /// What is not read.
+        what: String,
+        /// Where in the compressed data it was met, when known.
+        offset: Option<u64>,
+    },
+    /// Memory for the decompressed bytes could not be allocated.
+    #[error("{format}: cannot allocate {bytes} bytes to decompress into")]
+    OutOfMemory {
+        /// The format.
+        format: &'static str,
+        /// The allocation that failed.
+        bytes: u64,
+    },
+}
+
+impl DecompressError {
+    /// Where in the compressed data the error was met, when known.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            DecompressError::Truncated { offset, .. }
+            | DecompressError::ChecksumMismatch { offset, .. }
+            | DecompressError::Corrupt { offset, .. }
+            | DecompressError::Unsupported { offset, .. } => *offset,
+            DecompressError::TooLarge { .. }
+            | DecompressError::SizeMismatch { .. }
+            | DecompressError::OutOfMemory { .. } => None,
+        }
+    }
+
+    /// The same error said of `format` (the layer that knows the format names it).
+    pub(crate) fn of_format(mut self, name: &'static str) -> DecompressError {
+        match &mut self {
+            DecompressError::Truncated { format, .. }
+            | DecompressError::TooLarge { format, .. }
+            | DecompressError::SizeMismatch { format, .. }
+            | DecompressError::ChecksumMismatch { format, .. }
+            | DecompressError::Corrupt { format, .. }
+            | DecompressError::Unsupported { format, .. }
+            | DecompressError::OutOfMemory { format, .. } => *format = name,
+        }
+        self
+    }
+}
+
+fn decoded_size(decoded: Option<u64>) -> String {
+    decoded.map_or_else(|| "more bytes".to_string(), |n| format!("{n} bytes"))
 }
 
 /// ` at offset 0x…` for an error's message, or nothing.
@@ -314,6 +454,15 @@ impl Error {
                 context: context.clone(),
                 offset: *offset,
                 source: *source,
+            },
+            Error::Decompress {
+                path,
+                section,
+                source,
+            } => Error::Decompress {
+                path: path.clone(),
+                section: section.clone(),
+                source: source.clone(),
             },
             Error::Unsupported { path, what } => Error::Unsupported {
                 path: path.clone(),

@@ -106,7 +106,7 @@ mod test_support;
 
 pub use addr::{AbsAddr, FileOffset, LoadBias, SymAddr, VirtAddr};
 pub use dwarf::{FunctionName, InlineFrame};
-pub use error::{Error, ErrorKind, Result};
+pub use error::{DecompressError, Error, ErrorKind, Result};
 pub use symbolize::{
     Input, KernelSource, NameOrigin, NotFound, OwnedSym, Source, Sym, Symbolizer,
     SymbolizerBuilder, Symbols,

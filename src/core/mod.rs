@@ -258,9 +258,10 @@ impl CoreFile {
                 let (mapped, _) = FileBytes::map(path)?;
                 let whole =
                     compressed::decompress(format, mapped.as_slice(), options.max_decompressed)
-                        .map_err(|e| Error::NotElf {
+                        .map_err(|source| Error::Decompress {
                             path: path.to_path_buf(),
-                            reason: format!("a compressed core that does not decompress: {e}"),
+                            section: None,
+                            source,
                         })?;
                 FileBytes::Owned(whole.into_boxed_slice())
             }

@@ -32,9 +32,10 @@ pub fn mini_debuginfo(elf: &ElfFile) -> Result<Option<ElfFile>> {
 fn decompress(elf: &ElfFile, compressed: &[u8]) -> Result<Option<Vec<u8>>> {
     crate::elf::compressed::xz(compressed, MAX_MINIDEBUGINFO_BYTES as u64)
         .map(Some)
-        .map_err(|e| crate::Error::MalformedElf {
+        .map_err(|source| crate::Error::Decompress {
             path: elf.path().to_path_buf(),
-            what: format!("section .gnu_debugdata (MiniDebugInfo): xz: {e}"),
+            section: Some(".gnu_debugdata".to_string()),
+            source,
         })
 }
 
@@ -64,7 +65,13 @@ mod tests {
             .expect("readable")
             .expect("has MiniDebugInfo");
         let err = crate::elf::compressed::xz(&compressed, 1000).expect_err("over the cap");
-        assert!(err.contains("decompression bomb"), "{err}");
+        assert_eq!(
+            err,
+            crate::error::DecompressError::TooLarge {
+                format: "xz",
+                cap: 1000
+            }
+        );
         assert!(mini_debuginfo(&elf).expect("decompresses").is_some());
     }
 }

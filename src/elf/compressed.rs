@@ -4,6 +4,8 @@
 
 use std::io::Read;
 
+use crate::error::DecompressError;
+
 /// A compression format recognized by its magic bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Compression {
@@ -36,72 +38,92 @@ impl Compression {
 }
 
 /// `data` decompressed as `format`, at most `cap` bytes: more is an error ("decompression
-/// bomb"), as is data that does not decompress. The error is a message without the path,
-/// which the caller adds.
-pub(crate) fn decompress(format: Compression, data: &[u8], cap: u64) -> Result<Vec<u8>, String> {
-    let fail = |e: &dyn std::fmt::Display| format!("{}: {e}", format.name());
+/// bomb"), as is data that does not decompress. The caller adds the file (and section).
+pub(crate) fn decompress(
+    format: Compression,
+    data: &[u8],
+    cap: u64,
+) -> Result<Vec<u8>, DecompressError> {
+    let name = format.name();
     let mut out = Vec::new();
     match format {
-        Compression::Xz => return xz(data, cap).map_err(|e| fail(&e)),
+        Compression::Xz => return xz(data, cap),
         Compression::Zstd => {
-            let decoder = ruzstd::decoding::StreamingDecoder::new(data).map_err(|e| fail(&e))?;
-            read_capped(decoder, cap, &mut out).map_err(|e| fail(&e))?;
+            let decoder = ruzstd::decoding::StreamingDecoder::new(data)
+                .map_err(|e| corrupt(name, e.to_string()))?;
+            read_capped(decoder, cap, &mut out).map_err(|e| e.of_format(name))?;
         }
         Compression::Gzip => {
             // The first member, as flate2's `GzDecoder` read it (and `zcat` reads more).
             let limit = usize::try_from(cap.saturating_add(1)).unwrap_or(usize::MAX);
-            inflate(GZIP_WINDOW_BITS, data, &mut out, limit).map_err(|e| fail(&e))?;
+            inflate(GZIP_WINDOW_BITS, data, &mut out, limit).map_err(|e| e.of_format(name))?;
             if out.len() as u64 > cap {
-                return Err(fail(&format!("decompression bomb: more than {cap} bytes")));
+                return Err(DecompressError::TooLarge { format: name, cap });
             }
         }
     }
     Ok(out)
 }
 
+/// A [`DecompressError::Corrupt`] of `format`, without an offset.
+fn corrupt(format: &'static str, what: String) -> DecompressError {
+    DecompressError::Corrupt {
+        format,
+        what,
+        offset: None,
+    }
+}
+
 /// A compressed section's `data` (`SHF_COMPRESSED`, or `.zdebug_*`: zlib) decompressed to
 /// exactly `size` bytes (its header's claim, which the caller has checked against its cap):
-/// fewer or more is an error, as is a format other than zlib and zstd. The error is a
-/// message without the file and section, which the caller adds.
+/// fewer or more is an error, as is a format other than zlib and zstd. The caller adds the
+/// file and section.
 pub(crate) fn decompress_section(
     format: object::CompressionFormat,
     data: &[u8],
     size: usize,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, DecompressError> {
     use object::CompressionFormat;
-    if !matches!(
-        format,
-        CompressionFormat::Zlib | CompressionFormat::Zstandard
-    ) {
-        return Err(format!("unknown compression {format:?}"));
-    }
+    let name = match format {
+        CompressionFormat::Zlib => "zlib",
+        CompressionFormat::Zstandard => "zstd",
+        other => {
+            return Err(DecompressError::Unsupported {
+                format: "section",
+                what: format!("compression {other:?}"),
+                offset: None,
+            })
+        }
+    };
     let mut out = Vec::new();
     out.try_reserve_exact(size)
-        .map_err(|_| format!("cannot allocate {size} bytes to decompress into"))?;
+        .map_err(|_| DecompressError::OutOfMemory {
+            format: name,
+            bytes: size as u64,
+        })?;
     super::bytes::advise_huge_pages(&mut out);
-    match format {
-        CompressionFormat::Zlib => {
-            let ended = inflate(ZLIB_WINDOW_BITS, data, &mut out, size)
-                .map_err(|e| format!("zlib: {e}"))?;
-            if !ended && out.len() == size {
-                return Err(format!(
-                    "zlib: more than the {size} bytes the header claims"
-                ));
-            }
+    if format == CompressionFormat::Zlib {
+        let ended =
+            inflate(ZLIB_WINDOW_BITS, data, &mut out, size).map_err(|e| e.of_format(name))?;
+        if !ended && out.len() == size {
+            return Err(DecompressError::SizeMismatch {
+                format: name,
+                claimed: size as u64,
+                decoded: None,
+            });
         }
-        // Zstandard, the only other format let through above.
-        _ => {
-            let mut decoder = ruzstd::decoding::FrameDecoder::new();
-            decoder
-                .decode_all_to_vec(data, &mut out)
-                .map_err(|e| format!("zstd: {e}"))?;
-        }
+    } else {
+        let mut decoder = ruzstd::decoding::FrameDecoder::new();
+        decoder
+            .decode_all_to_vec(data, &mut out)
+            .map_err(|e| corrupt(name, e.to_string()))?;
     }
     if out.len() != size {
-        return Err(format!(
-            "decompressed to {} bytes, the header claims {size}",
-            out.len()
-        ));
+        return Err(DecompressError::SizeMismatch {
+            format: name,
+            claimed: size as u64,
+            decoded: Some(out.len() as u64),
+        });
     }
     Ok(out)
 }
@@ -118,13 +140,22 @@ const GZIP_WINDOW_BITS: u8 = 16 + 15;
 /// unless the caller reserved room. zlib-rs directly, not through flate2: one crate fewer
 /// (two with crc32fast) in an embedder's build, for what flate2's `Decompress::decompress_vec`
 /// and `GzDecoder` did here.
-fn inflate(window_bits: u8, data: &[u8], out: &mut Vec<u8>, limit: usize) -> Result<bool, String> {
+/// Its errors say `zlib` for their format, which the caller corrects for gzip.
+fn inflate(
+    window_bits: u8,
+    data: &[u8],
+    out: &mut Vec<u8>,
+    limit: usize,
+) -> Result<bool, DecompressError> {
     let mut inflater = zlib_rs::Inflate::new(true, window_bits);
     loop {
         if out.len() < limit && out.len() == out.capacity() {
             let more = (limit - out.len()).min(out.len().max(64 << 10));
             out.try_reserve(more)
-                .map_err(|_| format!("cannot allocate {more} more bytes to decompress into"))?;
+                .map_err(|_| DecompressError::OutOfMemory {
+                    format: "zlib",
+                    bytes: (out.len() + more) as u64,
+                })?;
         }
         let room = limit.saturating_sub(out.len());
         let before = (inflater.total_in(), inflater.total_out());
@@ -138,10 +169,17 @@ fn inflate(window_bits: u8, data: &[u8], out: &mut Vec<u8>, limit: usize) -> Res
                 spare.get_mut(..spare_len).unwrap_or_default(),
                 zlib_rs::InflateFlush::Finish,
             )
-            .map_err(|e| inflater.error_message().unwrap_or(e.as_str()).to_string())?;
+            .map_err(|e| DecompressError::Corrupt {
+                format: "zlib",
+                what: inflater.error_message().unwrap_or(e.as_str()).to_string(),
+                offset: Some(inflater.total_in()),
+            })?;
         let written = usize::try_from(inflater.total_out() - before.1).unwrap_or(usize::MAX);
         if written > spare_len {
-            return Err(format!("zlib-rs wrote {written} bytes into {spare_len}"));
+            return Err(corrupt(
+                "zlib",
+                format!("zlib-rs wrote {written} bytes into {spare_len}"),
+            ));
         }
         // SAFETY: zlib-rs has initialized the first `written` bytes of the spare capacity it
         // was given (`total_out` counts the bytes it wrote there, and `written` is at most
@@ -155,19 +193,27 @@ fn inflate(window_bits: u8, data: &[u8], out: &mut Vec<u8>, limit: usize) -> Res
             if out.len() >= limit {
                 return Ok(false);
             }
-            return Err("the data ends before the compressed stream does".to_string());
+            return Err(DecompressError::Truncated {
+                format: "zlib",
+                what: "the compressed stream",
+                offset: Some(inflater.total_in()),
+            });
         }
     }
 }
 
-/// Reads `reader` to its end into `out`, failing past `cap` bytes.
-fn read_capped(reader: impl Read, cap: u64, out: &mut Vec<u8>) -> Result<(), String> {
+/// Reads `reader` to its end into `out`, failing past `cap` bytes. Its errors say `zstd`,
+/// which the caller corrects for another format.
+fn read_capped(reader: impl Read, cap: u64, out: &mut Vec<u8>) -> Result<(), DecompressError> {
     reader
         .take(cap.saturating_add(1))
         .read_to_end(out)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| corrupt("zstd", e.to_string()))?;
     if out.len() as u64 > cap {
-        return Err(format!("decompression bomb: more than {cap} bytes"));
+        return Err(DecompressError::TooLarge {
+            format: "zstd",
+            cap,
+        });
     }
     Ok(())
 }
@@ -180,13 +226,17 @@ const XZ_MEMORY_LIMIT_KIB: u32 = 1 << 20;
 /// xz (the `minidebuginfo` feature: src/elf/xz.rs's container reader around lzma-rust2's
 /// LZMA2 decoder), at most `cap` bytes; concatenated streams are read as `xz -d` reads them.
 #[cfg(feature = "minidebuginfo")]
-pub(crate) fn xz(data: &[u8], cap: u64) -> Result<Vec<u8>, String> {
+pub(crate) fn xz(data: &[u8], cap: u64) -> Result<Vec<u8>, DecompressError> {
     super::xz::decompress(data, cap, XZ_MEMORY_LIMIT_KIB)
 }
 
 #[cfg(not(feature = "minidebuginfo"))]
-pub(crate) fn xz(_data: &[u8], _cap: u64) -> Result<Vec<u8>, String> {
-    Err("stacksym was built without its `minidebuginfo` feature, which reads xz".to_string())
+pub(crate) fn xz(_data: &[u8], _cap: u64) -> Result<Vec<u8>, DecompressError> {
+    Err(DecompressError::Unsupported {
+        format: "xz",
+        what: "stacksym was built without its `minidebuginfo` feature, which reads xz".to_string(),
+        offset: None,
+    })
 }
 
 #[cfg(test)]
@@ -227,28 +277,53 @@ mod tests {
         let more = decompress_section(object::CompressionFormat::Zlib, &data, section.len() + 1);
         assert_eq!(
             more,
-            Err(format!(
-                "decompressed to {} bytes, the header claims {}",
+            Err(DecompressError::SizeMismatch {
+                format: "zlib",
+                claimed: section.len() as u64 + 1,
+                decoded: Some(section.len() as u64),
+            })
+        );
+        assert_eq!(
+            more.unwrap_err().to_string(),
+            format!(
+                "zlib: decompressed to {} bytes, the header claims {}",
                 section.len(),
                 section.len() + 1
-            ))
+            )
         );
         let fewer = decompress_section(object::CompressionFormat::Zlib, &data, section.len() - 1);
         assert_eq!(
             fewer,
-            Err(format!(
-                "zlib: more than the {} bytes the header claims",
-                section.len() - 1
-            ))
+            Err(DecompressError::SizeMismatch {
+                format: "zlib",
+                claimed: section.len() as u64 - 1,
+                decoded: None,
+            })
         );
         let truncated = decompress_section(
             object::CompressionFormat::Zlib,
             &data[..1000],
             section.len(),
         );
-        assert!(truncated.is_err(), "a truncated stream decompressed");
+        assert!(
+            matches!(
+                truncated,
+                Err(DecompressError::Truncated {
+                    format: "zlib",
+                    offset: Some(1000),
+                    ..
+                })
+            ),
+            "{truncated:?}"
+        );
         let garbage = decompress_section(object::CompressionFormat::Zstandard, b"not zstd", 100);
-        assert!(garbage.unwrap_err().starts_with("zstd: "));
+        assert!(
+            matches!(
+                garbage,
+                Err(DecompressError::Corrupt { format: "zstd", .. })
+            ),
+            "{garbage:?}"
+        );
     }
 
     #[test]
@@ -268,22 +343,27 @@ mod tests {
         // Trailing bytes after the member are ignored, as flate2's GzDecoder did.
         let trailing = [gz.clone(), b"trailing".to_vec()].concat();
         assert!(decompress(Compression::Gzip, &trailing, size).as_deref() == Ok(&file[..]));
+        let bomb = decompress(Compression::Gzip, &gz, size - 1).unwrap_err();
         assert_eq!(
-            decompress(Compression::Gzip, &gz, size - 1),
-            Err(format!(
-                "gzip: decompression bomb: more than {} bytes",
-                size - 1
-            ))
+            bomb,
+            DecompressError::TooLarge {
+                format: "gzip",
+                cap: size - 1
+            }
+        );
+        assert_eq!(
+            bomb.to_string(),
+            format!("gzip: decompression bomb: more than {} bytes", size - 1)
         );
         for cut in [0, 5, 100, gz.len() / 2, gz.len() - 4, gz.len() - 1] {
             let err = decompress(Compression::Gzip, &gz[..cut], size).unwrap_err();
-            assert!(err.starts_with("gzip: "), "{cut}: {err}");
+            assert!(err.to_string().starts_with("gzip: "), "{cut}: {err}");
         }
         // A flipped CRC32 in the trailer.
         let mut damaged = gz.clone();
         let at = damaged.len() - 6;
         damaged[at] ^= 1;
         let err = decompress(Compression::Gzip, &damaged, size).unwrap_err();
-        assert!(err.starts_with("gzip: "), "{err}");
+        assert!(err.to_string().starts_with("gzip: "), "{err}");
     }
 }

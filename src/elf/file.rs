@@ -446,7 +446,11 @@ impl ElfFile {
         let size = usize::try_from(compressed.uncompressed_size).unwrap_or(usize::MAX);
         compressed::decompress_section(compressed.format, compressed.data, size)
             .map(SectionContents::Owned)
-            .map_err(|e| malformed(format!("section {name}: {e}")))
+            .map_err(|source| Error::Decompress {
+                path: self.path.clone(),
+                section: Some(name.to_string()),
+                source,
+            })
     }
 
     /// The virtual address (`sh_addr`) of the section named `name`: CFI's pointer encodings
@@ -842,10 +846,11 @@ fn decompressed(path: &Path, bytes: FileBytes) -> Result<FileBytes> {
     };
     let data = bytes.as_slice();
     let whole =
-        compressed::decompress(format, data, decompression_cap(data.len())).map_err(|e| {
-            Error::NotElf {
+        compressed::decompress(format, data, decompression_cap(data.len())).map_err(|source| {
+            Error::Decompress {
                 path: path.to_path_buf(),
-                reason: format!("a compressed file that does not decompress: {e}"),
+                section: None,
+                source,
             }
         })?;
     Ok(FileBytes::Owned(whole.into_boxed_slice()))

@@ -18,6 +18,8 @@
 
 use std::io::Read;
 
+use crate::error::DecompressError;
+
 const HEADER_MAGIC: [u8; 6] = *b"\xfd7zXZ\0";
 const FOOTER_MAGIC: [u8; 2] = *b"YZ";
 /// The filter ID of LZMA2, the only filter read.
@@ -32,7 +34,11 @@ const CHECK_SHA256: u8 = 0x0a;
 /// The concatenated xz streams of `data` decompressed, at most `cap` bytes (more is an error,
 /// "decompression bomb"); a block whose LZMA2 dictionary would need more than
 /// `mem_limit_kib` KiB (lzma-rust2's estimate) is refused before it is allocated.
-pub(crate) fn decompress(data: &[u8], cap: u64, mem_limit_kib: u32) -> Result<Vec<u8>, String> {
+pub(crate) fn decompress(
+    data: &[u8],
+    cap: u64,
+    mem_limit_kib: u32,
+) -> Result<Vec<u8>, DecompressError> {
     let mut input = Input { data, pos: 0 };
     let mut out = Vec::new();
     loop {
@@ -43,9 +49,12 @@ pub(crate) fn decompress(data: &[u8], cap: u64, mem_limit_kib: u32) -> Result<Ve
             input.pos += 1;
         }
         if !(input.pos - padding_start).is_multiple_of(4) {
-            return Err(format!(
-                "stream padding of {} bytes at offset {padding_start}, not a multiple of four",
-                input.pos - padding_start
+            return Err(corrupt(
+                padding_start,
+                format!(
+                    "stream padding of {} bytes, not a multiple of four",
+                    input.pos - padding_start
+                ),
             ));
         }
         if input.pos == data.len() {
@@ -66,44 +75,52 @@ impl<'a> Input<'a> {
     }
 
     /// The next `n` bytes, or an error naming `what` was truncated.
-    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], String> {
+    fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], DecompressError> {
         let bytes = self
             .pos
             .checked_add(n)
             .and_then(|end| self.data.get(self.pos..end))
-            .ok_or_else(|| format!("truncated in {what} at offset {}", self.pos))?;
+            .ok_or_else(|| truncated(what, self.pos))?;
         self.pos += n;
         Ok(bytes)
     }
 
-    fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N], String> {
+    fn array<const N: usize>(&mut self, what: &'static str) -> Result<[u8; N], DecompressError> {
+        let at = self.pos;
         let bytes = self.take(N, what)?;
-        bytes.try_into().map_err(|_| format!("truncated in {what}"))
+        bytes.try_into().map_err(|_| truncated(what, at))
     }
 
-    fn byte(&mut self, what: &str) -> Result<u8, String> {
+    fn byte(&mut self, what: &'static str) -> Result<u8, DecompressError> {
         self.array::<1>(what).map(|[b]| b)
     }
 
-    fn u32_le(&mut self, what: &str) -> Result<u32, String> {
+    fn u32_le(&mut self, what: &'static str) -> Result<u32, DecompressError> {
         self.array(what).map(u32::from_le_bytes)
     }
 
     /// A variable-length integer: seven bits a byte, least significant first, at most nine
     /// bytes, no needless trailing zero byte (as liblzma requires).
-    fn vli(&mut self, what: &str) -> Result<u64, String> {
+    fn vli(&mut self, what: &'static str) -> Result<u64, DecompressError> {
+        let start = self.pos;
         let mut value = 0u64;
         for i in 0..9 {
             let byte = self.byte(what)?;
             value |= u64::from(byte & 0x7f) << (7 * i);
             if byte & 0x80 == 0 {
                 if i > 0 && byte == 0 {
-                    return Err(format!("{what}: an integer with a needless zero byte"));
+                    return Err(corrupt(
+                        start,
+                        format!("{what}: an integer with a needless zero byte"),
+                    ));
                 }
                 return Ok(value);
             }
         }
-        Err(format!("{what}: an integer longer than nine bytes"))
+        Err(corrupt(
+            start,
+            format!("{what}: an integer longer than nine bytes"),
+        ))
     }
 }
 
@@ -113,23 +130,22 @@ fn stream(
     cap: u64,
     mem_limit_kib: u32,
     out: &mut Vec<u8>,
-) -> Result<(), String> {
+) -> Result<(), DecompressError> {
     let start = input.pos;
     let header: [u8; 12] = input.array("the stream header")?;
     if header[..6] != HEADER_MAGIC {
-        return Err(format!("no xz stream header at offset {start}"));
+        return Err(corrupt(start, "no xz stream header".to_string()));
     }
     let flags = [header[6], header[7]];
     if crc32(&flags) != u32::from_le_bytes([header[8], header[9], header[10], header[11]]) {
-        return Err(format!(
-            "the stream header at offset {start}: CRC32 mismatch"
-        ));
+        return Err(checksum("CRC32 of the stream header", start));
     }
     if flags[0] != 0 || flags[1] & 0xf0 != 0 {
-        return Err(format!(
-            "the stream header at offset {start}: unsupported flags {:02x}{:02x}",
-            flags[0], flags[1]
-        ));
+        return Err(DecompressError::Unsupported {
+            format: "xz",
+            what: format!("stream header flags {:02x}{:02x}", flags[0], flags[1]),
+            offset: Some(start as u64),
+        });
     }
     let check = flags[1];
     match check {
@@ -142,7 +158,7 @@ fn stream(
     let mut blocks = Vec::new();
     while input
         .peek()
-        .ok_or_else(|| format!("truncated at offset {}", input.pos))?
+        .ok_or_else(|| truncated("a stream's blocks", input.pos))?
         != 0
     {
         blocks.push(block(input, check, cap, mem_limit_kib, out)?);
@@ -155,27 +171,28 @@ fn stream(
     let footer_start = input.pos;
     let footer: [u8; 12] = input.array("the stream footer")?;
     if footer[10..] != FOOTER_MAGIC {
-        return Err(format!("no xz stream footer at offset {footer_start}"));
+        return Err(corrupt(footer_start, "no xz stream footer".to_string()));
     }
     let stored_crc = u32::from_le_bytes([footer[0], footer[1], footer[2], footer[3]]);
     if crc32(&footer[4..10]) != stored_crc {
-        return Err(format!(
-            "the stream footer at offset {footer_start}: CRC32 mismatch"
-        ));
+        return Err(checksum("CRC32 of the stream footer", footer_start));
     }
     let backward_size = (u64::from(u32::from_le_bytes([
         footer[4], footer[5], footer[6], footer[7],
     ])) + 1)
         * 4;
     if backward_size != index_size {
-        return Err(format!(
-            "the stream footer at offset {footer_start}: an index of {backward_size} bytes, \
-             but it has {index_size}"
+        return Err(corrupt(
+            footer_start,
+            format!(
+                "the stream footer: an index of {backward_size} bytes, but it has {index_size}"
+            ),
         ));
     }
     if footer[8..10] != flags {
-        return Err(format!(
-            "the stream footer at offset {footer_start}: flags differ from the header's"
+        return Err(corrupt(
+            footer_start,
+            "the stream footer: flags differ from the header's".to_string(),
         ));
     }
     Ok(())
@@ -201,9 +218,14 @@ fn block(
     cap: u64,
     mem_limit_kib: u32,
     out: &mut Vec<u8>,
-) -> Result<(u64, u64), String> {
+) -> Result<(u64, u64), DecompressError> {
     let start = input.pos;
-    let fail = |what: &str| format!("the block at offset {start}: {what}");
+    let fail = |what: &str| corrupt(start, format!("the block: {what}"));
+    let unsupported = |what: String| DecompressError::Unsupported {
+        format: "xz",
+        what: format!("the block: {what}"),
+        offset: Some(start as u64),
+    };
 
     // The block header.
     let header_size = (usize::from(input.peek().unwrap_or(0)) + 1) * 4;
@@ -211,12 +233,12 @@ fn block(
     let (body, stored_crc) = header.split_at(header_size - 4);
     let stored_crc = u32::from_le_bytes(stored_crc.try_into().map_err(|_| fail("header"))?);
     if crc32(body) != stored_crc {
-        return Err(fail("header CRC32 mismatch"));
+        return Err(checksum("CRC32 of the block header", start));
     }
     let mut header = Input { data: body, pos: 1 };
     let flags = header.byte("a block header")?;
     if flags & 0x3c != 0 {
-        return Err(fail(&format!("unsupported flags {flags:02x}")));
+        return Err(unsupported(format!("flags {flags:02x}")));
     }
     let compressed_size = match flags & 0x40 {
         0 => None,
@@ -229,9 +251,9 @@ fn block(
     let filters = (flags & 3) + 1;
     let filter = header.vli("a block's filter")?;
     if filters != 1 || filter != LZMA2_FILTER {
-        return Err(fail(&format!(
-            "unsupported filter chain ({filters} filters, the first 0x{filter:x}): \
-             only LZMA2 (0x21) alone is read"
+        return Err(unsupported(format!(
+            "a filter chain of {filters} filters, the first 0x{filter:x}: only LZMA2 (0x21) \
+             alone is read"
         )));
     }
     if header.vli("a block's filter properties")? != 1 {
@@ -247,7 +269,7 @@ fn block(
     }
     let needed_kib = lzma_rust2::lzma2_get_memory_usage(dict_size);
     if needed_kib > mem_limit_kib {
-        return Err(fail(&format!(
+        return Err(unsupported(format!(
             "its dictionary of {dict_size} bytes needs {needed_kib} KiB, more than the limit \
              of {mem_limit_kib} KiB"
         )));
@@ -256,7 +278,7 @@ fn block(
     // The LZMA2 data: its extent from the chunk headers, checked against the block header's
     // sizes and the cap before it is decoded.
     let rest = input.data.get(input.pos..).unwrap_or_default();
-    let (packed, unpacked) = lzma2_extent(rest).map_err(|e| fail(&e))?;
+    let (packed, unpacked) = lzma2_extent(rest).map_err(&fail)?;
     if compressed_size.is_some_and(|size| size != packed as u64) {
         return Err(fail("compressed size differs from the LZMA2 data's"));
     }
@@ -264,13 +286,16 @@ fn block(
         return Err(fail("uncompressed size differs from the LZMA2 data's"));
     }
     if (out.len() as u64).saturating_add(unpacked) > cap {
-        return Err(format!("decompression bomb: more than {cap} bytes"));
+        return Err(DecompressError::TooLarge { format: "xz", cap });
     }
     let lzma2 = input.take(packed, "LZMA2 data")?;
     let before = out.len();
     let reserve = usize::try_from(unpacked).map_err(|_| fail("too large"))?;
     out.try_reserve(reserve)
-        .map_err(|_| fail(&format!("cannot allocate {unpacked} bytes")))?;
+        .map_err(|_| DecompressError::OutOfMemory {
+            format: "xz",
+            bytes: unpacked,
+        })?;
     let decoder = lzma_rust2::Lzma2Reader::new_mem_limit(lzma2, dict_size, mem_limit_kib, None)
         .map_err(|e| fail(&format!("LZMA2: {e}")))?;
     decoder
@@ -301,11 +326,11 @@ fn block(
     };
     if mismatch {
         let name = if check == CHECK_CRC32 {
-            "CRC32"
+            "CRC32 of the data"
         } else {
-            "CRC64"
+            "CRC64 of the data"
         };
-        return Err(fail(&format!("{name} of the data mismatch")));
+        return Err(checksum(name, start));
     }
     Ok(((unpadded_without_check + size) as u64, unpacked))
 }
@@ -321,11 +346,12 @@ fn lzma2_dict_size(byte: u8) -> Option<u32> {
 
 /// Where the LZMA2 data at the start of `data` ends (the length up to and including its end
 /// marker) and how many bytes it decodes to, from its chunk headers, without decoding.
-fn lzma2_extent(data: &[u8]) -> Result<(usize, u64), String> {
-    let be16 = |at: usize| -> Result<usize, String> {
+/// Its error says what was wrong, for the caller to place in its block.
+fn lzma2_extent(data: &[u8]) -> Result<(usize, u64), &'static str> {
+    let be16 = |at: usize| -> Result<usize, &'static str> {
         match (data.get(at), data.get(at + 1)) {
             (Some(&high), Some(&low)) => Ok(usize::from(u16::from_be_bytes([high, low]))),
-            _ => Err("truncated LZMA2 data".to_string()),
+            _ => Err("truncated LZMA2 data"),
         }
     };
     let mut pos = 0usize;
@@ -347,15 +373,15 @@ fn lzma2_extent(data: &[u8]) -> Result<(usize, u64), String> {
                 unpacked += size as u64;
                 pos += if control >= 0xc0 { 6 } else { 5 } + packed;
             }
-            _ => return Err(format!("LZMA2 data: reserved control byte 0x{control:02x}")),
+            _ => return Err("LZMA2 data with a reserved control byte"),
         }
     }
 }
 
 /// The index at `input`'s position, compared with the blocks read.
-fn index(input: &mut Input, blocks: &[(u64, u64)]) -> Result<(), String> {
+fn index(input: &mut Input, blocks: &[(u64, u64)]) -> Result<(), DecompressError> {
     let start = input.pos;
-    let fail = |what: &str| format!("the index at offset {start}: {what}");
+    let fail = |what: &str| corrupt(start, format!("the index: {what}"));
     if input.byte("the index")? != 0 {
         return Err(fail("no index indicator"));
     }
@@ -375,9 +401,36 @@ fn index(input: &mut Input, blocks: &[(u64, u64)]) -> Result<(), String> {
     }
     let covered = input.data.get(start..input.pos).unwrap_or_default();
     if crc32(covered) != input.u32_le("the index")? {
-        return Err(fail("CRC32 mismatch"));
+        return Err(checksum("CRC32 of the index", start));
     }
     Ok(())
+}
+
+/// A [`DecompressError::Truncated`] of xz: `what` cut at `offset`.
+fn truncated(what: &'static str, offset: usize) -> DecompressError {
+    DecompressError::Truncated {
+        format: "xz",
+        what,
+        offset: Some(offset as u64),
+    }
+}
+
+/// A [`DecompressError::Corrupt`] of xz: `what`, in the structure at `offset`.
+fn corrupt(offset: usize, what: String) -> DecompressError {
+    DecompressError::Corrupt {
+        format: "xz",
+        what,
+        offset: Some(offset as u64),
+    }
+}
+
+/// A [`DecompressError::ChecksumMismatch`] of xz: `what`, of the structure at `offset`.
+fn checksum(what: &'static str, offset: usize) -> DecompressError {
+    DecompressError::ChecksumMismatch {
+        format: "xz",
+        what,
+        offset: Some(offset as u64),
+    }
 }
 
 fn crc32(data: &[u8]) -> u32 {
@@ -530,7 +583,9 @@ mod tests {
             Ok(&data[..])
         );
         // One byte less than the output is over the cap.
-        let err = decompress(&file, data.len() as u64 - 1, LIMIT_KIB).unwrap_err();
+        let err = decompress(&file, data.len() as u64 - 1, LIMIT_KIB)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("decompression bomb"), "{err}");
     }
 
@@ -551,13 +606,17 @@ mod tests {
         }
         for padding in [1, 3, 5] {
             let file = [xa.clone(), vec![0; padding], xb.clone()].concat();
-            let err = decompress(&file, u64::MAX, LIMIT_KIB).unwrap_err();
+            let err = decompress(&file, u64::MAX, LIMIT_KIB)
+                .unwrap_err()
+                .to_string();
             assert!(err.contains("stream padding"), "{err}");
         }
         let trailing = [xa.clone(), b"garbage!".to_vec()].concat();
         assert!(decompress(&trailing, u64::MAX, LIMIT_KIB).is_err());
         // The cap counts both streams.
-        let err = decompress(&[xa, xb].concat(), both.len() as u64 - 1, LIMIT_KIB).unwrap_err();
+        let err = decompress(&[xa, xb].concat(), both.len() as u64 - 1, LIMIT_KIB)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("decompression bomb"), "{err}");
     }
 
@@ -571,7 +630,9 @@ mod tests {
             let mut file = xz(&[&format!("--check={check}")], &data);
             let at = last_check(&file, size).start + 1;
             file[at] ^= 0x10;
-            let err = decompress(&file, u64::MAX, LIMIT_KIB).unwrap_err();
+            let err = decompress(&file, u64::MAX, LIMIT_KIB)
+                .unwrap_err()
+                .to_string();
             assert!(
                 err.contains(&format!("{name} of the data mismatch")),
                 "{err}"
@@ -606,7 +667,9 @@ mod tests {
         let data = b"a small payload\n".repeat(50);
         // xz -6 (the default) writes an 8 MiB dictionary: above a 1 MiB limit.
         let file = xz(&[], &data);
-        let err = decompress(&file, u64::MAX, 1 << 10).unwrap_err();
+        let err = decompress(&file, u64::MAX, 1 << 10)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("more than the limit of 1024 KiB"), "{err}");
         assert_eq!(
             decompress(&file, u64::MAX, LIMIT_KIB).as_deref(),
@@ -623,11 +686,23 @@ mod tests {
         let crc = crc32(&file[header.start..header.end - 4]).to_le_bytes();
         file[header.end - 4..header.end].copy_from_slice(&crc);
         let err = crate::elf::compressed::xz(&file, u64::MAX).unwrap_err();
-        assert!(err.contains("more than the limit"), "{err}");
+        assert!(
+            matches!(
+                err,
+                DecompressError::Unsupported {
+                    offset: Some(12),
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("more than the limit"), "{err}");
         file[16] = 41;
         let crc = crc32(&file[header.start..header.end - 4]).to_le_bytes();
         file[header.end - 4..header.end].copy_from_slice(&crc);
-        let err = decompress(&file, u64::MAX, LIMIT_KIB).unwrap_err();
+        let err = decompress(&file, u64::MAX, LIMIT_KIB)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("invalid LZMA2 dictionary size"), "{err}");
     }
 
@@ -637,9 +712,11 @@ mod tests {
             return;
         }
         let file = xz(&["--x86", "--lzma2"], &payload());
-        let err = decompress(&file, u64::MAX, LIMIT_KIB).unwrap_err();
+        let err = decompress(&file, u64::MAX, LIMIT_KIB)
+            .unwrap_err()
+            .to_string();
         assert!(
-            err.contains("unsupported filter chain (2 filters, the first 0x4)"),
+            err.contains("unsupported: the block: a filter chain of 2 filters, the first 0x4"),
             "{err}"
         );
     }
