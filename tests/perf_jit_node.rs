@@ -7,12 +7,13 @@
 //! `jitted-PID-N.so` file inject wrote and that file as its dso, ours at the process's
 //! address in `/tmp/perf-PID.map` (README, "JIT code"). Every other line must be the same,
 //! but for the spelling of C++ template and lambda names in node's own code (issue 37,
-//! counted apart). Two differences are the unwinder's, by design, counted apart too (see
-//! `support::perf::JitAgreement`): a leaf in the first instructions of code without CFI, where
-//! perf's frame-pointer fallback skips the caller, and one frame more before a walk runs off
-//! the stack copy. The test asserts that 99 % of the samples are identical but for that
-//! spelling, and that no more than 0.5 % differ in any other way; it prints every count (the
-//! issue's target, 99.5 % identical, is read from them).
+//! counted apart). One difference is the unwinder's, by design, counted apart too (see
+//! `support::perf::JitAgreement`): a leaf in the first instructions of code without CFI (a
+//! V8 builtin or bytecode handler), where perf's frame-pointer fallback (libunwind's) skips
+//! the caller and ours names it; about one sample in 400. The test asserts that 99 % of the
+//! samples are identical but for that spelling, and that no more than 0.5 % differ in any
+//! other way; it prints every count (the issue's target, 99.5 % identical, is read from
+//! them).
 //!
 //! Both sides run with `--no-inline`: perf 6.1 asks binutils' `addr2line` for the inlined
 //! frames of every address in node's 100 MB executable, about 0.2 s each (2 min 38 s of wall

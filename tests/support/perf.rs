@@ -157,13 +157,10 @@ pub struct JitAgreement {
     pub spelling: Vec<usize>,
     /// Samples where ours has one frame more, right after the leaf, and is otherwise
     /// identical: a leaf in the first instructions of code without CFI (a V8 builtin,
-    /// bytecode handler or baseline stub), where perf's frame-pointer fallback (libdw's)
+    /// bytecode handler or baseline stub), where perf's frame-pointer fallback (libunwind's)
     /// reads the caller's frame pointer and skips the caller, and the unwinder reads the
     /// return address where the prologue left it (src/unwind/prologue.rs).
     pub caller_at_entry: Vec<usize>,
-    /// Samples where ours has one frame more just before the walk runs off the stack copy
-    /// (`ffffffffffffffff [unknown]`, the last line of both).
-    pub before_copy_end: Vec<usize>,
     /// Any other difference.
     pub other: Vec<usize>,
 }
@@ -285,30 +282,19 @@ pub fn compare_jit_samples(what: &str, ours: &str, theirs: &str) -> JitAgreement
                 .map(|(_, l)| *l)
                 .collect()
         };
-        if o.len() == t.len() + 1 {
-            if leaf.is_some_and(|k| same_frames(&without(k + 1), &t, &mut scratch).is_some()) {
-                agreement.caller_at_entry.push(i);
-                continue;
-            }
-            let ends = |l: &[&str]| {
-                l.last()
-                    .is_some_and(|l| l.contains("ffffffffffffffff [unknown]"))
-            };
-            if ends(&o)
-                && ends(&t)
-                && same_frames(&without(o.len() - 2), &t, &mut scratch).is_some()
-            {
-                agreement.before_copy_end.push(i);
-                continue;
-            }
+        if o.len() == t.len() + 1
+            && leaf.is_some_and(|k| same_frames(&without(k + 1), &t, &mut scratch).is_some())
+        {
+            agreement.caller_at_entry.push(i);
+            continue;
         }
         agreement.other.push(i);
     }
     writeln_stderr(format_args!(
         "{what}: {} samples (ours {}): {} identical ({:.2} %), JIT frames by name ({} of them); \
          {} differ in C++ spelling only (issue 37), {:.2} % identical with them; \
-         ours has one frame more: {} after a leaf at the entry of code without CFI, {} before \
-         the stack copy ends; {} differ otherwise",
+         {} where ours has one frame more after a leaf at the entry of code without CFI; \
+         {} differ otherwise",
         agreement.samples,
         a.len(),
         agreement.identical,
@@ -317,17 +303,11 @@ pub fn compare_jit_samples(what: &str, ours: &str, theirs: &str) -> JitAgreement
         agreement.spelling.len(),
         agreement.identical_but_spelling_percent(),
         agreement.caller_at_entry.len(),
-        agreement.before_copy_end.len(),
         agreement.other.len(),
     ));
     let kinds = [
         ("C++ spelling", &agreement.spelling, 2),
         ("a frame more after the leaf", &agreement.caller_at_entry, 3),
-        (
-            "a frame more before the copy ends",
-            &agreement.before_copy_end,
-            3,
-        ),
         ("other", &agreement.other, 10),
     ];
     for (kind, samples, shown) in kinds {
