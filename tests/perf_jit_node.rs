@@ -85,9 +85,15 @@ fn raw_node_recording_agrees_with_perf_inject_and_perf_script() {
             ),
         );
     }
+    // perf inject and perf script would add each generated file to ~/.debug (2,400 of them
+    // per run): a build-id cache of the test's own.
+    let cache = dir.path().join("buildid-cache");
+    std::fs::create_dir(&cache).unwrap();
     let injected = dir.path().join("perf.jit.data");
     output(
         Command::new(&perf)
+            .arg("--buildid-dir")
+            .arg(&cache)
             .args(["inject", "--jit", "-i"])
             .arg(&data)
             .arg("-o")
@@ -96,6 +102,8 @@ fn raw_node_recording_agrees_with_perf_inject_and_perf_script() {
     );
     let theirs = output(
         Command::new(&perf)
+            .arg("--buildid-dir")
+            .arg(&cache)
             .args(["script", "--no-inline", "-F", FIELDS, "-i"])
             .arg(&injected),
     );

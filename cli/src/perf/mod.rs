@@ -138,7 +138,7 @@ struct FileInfo {
     is_vdso: bool,
     /// The recording lists a build-id for this path and no file with it was found (not the
     /// file at the path, not perf's build-id cache): perf neither names nor unwinds through
-    /// it (libdw has no CFI for it), so the chain ends at a frame in it.
+    /// it (its libunwind has no CFI for it), so the chain ends at a frame in it.
     missing_recorded: bool,
     /// Tells files apart in the name cache.
     id: usize,
