@@ -10,10 +10,14 @@
 //! counted apart). One difference is the unwinder's, by design, counted apart too (see
 //! `support::perf::JitAgreement`): a leaf in the first instructions of code without CFI (a
 //! V8 builtin or bytecode handler), where perf's frame-pointer fallback (libunwind's) skips
-//! the caller and ours names it; about one sample in 400. The test asserts that 99 % of the
-//! samples are identical but for that spelling, and that no more than 0.5 % differ in any
-//! other way; it prints every count (the target, 99.5 % identical, is read from
-//! them).
+//! the caller and ours names it; about one sample in 400. And perf has no copy of the vDSO
+//! here (the recording is made with `--no-buildid-cache`, and perf gets an empty build-id
+//! cache of the test's own, where it would keep one): a sample in `Date.now`'s
+//! `clock_gettime` ends at `[unknown] ([vdso])` in perf's, and goes on in ours (counted
+//! apart). The test asserts that 98.5 % of the samples are identical but for the spelling
+//! (99.7-100 % in six runs of 300-400 samples), and that no more than 0.5 % differ in any way
+//! not counted apart; it prints every count (the target, 99.5 % identical, is read
+//! from them).
 //!
 //! Both sides run with `--no-inline`: perf 6.1 asks binutils' `addr2line` for the inlined
 //! frames of every address in node's 100 MB executable, about 0.2 s each (2 min 38 s of wall
@@ -122,7 +126,7 @@ fn raw_node_recording_agrees_with_perf_inject_and_perf_script() {
     assert!(agreement.samples >= 100, "{agreement:?}");
     assert!(agreement.jit_frames >= 1000, "{agreement:?}");
     assert!(
-        agreement.identical_but_spelling_percent() >= 99.0,
+        agreement.identical_but_spelling_percent() >= 98.5,
         "{:.2} % of the samples identical but for C++ spelling",
         agreement.identical_but_spelling_percent()
     );
