@@ -23,6 +23,10 @@
 //! file states (only by bytes that are there), and a problem is an [`Error::JitDump`] naming
 //! the file and the offset of the record. A file a runtime is still writing ends in a record
 //! cut short: [`parse_growing_jitdump`] stops there instead ([`JitDump::cut_short_at`]).
+//! What a live runtime compiled last may not be in the file yet: V8 (node 20) writes its
+//! records through a stdio buffer, whole pages at a time, so its newest loads reach the file
+//! only when more code follows or the process exits (its perf map, `--perf-basic-prof`, is
+//! written line by line, and names that code meanwhile).
 //! [`Process::jit_dumps`](super::Process::jit_dumps) finds and reads a process's files.
 
 use std::collections::HashMap;

@@ -140,3 +140,212 @@ pub fn compare_reports(
     }
     perfs
 }
+
+/// How `stacksym perf` on a raw recording of a JIT (no `perf inject --jit`) agrees with
+/// `perf script` on the injected one, sample by sample ([`compare_jit_samples`]).
+#[derive(Debug, Default)]
+pub struct JitAgreement {
+    /// Samples in perf's output (blank-line separated blocks).
+    pub samples: usize,
+    /// Samples identical line for line, a JIT frame by its name only (see below).
+    pub identical: usize,
+    /// Frames of JIT code compared (named in a `jitted-PID-N.so` by perf).
+    pub jit_frames: usize,
+    /// Samples that differ only in the names of non-JIT frames at the same address in the
+    /// same file: the demangler's spelling of C++ templates and lambdas (issue 37; e.g. ours
+    /// `int f<T>`, perf's `f<T>`), not a question of JIT code.
+    pub spelling: Vec<usize>,
+    /// Samples where ours has one frame more, right after the leaf, and is otherwise
+    /// identical: a leaf in the first instructions of code without CFI (a V8 builtin,
+    /// bytecode handler or baseline stub), where perf's frame-pointer fallback (libunwind's)
+    /// reads the caller's frame pointer and skips the caller, and the unwinder reads the
+    /// return address where the prologue left it (src/unwind/prologue.rs).
+    pub caller_at_entry: Vec<usize>,
+    /// Samples where perf stops at a frame in the vDSO it names `[unknown]` and ours names it
+    /// and goes on, otherwise identical: perf had no copy of the vDSO (it keeps the one it saw
+    /// in its build-id cache, and the tests record with `--no-buildid-cache` and give perf an
+    /// empty cache of their own); ours reads this machine's.
+    pub vdso_unread: Vec<usize>,
+    /// Any other difference.
+    pub other: Vec<usize>,
+}
+
+impl JitAgreement {
+    /// The share of identical samples, in percent.
+    pub fn identical_percent(&self) -> f64 {
+        100.0 * self.identical as f64 / self.samples.max(1) as f64
+    }
+
+    /// The share of samples identical or differing in C++ spelling only, in percent.
+    pub fn identical_but_spelling_percent(&self) -> f64 {
+        100.0 * (self.identical + self.spelling.len()) as f64 / self.samples.max(1) as f64
+    }
+}
+
+/// One line of `-F ...,ip,sym,dso` output: the indentation and address, the name, the dso.
+fn frame_fields(line: &str) -> Option<(&str, &str, &str)> {
+    let start = line.len() - line.trim_start().len();
+    let (addr, rest) = line[start..].split_once(' ')?;
+    let (name, dso) = rest.rsplit_once(" (")?;
+    Some((&line[..start + addr.len()], name, dso.strip_suffix(')')?))
+}
+
+/// Whether `dso` is a file `perf inject --jit` wrote (`.../jitted-PID-N.so`).
+fn is_jitted_so(dso: &str) -> bool {
+    let name = dso.rsplit('/').next().unwrap_or(dso);
+    name.strip_prefix("jitted-")
+        .and_then(|rest| rest.strip_suffix(".so"))
+        .is_some_and(|rest| {
+            rest.split_once('-').is_some_and(|(pid, n)| {
+                [pid, n]
+                    .iter()
+                    .all(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+            })
+        })
+}
+
+/// How a line of ours matches perf's: `Some(false)` the same frame, `Some(true)` the same
+/// frame spelled otherwise (a non-JIT frame at the same address in the same file under
+/// another name), `None` another frame. A frame perf names in a `jitted-PID-N.so` is the
+/// same when ours has its name in the process's perf map (`/tmp/perf-PID.map`): the address
+/// and the dso of a JIT frame differ by design (perf prints the address in the generated
+/// file, ours the process's; README, "JIT code").
+fn same_frame(ours: &str, theirs: &str, jit_frames: &mut usize) -> Option<bool> {
+    if ours == theirs {
+        return Some(false);
+    }
+    let ((oa, on, od), (ta, tn, td)) = (frame_fields(ours)?, frame_fields(theirs)?);
+    if is_jitted_so(td) {
+        *jit_frames += 1;
+        let perf_map = od.starts_with("/tmp/perf-") && od.ends_with(".map");
+        return (on == tn && perf_map).then_some(false);
+    }
+    (oa == ta && od == td && !is_jitted_so(od)).then_some(true)
+}
+
+/// Whether two samples' lines are the same frames; the second value: some only spelled
+/// otherwise ([`same_frame`]).
+fn same_frames(ours: &[&str], theirs: &[&str], jit_frames: &mut usize) -> Option<bool> {
+    if ours.len() != theirs.len() {
+        return None;
+    }
+    let mut spelled = false;
+    for (o, t) in ours.iter().zip(theirs) {
+        spelled |= same_frame(o, t, jit_frames)?;
+    }
+    Some(spelled)
+}
+
+/// `stacksym perf` on a raw recording of a JIT against `perf script` on the recording
+/// `perf inject --jit` made of it, both in the same `-F` layout, sample by sample; prints
+/// the counts and the first samples of each kind of difference.
+pub fn compare_jit_samples(what: &str, ours: &str, theirs: &str) -> JitAgreement {
+    let blocks = |text: &str| -> Vec<Vec<String>> {
+        text.split("\n\n")
+            .filter(|b| !b.trim().is_empty())
+            .map(|b| b.lines().map(str::to_string).collect())
+            .collect()
+    };
+    let (a, b) = (blocks(ours), blocks(theirs));
+    let mut agreement = JitAgreement {
+        samples: b.len(),
+        ..JitAgreement::default()
+    };
+    for i in 0..a.len().max(b.len()) {
+        let (Some(o), Some(t)) = (a.get(i), b.get(i)) else {
+            agreement.other.push(i);
+            continue;
+        };
+        let o: Vec<&str> = o.iter().map(String::as_str).collect();
+        let t: Vec<&str> = t.iter().map(String::as_str).collect();
+        let mut jit = 0;
+        match same_frames(&o, &t, &mut jit) {
+            Some(false) => {
+                agreement.identical += 1;
+                agreement.jit_frames += jit;
+                continue;
+            }
+            Some(true) => {
+                agreement.spelling.push(i);
+                agreement.jit_frames += jit;
+                continue;
+            }
+            None => {}
+        }
+        let mut scratch = 0;
+        // The leaf is the first frame line after the header that is not the kernel's.
+        let leaf = t
+            .iter()
+            .enumerate()
+            .skip(1)
+            .find(|(_, l)| frame_fields(l).is_some_and(|(_, _, dso)| dso != "[kernel.kallsyms]"))
+            .map(|(k, _)| k);
+        let without = |k: usize| -> Vec<&str> {
+            o.iter()
+                .enumerate()
+                .filter(|&(j, _)| j != k)
+                .map(|(_, l)| *l)
+                .collect()
+        };
+        if o.len() == t.len() + 1
+            && leaf.is_some_and(|k| same_frames(&without(k + 1), &t, &mut scratch).is_some())
+        {
+            agreement.caller_at_entry.push(i);
+            continue;
+        }
+        let vdso_end = t
+            .last()
+            .and_then(|l| frame_fields(l))
+            .and_then(|(ta, tn, td)| {
+                let (oa, _, od) = frame_fields(o.get(t.len() - 1)?)?;
+                (tn == "[unknown]" && td == "[vdso]" && oa == ta && od == td).then_some(())
+            });
+        if vdso_end.is_some()
+            && o.len() > t.len()
+            && same_frames(&o[..t.len() - 1], &t[..t.len() - 1], &mut scratch).is_some()
+        {
+            agreement.vdso_unread.push(i);
+            continue;
+        }
+        agreement.other.push(i);
+    }
+    writeln_stderr(format_args!(
+        "{what}: {} samples (ours {}): {} identical ({:.2} %), JIT frames by name ({} of them); \
+         {} differ in C++ spelling only (issue 37), {:.2} % identical with them; \
+         {} where ours has one frame more after a leaf at the entry of code without CFI; \
+         {} where perf had no copy of the vDSO; {} differ otherwise",
+        agreement.samples,
+        a.len(),
+        agreement.identical,
+        agreement.identical_percent(),
+        agreement.jit_frames,
+        agreement.spelling.len(),
+        agreement.identical_but_spelling_percent(),
+        agreement.caller_at_entry.len(),
+        agreement.vdso_unread.len(),
+        agreement.other.len(),
+    ));
+    let kinds = [
+        ("C++ spelling", &agreement.spelling, 2),
+        ("a frame more after the leaf", &agreement.caller_at_entry, 3),
+        ("perf without the vDSO", &agreement.vdso_unread, 1),
+        ("other", &agreement.other, 10),
+    ];
+    for (kind, samples, shown) in kinds {
+        for &i in samples.iter().take(shown) {
+            let (o, t) = (a.get(i).map(Vec::as_slice), b.get(i).map(Vec::as_slice));
+            writeln_stderr(format_args!("--- sample {i} ({kind}):"));
+            let (o, t) = (o.unwrap_or_default(), t.unwrap_or_default());
+            let lines = (0..o.len().max(t.len())).filter_map(|k| {
+                let x = o.get(k).map_or("(none)", String::as_str);
+                let y = t.get(k).map_or("(none)", String::as_str);
+                let differ = same_frame(x, y, &mut 0).is_none_or(|spelled| spelled);
+                differ.then(|| format!("  {k} ours: {}\n  {k} perf: {}", x.trim(), y.trim()))
+            });
+            for line in lines.take(4) {
+                writeln_stderr(format_args!("{line}"));
+            }
+        }
+    }
+    agreement
+}
