@@ -71,22 +71,123 @@ pub struct Arg {
     pub operand: Operand,
 }
 
-/// Why an argument string could not be parsed: which argument and what was wrong with it.
+/// Why an argument string could not be parsed: which argument, its text, and what was wrong
+/// with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArgError {
     /// The argument's index, from 0 (the count when there are too many).
     pub index: usize,
-    /// What was wrong, with the argument's text.
-    pub what: String,
+    /// The argument's text (empty when the error is not about one argument).
+    pub token: String,
+    /// What was wrong.
+    pub problem: ArgProblem,
 }
 
 impl fmt::Display for ArgError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "argument {}: {}", self.index, self.what)
+        match self.token.as_str() {
+            "" => write!(f, "argument {}: {}", self.index, self.problem),
+            token => write!(f, "argument {}: {token:?}: {}", self.index, self.problem),
+        }
     }
 }
 
 impl std::error::Error for ArgError {}
+
+/// What was wrong with a USDT argument: [`ArgProblem::is_unsupported`] tells what this crate
+/// does not read (a valid argument a newer version may) from what is not an argument.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ArgProblem {
+    /// More arguments than a probe can have (the limit).
+    TooMany(usize),
+    /// A floating-point argument (`8f@...`).
+    FloatingPoint,
+    /// A size prefix other than 1, 2, 4 or 8 (the prefix).
+    BadSize(String),
+    /// `SIZE@` with nothing after it.
+    NoOperand,
+    /// An x86_64 register operand without its `%` (the text).
+    NotARegister(String),
+    /// A register this crate does not know (its name): vector registers, another
+    /// architecture's.
+    UnknownRegister(String),
+    /// An immediate that is not a number, e.g. a symbol's address (the text).
+    NotANumber(String),
+    /// Neither a register, a constant nor a memory operand.
+    NotAnOperand,
+    /// A memory operand without its closing bracket (`)` or `]`).
+    Unclosed(char),
+    /// An indexed memory operand (`(%rax,%rbx,8)`).
+    IndexedMemory,
+    /// A displacement that is neither a number nor `symbol+number` (the text).
+    BadDisplacement(String),
+    /// An aarch64 offset that is a relocation (`#:lo12:sym`): the address depends on an
+    /// earlier `adrp` (the text).
+    Relocation(String),
+    /// An aarch64 offset that is not a number (a register offset; the text).
+    RegisterOffset(String),
+    /// The file's ELF machine, whose argument syntax is not parsed (only x86_64 and
+    /// aarch64).
+    UnsupportedMachine(u16),
+}
+
+impl ArgProblem {
+    /// Whether the argument is valid but not read by this crate (floating point, vector or
+    /// unknown registers, indexed memory, relocations, register offsets, another
+    /// architecture), rather than malformed.
+    pub fn is_unsupported(&self) -> bool {
+        matches!(
+            self,
+            ArgProblem::FloatingPoint
+                | ArgProblem::UnknownRegister(_)
+                | ArgProblem::IndexedMemory
+                | ArgProblem::Relocation(_)
+                | ArgProblem::RegisterOffset(_)
+                | ArgProblem::UnsupportedMachine(_)
+        )
+    }
+}
+
+impl fmt::Display for ArgProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ArgProblem::TooMany(max) => write!(f, "more than {max} arguments"),
+            ArgProblem::FloatingPoint => f.write_str("floating-point arguments are not supported"),
+            ArgProblem::BadSize(prefix) => write!(f, "size {prefix:?} is not 1, 2, 4 or 8"),
+            ArgProblem::NoOperand => f.write_str("no operand after the size"),
+            ArgProblem::NotARegister(text) => write!(f, "{text:?} is not a register (no '%')"),
+            ArgProblem::UnknownRegister(name) => write!(f, "unknown register {name:?}"),
+            ArgProblem::NotANumber(text) => {
+                write!(f, "{text:?} is not a number (a symbol's address?)")
+            }
+            ArgProblem::NotAnOperand => {
+                f.write_str("neither a register, a constant nor a memory operand")
+            }
+            ArgProblem::Unclosed(bracket) => {
+                write!(f, "a memory operand without its closing '{bracket}'")
+            }
+            ArgProblem::IndexedMemory => f.write_str("indexed memory operands are not supported"),
+            ArgProblem::BadDisplacement(text) => write!(
+                f,
+                "displacement {text:?} is neither a number nor symbol+number"
+            ),
+            ArgProblem::Relocation(text) => write!(
+                f,
+                "offset {text:?} is a relocation, not a number (the address depends on an \
+                 earlier adrp)"
+            ),
+            ArgProblem::RegisterOffset(text) => write!(
+                f,
+                "offset {text:?} is not a number (register offsets are not supported)"
+            ),
+            ArgProblem::UnsupportedMachine(machine) => write!(
+                f,
+                "arguments of ELF machine {machine} are not parsed (only x86_64 and aarch64)"
+            ),
+        }
+    }
+}
 
 /// The instruction set whose syntax arguments are written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,12 +218,14 @@ pub fn parse_args(text: &str, syntax: ArgSyntax, address_size: u8) -> Result<Vec
         if index >= MAX_ARGS {
             return Err(ArgError {
                 index,
-                what: format!("more than {MAX_ARGS} arguments"),
+                token: String::new(),
+                problem: ArgProblem::TooMany(MAX_ARGS),
             });
         }
-        let arg = parse_arg(token, syntax, address_size).map_err(|what| ArgError {
+        let arg = parse_arg(token, syntax, address_size).map_err(|problem| ArgError {
             index,
-            what: format!("{token:?}: {what}"),
+            token: token.to_string(),
+            problem,
         })?;
         args.push(arg);
     }
@@ -156,7 +259,7 @@ fn split_args(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-fn parse_arg(token: &str, syntax: ArgSyntax, address_size: u8) -> Result<Arg, String> {
+fn parse_arg(token: &str, syntax: ArgSyntax, address_size: u8) -> Result<Arg, ArgProblem> {
     let (size, signed, operand) = match split_size(token)? {
         Some((size, signed, rest)) => (size, signed, rest),
         None => (address_size, false, token),
@@ -173,7 +276,7 @@ fn parse_arg(token: &str, syntax: ArgSyntax, address_size: u8) -> Result<Arg, St
 }
 
 /// `-4@rest` → (4, signed, rest); `None` when the token has no `SIZE@` prefix.
-fn split_size(token: &str) -> Result<Option<(u8, bool, &str)>, String> {
+fn split_size(token: &str) -> Result<Option<(u8, bool, &str)>, ArgProblem> {
     let Some((prefix, rest)) = token.split_once('@') else {
         return Ok(None);
     };
@@ -182,17 +285,17 @@ fn split_size(token: &str) -> Result<Option<(u8, bool, &str)>, String> {
         None => (false, prefix),
     };
     if digits.ends_with('f') {
-        return Err("floating-point arguments are not supported".to_string());
+        return Err(ArgProblem::FloatingPoint);
     }
     let size = match digits {
         "1" => 1,
         "2" => 2,
         "4" => 4,
         "8" => 8,
-        _ => return Err(format!("size {prefix:?} is not 1, 2, 4 or 8")),
+        _ => return Err(ArgProblem::BadSize(prefix.to_string())),
     };
     if rest.is_empty() {
-        return Err("no operand after the size".to_string());
+        return Err(ArgProblem::NoOperand);
     }
     Ok(Some((size, signed, rest)))
 }
@@ -264,9 +367,9 @@ const AARCH64_REGISTERS: &[(&str, u16)] = &[
     ("sp", 31), ("wsp", 31),
 ];
 
-fn x86_register(text: &str) -> Result<Register, String> {
+fn x86_register(text: &str) -> Result<Register, ArgProblem> {
     let Some(name) = text.strip_prefix('%') else {
-        return Err(format!("{text:?} is not a register (no '%')"));
+        return Err(ArgProblem::NotARegister(text.to_string()));
     };
     X86_64_REGISTERS
         .iter()
@@ -276,10 +379,10 @@ fn x86_register(text: &str) -> Result<Register, String> {
             name,
             high_byte,
         })
-        .ok_or_else(|| format!("unknown register %{name}"))
+        .ok_or_else(|| ArgProblem::UnknownRegister(format!("%{name}")))
 }
 
-fn aarch64_register(text: &str) -> Result<Register, String> {
+fn aarch64_register(text: &str) -> Result<Register, ArgProblem> {
     AARCH64_REGISTERS
         .iter()
         .find(|(known, _)| *known == text)
@@ -288,26 +391,26 @@ fn aarch64_register(text: &str) -> Result<Register, String> {
             name,
             high_byte: false,
         })
-        .ok_or_else(|| format!("unknown register {text:?}"))
+        .ok_or_else(|| ArgProblem::UnknownRegister(text.to_string()))
 }
 
-fn parse_x86_operand(text: &str) -> Result<Operand, String> {
+fn parse_x86_operand(text: &str) -> Result<Operand, ArgProblem> {
     if let Some(imm) = text.strip_prefix('$') {
         return parse_int(imm)
             .map(Operand::Constant)
-            .ok_or_else(|| format!("{imm:?} is not a number (a symbol's address?)"));
+            .ok_or_else(|| ArgProblem::NotANumber(imm.to_string()));
     }
     if text.starts_with('%') {
         return x86_register(text).map(Operand::Register);
     }
     let Some(open) = text.find('(') else {
-        return Err("neither a register, a constant nor a memory operand".to_string());
+        return Err(ArgProblem::NotAnOperand);
     };
     let Some(inner) = text[open + 1..].strip_suffix(')') else {
-        return Err("a memory operand without its closing ')'".to_string());
+        return Err(ArgProblem::Unclosed(')'));
     };
     if inner.contains(',') {
-        return Err("indexed memory operands are not supported".to_string());
+        return Err(ArgProblem::IndexedMemory);
     }
     let base = x86_register(inner)?;
     let displacement = &text[..open];
@@ -328,8 +431,8 @@ fn parse_x86_operand(text: &str) -> Result<Operand, String> {
 }
 
 /// A displacement of terms joined by `+`/`-`: one symbol and numbers.
-fn symbol_and_offset(displacement: &str) -> Result<(&str, i64), String> {
-    let invalid = || format!("displacement {displacement:?} is neither a number nor symbol+number");
+fn symbol_and_offset(displacement: &str) -> Result<(&str, i64), ArgProblem> {
+    let invalid = || ArgProblem::BadDisplacement(displacement.to_string());
     let is_symbol_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '$' | '@');
     let mut symbol = None;
     let mut offset = 0i64;
@@ -362,10 +465,10 @@ fn symbol_and_offset(displacement: &str) -> Result<(&str, i64), String> {
     symbol.map(|name| (name, offset)).ok_or_else(invalid)
 }
 
-fn parse_aarch64_operand(text: &str) -> Result<Operand, String> {
+fn parse_aarch64_operand(text: &str) -> Result<Operand, ArgProblem> {
     if let Some(inner) = text.strip_prefix('[') {
         let Some(inner) = inner.strip_suffix(']') else {
-            return Err("a memory operand without its closing ']'".to_string());
+            return Err(ArgProblem::Unclosed(']'));
         };
         let (base, offset) = match inner.split_once(',') {
             Some((base, offset)) => {
@@ -374,16 +477,10 @@ fn parse_aarch64_operand(text: &str) -> Result<Operand, String> {
                 if offset.starts_with(':') {
                     // `[x3, #:lo12:sym]`: the low 12 bits of an address whose page an earlier
                     // `adrp` put in the register; the note cannot say which address.
-                    return Err(format!(
-                        "offset {offset:?} is a relocation, not a number (the address \
-                         depends on an earlier adrp)"
-                    ));
+                    return Err(ArgProblem::Relocation(offset.to_string()));
                 }
-                let value = parse_int(offset).ok_or_else(|| {
-                    format!(
-                        "offset {offset:?} is not a number (register offsets are not supported)"
-                    )
-                })?;
+                let value = parse_int(offset)
+                    .ok_or_else(|| ArgProblem::RegisterOffset(offset.to_string()))?;
                 (base.trim(), value)
             }
             None => (inner.trim(), 0),
@@ -585,32 +682,69 @@ mod tests {
         let err = x86("8@%rax 8@(%rax,%rbx,8)").unwrap_err();
         assert_eq!(err.index, 1);
         assert!(err.to_string().contains("indexed"), "{err}");
-        assert!(x86("3@%rax").unwrap_err().what.contains("not 1, 2, 4 or 8"));
+        assert_eq!(err.token, "8@(%rax,%rbx,8)");
+        assert_eq!(err.problem, ArgProblem::IndexedMemory);
+        assert!(err.problem.is_unsupported());
+        assert_eq!(
+            err.to_string(),
+            "argument 1: \"8@(%rax,%rbx,8)\": indexed memory operands are not supported"
+        );
+        let malformed = x86("8@-16(%rbp").unwrap_err();
+        assert_eq!(malformed.problem, ArgProblem::Unclosed(')'));
+        assert!(!malformed.problem.is_unsupported());
+        assert!(x86("3@%rax")
+            .unwrap_err()
+            .to_string()
+            .contains("not 1, 2, 4 or 8"));
         assert!(x86("8@%xmm0")
             .unwrap_err()
-            .what
+            .to_string()
             .contains("unknown register"));
         assert!(x86("8@sym+(%rip)")
             .unwrap_err()
-            .what
+            .to_string()
             .contains("symbol+number"));
-        assert!(x86("8@a*b(%rip)").unwrap_err().what.contains("neither"));
-        assert!(x86("8@a+b(%rip)").unwrap_err().what.contains("neither"));
-        assert!(x86("8@-a(%rip)").unwrap_err().what.contains("neither"));
+        assert!(x86("8@a*b(%rip)")
+            .unwrap_err()
+            .to_string()
+            .contains("neither"));
+        assert!(x86("8@a+b(%rip)")
+            .unwrap_err()
+            .to_string()
+            .contains("neither"));
+        assert!(x86("8@-a(%rip)")
+            .unwrap_err()
+            .to_string()
+            .contains("neither"));
         assert!(arm("-8@[x3, #:lo12:.LANCHOR0]")
             .unwrap_err()
-            .what
+            .to_string()
             .contains("adrp"));
-        assert!(x86("8@$sym").unwrap_err().what.contains("not a number"));
-        assert!(x86("8@-16(%rbp").unwrap_err().what.contains("closing"));
-        assert!(x86("8f@%xmm0").unwrap_err().what.contains("floating"));
-        assert!(x86("8@").unwrap_err().what.contains("no operand"));
-        assert!(arm("8@[sp, 16").unwrap_err().what.contains("closing"));
+        assert!(x86("8@$sym")
+            .unwrap_err()
+            .to_string()
+            .contains("not a number"));
+        assert!(x86("8@-16(%rbp")
+            .unwrap_err()
+            .to_string()
+            .contains("closing"));
+        assert!(x86("8f@%xmm0")
+            .unwrap_err()
+            .to_string()
+            .contains("floating"));
+        assert!(x86("8@").unwrap_err().to_string().contains("no operand"));
+        assert!(arm("8@[sp, 16")
+            .unwrap_err()
+            .to_string()
+            .contains("closing"));
         assert!(arm("8@[x1, x2]")
             .unwrap_err()
-            .what
+            .to_string()
             .contains("register offsets"));
-        assert!(arm("8@q0").unwrap_err().what.contains("unknown register"));
+        assert!(arm("8@q0")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown register"));
         let many = "8@%rax ".repeat(MAX_ARGS + 1);
         assert_eq!(x86(&many).unwrap_err().index, MAX_ARGS);
     }

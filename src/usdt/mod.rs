@@ -24,7 +24,7 @@ use crate::addr::{FileOffset, VirtAddr};
 use crate::elf::ElfFile;
 use crate::error::{Error, Result};
 
-pub use args::{parse_args, Arg, ArgError, ArgSyntax, Operand, Register};
+pub use args::{parse_args, Arg, ArgError, ArgProblem, ArgSyntax, Operand, Register};
 
 /// The note type of a USDT probe (`NT_STAPSDT`).
 const NT_STAPSDT: u32 = 3;
@@ -126,10 +126,8 @@ pub fn read_probes(elf: &ElfFile) -> Result<Vec<Probe>> {
             Some(syntax) => parse_args(fields.args, syntax, layout.address_size),
             None => Err(ArgError {
                 index: 0,
-                what: format!(
-                    "arguments of ELF machine {} are not parsed (only x86_64 and aarch64)",
-                    header.machine
-                ),
+                token: String::new(),
+                problem: ArgProblem::UnsupportedMachine(header.machine),
             }),
         };
         probes.push(Probe {
