@@ -56,6 +56,7 @@ use stacksym::{AbsAddr, FileOffset, Input, NameOrigin, Source, Symbolizer};
 mod container;
 mod data;
 mod jit;
+mod plt;
 mod report;
 mod script;
 mod symbols;
@@ -1254,8 +1255,52 @@ impl Naming {
 }
 
 /// Names the address at `offset` of the ELF file `elf` (`file`'s) as perf does, from what
-/// stacksym answered for it (`sym`).
+/// stacksym answered for it (`sym`); in a PLT section, by perf's own walk of its symbols
+/// (perf/plt.rs), which may name the entry, the `_init` before it, or nothing.
 fn name_in_elf(
+    perf_names: &mut symbols::PerfNames,
+    file: &FileInfo,
+    elf: &ElfFile,
+    offset: u64,
+    sym: Option<stacksym::Sym<'_>>,
+) -> Resolved {
+    let mut resolved = name_from_stacksym(perf_names, file, elf, offset, sym);
+    let virt = elf
+        .segments()
+        .file_offset_to_virt(stacksym::FileOffset(offset));
+    if let Some(virt) = virt {
+        let table = || perf_debug_table(elf);
+        if let Some(answer) = perf_names.plt.name(elf, virt.0, table) {
+            resolved.sym = answer.map(|(name, off)| (name.into(), off));
+            resolved.inlines.clear();
+        }
+    }
+    resolved
+}
+
+/// The debug file whose symbol table perf 6.1 reads for `elf`, where it reads one: under
+/// `/usr/lib/debug/.build-id/`, with `elf`'s build-id and a `.symtab` (perf's `dso__load`
+/// tries it before the file itself); `None` for the file's own table.
+fn perf_debug_table(elf: &ElfFile) -> Option<PathBuf> {
+    let id = elf.build_id()?;
+    let path = build_id_debug_file(id);
+    let debug = ElfFile::open(&path).ok()?;
+    let has_symtab = debug
+        .section_address(".symtab")
+        .is_ok_and(|symtab| symtab.is_some());
+    (debug.build_id() == Some(id) && has_symtab).then_some(path)
+}
+
+/// The debug file of build-id `id` under `/usr/lib/debug/.build-id/`, where perf looks.
+fn build_id_debug_file(id: &[u8]) -> PathBuf {
+    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+    Path::new("/usr/lib/debug/.build-id")
+        .join(hex.get(..2).unwrap_or_default())
+        .join(format!("{}.debug", hex.get(2..).unwrap_or_default()))
+}
+
+/// [`name_in_elf`] outside PLT sections.
+fn name_from_stacksym(
     perf_names: &mut symbols::PerfNames,
     file: &FileInfo,
     elf: &ElfFile,
@@ -1277,12 +1322,7 @@ fn name_in_elf(
         // or its debug file's (found by build-id, as perf finds it).
         let tables = [
             Some(elf.path().to_path_buf()),
-            elf.build_id().map(|id| {
-                let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
-                Path::new("/usr/lib/debug/.build-id")
-                    .join(hex.get(..2).unwrap_or_default())
-                    .join(format!("{}.debug", hex.get(2..).unwrap_or_default()))
-            }),
+            elf.build_id().map(build_id_debug_file),
         ];
         if let Some(virt) = virt {
             for table in tables.iter().flatten() {
