@@ -888,11 +888,9 @@ impl Naming {
                     // perf's short name (a user file's is FileInfo::short).
                     dso: dso.rsplit('/').next().unwrap_or(dso).to_string(),
                     sym,
-                    holder: if l.dso.is_none() {
-                        l.ip.wrapping_sub(l.sym.map_or(0, |s| s.1))
-                    } else {
-                        0
-                    },
+                    // perf tells symbols apart by their start (two `operator delete`
+                    // rows for libstdc++'s two), inlined ones by the holder's.
+                    holder: l.sym.map_or(0, |s| l.ip.wrapping_sub(s.1)),
                 }
             };
             let levels = report_levels(&sample.frames);
@@ -1342,21 +1340,30 @@ fn name_from_stacksym(
     let base: Option<Arc<str>> = match sym.origin {
         NameOrigin::Dwarf => None,
         _ => Some(match perf_names.at(sym.symbol_file, sym.addr.raw()) {
-            Some(name) => perf_name(&stacksym::demangle::demangle(name)).into(),
-            None => perf_name(sym.name).into(),
+            Some(name) => perf_symbol_name(name).into(),
+            None => match std::str::from_utf8(sym.raw_name) {
+                Ok(raw) if raw.starts_with("_Z") => perf_symbol_name(raw).into(),
+                _ => perf_name(sym.name).into(),
+            },
         }),
     };
     if let Some(name) = &base {
         resolved.sym = Some((name.clone(), sym.offset));
         for frame in sym.frames {
-            let function = frame
-                .function
-                .as_ref()
-                .map_or("??", |f| f.demangled.as_str());
+            // perf 6.1 reads inlined frames from binutils' addr2line, which names a function
+            // by its linkage name where DWARF has one, demangled without parameters.
+            let function = frame.function.as_ref().map_or_else(
+                || "??".to_string(),
+                |f| match f.raw.starts_with("_Z") {
+                    true => perf_symbol_name(&f.raw),
+                    false => perf_name(&f.demangled).to_string(),
+                },
+            );
             // A line DWARF gives outside every function (`.fini` of libm's debug file)
-            // is the symbol's own frame, not an inlined `??`: perf prints the symbol.
-            let own =
-                (frame.function.is_none() && !frame.inlined) || perf_name(function) == &**name;
+            // is the symbol's own frame, not an inlined `??`: perf prints the symbol. So is
+            // a frame named as the symbol (perf reuses the symbol where addr2line's name is
+            // its name), which the linkage name makes of a template function's own frame.
+            let own = (frame.function.is_none() && !frame.inlined) || function == **name;
             resolved.inlines.push((
                 if own { name.clone() } else { function.into() },
                 own,
@@ -1389,6 +1396,47 @@ fn unnamed_plt_entry(elf: &ElfFile, virt: u64) -> Option<u64> {
     };
     let offset = virt.checked_sub(start)?;
     (offset >= ENTRY && offset < size).then_some(offset % ENTRY)
+}
+
+/// A symbol's name (as its table spells it) as perf 6.1 prints it: a C++ name demangled
+/// without parameters and without the return type a template function's name carries
+/// (libiberty without `DMGL_PARAMS`: `std::__introsort_loop<…>`, not
+/// `void std::__introsort_loop<…>(…)`); another name as [`perf_name`] gives it.
+fn perf_symbol_name(raw: &str) -> String {
+    if raw.starts_with("_Z") {
+        let options = cpp_demangle::DemangleOptions::default()
+            .no_params()
+            .no_return_type();
+        let demangle = |raw: &str| {
+            cpp_demangle::Symbol::new(raw)
+                .ok()
+                .and_then(|symbol| symbol.demangle_with_options(&options).ok())
+        };
+        // Where cpp_demangle gives up on the whole name (a template argument expression
+        // `sr…` in the return type of `_ZSt4swapIN3geo4Vec3IdEEENSt9enable_ifIXsr…`, which
+        // libiberty reads), the longest prefix it reads is the function's name and some of
+        // its types, and neither types nor parameters are printed here:
+        // `std::swap<geo::Vec3<double> >`, as perf prints it. At most 512 prefixes.
+        let found = demangle(raw).or_else(|| {
+            (3..raw.len())
+                .rev()
+                .take(512)
+                .filter(|&end| raw.is_char_boundary(end))
+                .find_map(|end| demangle(&raw[..end]))
+        });
+        if let Some(mut name) = found {
+            // cpp_demangle keeps a member function's qualifiers after the parameters it
+            // leaves out (`operator() const`); libiberty drops them with the parameters.
+            while let Some(head) = [" const", " volatile", " &&", " &"]
+                .iter()
+                .find_map(|q| name.strip_suffix(q))
+            {
+                name.truncate(head.len());
+            }
+            return name;
+        }
+    }
+    perf_name(&stacksym::demangle::demangle(raw)).to_string()
 }
 
 /// A demangled symbol name as perf prints it: without its parameter list (perf demangles
