@@ -19,9 +19,9 @@
 mod support;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use support::perf::{compare_reports, output};
+use support::perf::{compare_reports, output, record};
 use support::{find_tool, skip_or_fail, tool, writeln_stderr};
 
 const TEST: &str = "perf_cpp";
@@ -45,26 +45,17 @@ fn perf_script_and_report_on_template_heavy_cpp() {
         return skip_or_fail(TEST, "perf not found (apt-get install linux-perf)");
     };
     let program = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/unwind/cpp-templates");
-    let dir = tempfile::tempdir().expect("a temporary dir");
-    let data = dir.path().join("perf.data");
-    let recorded = Command::new(&perf)
-        .args(["record", "-q", "--no-buildid-cache", "-e", "cpu-clock:u"])
-        .args(["--call-graph", "dwarf,16384", "-o"])
-        .arg(&data)
-        .arg(&program)
-        .arg("300")
-        .stdout(Stdio::null())
-        .output()
-        .expect("perf runs");
-    if !recorded.status.success() || !data.is_file() {
-        return skip_or_fail(
-            TEST,
-            &format!(
-                "perf record failed (needs root or kernel.perf_event_paranoid <= 1): {}",
-                String::from_utf8_lossy(&recorded.stderr).trim()
-            ),
-        );
-    }
+    let args = &[
+        "-q",
+        "--no-buildid-cache",
+        "-e",
+        "cpu-clock:u",
+        "--call-graph",
+        "dwarf,16384",
+    ];
+    let Some((_dir, data)) = record(TEST, &perf, args, &program, &["300"]) else {
+        return;
+    };
     let fields = ["-F", "comm,tid,ip,sym,dso"];
     let theirs = output(
         Command::new(&perf)

@@ -20,9 +20,9 @@
 mod support;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use support::perf::{assert_same_samples, output};
+use support::perf::{assert_same_samples, output, record};
 use support::{find_tool, skip_or_fail, tool, writeln_stderr};
 
 const TEST: &str = "perf_plt";
@@ -33,34 +33,19 @@ fn perf_plt_stubs_are_named_as_perf_names_them() {
         return skip_or_fail(TEST, "perf not found (apt-get install linux-perf)");
     };
     let program = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/unwind/plt-stubs");
-    let dir = tempfile::tempdir().expect("a temporary dir");
-    let data = dir.path().join("perf.data");
-    let recorded = Command::new(&perf)
-        .args([
-            "record",
-            "-q",
-            "--no-buildid-cache",
-            "-e",
-            "cpu-clock:u",
-            "-c",
-            "50000",
-        ])
-        .args(["--call-graph", "fp", "-o"])
-        .arg(&data)
-        .arg(&program)
-        .arg("400")
-        .stdout(Stdio::null())
-        .output()
-        .expect("perf runs");
-    if !recorded.status.success() || !data.is_file() {
-        return skip_or_fail(
-            TEST,
-            &format!(
-                "perf record failed (needs root or kernel.perf_event_paranoid <= 1): {}",
-                String::from_utf8_lossy(&recorded.stderr).trim()
-            ),
-        );
-    }
+    let args = &[
+        "-q",
+        "--no-buildid-cache",
+        "-e",
+        "cpu-clock:u",
+        "-c",
+        "50000",
+        "--call-graph",
+        "fp",
+    ];
+    let Some((_dir, data)) = record(TEST, &perf, args, &program, &["400"]) else {
+        return;
+    };
     // perf script's fields as tests/perf_unwind.rs asks them (its default layout would add
     // the period, which a `-c` recording does not carry in its samples).
     let fields = ["-F", "comm,tid,ip,sym,symoff,dso"];

@@ -17,6 +17,41 @@ pub fn output(command: &mut Command) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Runs `perf record ARGS -o DIR/perf.data PROGRAM PROGRAM_ARGS` (standard output
+/// dropped) in a new temporary dir; `None`, after `skip_or_fail`, when perf cannot record
+/// (no permission to profile). The dir lives as long as the returned handle.
+pub fn record(
+    test: &str,
+    perf: &Path,
+    args: &[&str],
+    program: &Path,
+    program_args: &[&str],
+) -> Option<(tempfile::TempDir, std::path::PathBuf)> {
+    let dir = tempfile::tempdir().expect("a temporary dir");
+    let data = dir.path().join("perf.data");
+    let recorded = Command::new(perf)
+        .arg("record")
+        .args(args)
+        .arg("-o")
+        .arg(&data)
+        .arg(program)
+        .args(program_args)
+        .stdout(std::process::Stdio::null())
+        .output()
+        .expect("perf runs");
+    if !recorded.status.success() || !data.is_file() {
+        super::skip_or_fail(
+            test,
+            &format!(
+                "perf record failed (needs root or kernel.perf_event_paranoid <= 1): {}",
+                String::from_utf8_lossy(&recorded.stderr).trim()
+            ),
+        );
+        return None;
+    }
+    Some((dir, data))
+}
+
 /// Asserts `ours` is `theirs` byte for byte; prints how many samples (blank-line separated
 /// blocks) differ and, on a difference, the first few of them side by side.
 pub fn assert_same_samples(what: &str, ours: &str, theirs: &str) {
