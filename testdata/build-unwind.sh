@@ -4,9 +4,10 @@
 # example's comparison with gdb: -g, for source lines and inlined frames), each with frame pointers
 # (-fno-omit-frame-pointer) and without (-fomit-frame-pointer), at -O2 with CFI
 # (.eh_frame, as every distribution builds); jit-perfmap (x86-64 code in anonymous memory,
-# named in /tmp/perf-PID.map); and aarch64-capture (static aarch64, its chain once without
-# and once with -mbranch-protection=pac-ret; tests/unwind_aarch64.rs runs it under
-# qemu-aarch64). Called by testdata/build.sh; runnable alone.
+# named in /tmp/perf-PID.map); plt-stubs (libc called through the PLT, tests/perf_plt.rs);
+# cpp-templates (g++ -O2 -g, template-heavy C++: tests/perf_cpp.rs); and aarch64-capture
+# (static aarch64, its chain once without and once with -mbranch-protection=pac-ret;
+# tests/unwind_aarch64.rs runs it under qemu-aarch64). Called by testdata/build.sh; runnable alone.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 TD="$PWD"
@@ -35,6 +36,12 @@ done
 # A tiny JIT that names its code in /tmp/perf-PID.map (tests/perf_jit_map.rs).
 gcc -O2 -g0 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -ffile-prefix-map="$TD"=. \
     -o "$TD/unwind/jit-perfmap" jit-perfmap.c
+# Samples in PLT entries (tests/perf_plt.rs): calls to libc in a loop, through the PLT
+# (-fno-builtin keeps abs, labs and ffs calls).
+gcc -O2 -g0 -fno-builtin -ffile-prefix-map="$TD"=. -o "$TD/unwind/plt-stubs" plt-stubs.c
+# Template-heavy C++ (tests/perf_cpp.rs): std::sort with a lambda, a vector of structs,
+# constructors; -g for the inlined frames perf script prints.
+g++ -O2 -g -ffile-prefix-map="$TD"=. -o "$TD/unwind/cpp-templates" cpp-templates.cpp
 # One static program, the chain compiled twice (aarch64-capture-chain.c): plain, and pac-ret.
 A64=(aarch64-linux-gnu-gcc -O2 -g0 -fno-omit-frame-pointer -ffile-prefix-map="$TD"=.)
 obj=$(mktemp -d)

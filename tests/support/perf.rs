@@ -17,27 +17,49 @@ pub fn output(command: &mut Command) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Runs `perf record ARGS -o DIR/perf.data PROGRAM PROGRAM_ARGS` (standard output
+/// dropped) in a new temporary dir; `None`, after `skip_or_fail`, when perf cannot record
+/// (no permission to profile). The dir lives as long as the returned handle.
+pub fn record(
+    test: &str,
+    perf: &Path,
+    args: &[&str],
+    program: &Path,
+    program_args: &[&str],
+) -> Option<(tempfile::TempDir, std::path::PathBuf)> {
+    let dir = tempfile::tempdir().expect("a temporary dir");
+    let data = dir.path().join("perf.data");
+    let recorded = Command::new(perf)
+        .arg("record")
+        .args(args)
+        .arg("-o")
+        .arg(&data)
+        .arg(program)
+        .args(program_args)
+        .stdout(std::process::Stdio::null())
+        .output()
+        .expect("perf runs");
+    if !recorded.status.success() || !data.is_file() {
+        super::skip_or_fail(
+            test,
+            &format!(
+                "perf record failed (needs root or kernel.perf_event_paranoid <= 1): {}",
+                String::from_utf8_lossy(&recorded.stderr).trim()
+            ),
+        );
+        return None;
+    }
+    Some((dir, data))
+}
+
 /// Asserts `ours` is `theirs` byte for byte; prints how many samples (blank-line separated
 /// blocks) differ and, on a difference, the first few of them side by side.
 pub fn assert_same_samples(what: &str, ours: &str, theirs: &str) {
     let (a, b): (Vec<&str>, Vec<&str>) =
         (ours.split("\n\n").collect(), theirs.split("\n\n").collect());
-    let plt_stub = |i: usize| match (a.get(i), b.get(i)) {
-        (Some(x), Some(y)) => only_plt_stub_names_differ(x, y),
-        _ => false,
-    };
     let differing: Vec<usize> = (0..a.len().max(b.len()))
-        .filter(|&i| a.get(i) != b.get(i) && !plt_stub(i))
+        .filter(|&i| a.get(i) != b.get(i))
         .collect();
-    let stubs = (0..a.len())
-        .filter(|&i| a.get(i) != b.get(i) && plt_stub(i))
-        .count();
-    if stubs > 0 {
-        writeln_stderr(format_args!(
-            "{what}: {stubs} samples in a PLT stub perf names _init+OFF and ours TARGET@plt \
-             (perf makes up no PLT symbol for a lazy-binding stub of a file with .plt.sec)"
-        ));
-    }
     writeln_stderr(format_args!(
         "{what}: {} samples, perf {}; {} differ; {} bytes, perf {}",
         a.len(),
@@ -53,35 +75,7 @@ pub fn assert_same_samples(what: &str, ours: &str, theirs: &str) {
             b.get(i).unwrap_or(&"(none)")
         ));
     }
-    assert!(
-        differing.is_empty() && (ours == theirs || stubs > 0),
-        "{what}: not perf's bytes"
-    );
-}
-
-/// Whether two samples differ only in lines where ours names a PLT stub `TARGET@plt+0x0`
-/// and perf `_init+0xOFF`, at the same address in the same file: a sample that falls in a
-/// lazy-binding stub (where it falls decides whether a run has one).
-fn only_plt_stub_names_differ(ours: &str, theirs: &str) -> bool {
-    let (x, y): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), theirs.lines().collect());
-    x.len() == y.len()
-        && x.iter().zip(&y).all(|(x, y)| {
-            if x == y {
-                return true;
-            }
-            let fields = |line: &str| {
-                let line = line.trim_start();
-                let (addr, rest) = line.split_once(' ')?;
-                let (name, dso) = rest.rsplit_once(" (")?;
-                Some((addr.to_string(), name.to_string(), dso.to_string()))
-            };
-            match (fields(x), fields(y)) {
-                (Some((xa, xn, xd)), Some((ya, yn, yd))) => {
-                    xa == ya && xd == yd && xn.ends_with("@plt+0x0") && yn.starts_with("_init+0x")
-                }
-                _ => false,
-            }
-        })
+    assert!(ours == theirs, "{what}: not perf's bytes");
 }
 
 /// `perf_unwind --report` against `perf report --stdio -g none --sort comm,dso,sym` on

@@ -56,6 +56,7 @@ use stacksym::{AbsAddr, FileOffset, Input, NameOrigin, Source, Symbolizer};
 mod container;
 mod data;
 mod jit;
+mod plt;
 mod report;
 mod script;
 mod symbols;
@@ -898,11 +899,9 @@ impl Naming {
                     // perf's short name (a user file's is FileInfo::short).
                     dso: dso.rsplit('/').next().unwrap_or(dso).to_string(),
                     sym,
-                    holder: if l.dso.is_none() {
-                        l.ip.wrapping_sub(l.sym.map_or(0, |s| s.1))
-                    } else {
-                        0
-                    },
+                    // perf tells symbols apart by their start (two `operator delete`
+                    // rows for libstdc++'s two), inlined ones by the holder's.
+                    holder: l.sym.map_or(0, |s| l.ip.wrapping_sub(s.1)),
                 }
             };
             let levels = report_levels(&sample.frames);
@@ -1265,8 +1264,52 @@ impl Naming {
 }
 
 /// Names the address at `offset` of the ELF file `elf` (`file`'s) as perf does, from what
-/// stacksym answered for it (`sym`).
+/// stacksym answered for it (`sym`); in a PLT section, by perf's own walk of its symbols
+/// (perf/plt.rs), which may name the entry, the `_init` before it, or nothing.
 fn name_in_elf(
+    perf_names: &mut symbols::PerfNames,
+    file: &FileInfo,
+    elf: &ElfFile,
+    offset: u64,
+    sym: Option<stacksym::Sym<'_>>,
+) -> Resolved {
+    let mut resolved = name_from_stacksym(perf_names, file, elf, offset, sym);
+    let virt = elf
+        .segments()
+        .file_offset_to_virt(stacksym::FileOffset(offset));
+    if let Some(virt) = virt {
+        let table = || perf_debug_table(elf);
+        if let Some(answer) = perf_names.plt.name(elf, virt.0, table) {
+            resolved.sym = answer.map(|(name, off)| (name.into(), off));
+            resolved.inlines.clear();
+        }
+    }
+    resolved
+}
+
+/// The debug file whose symbol table perf 6.1 reads for `elf`, where it reads one: under
+/// `/usr/lib/debug/.build-id/`, with `elf`'s build-id and a `.symtab` (perf's `dso__load`
+/// tries it before the file itself); `None` for the file's own table.
+fn perf_debug_table(elf: &ElfFile) -> Option<PathBuf> {
+    let id = elf.build_id()?;
+    let path = build_id_debug_file(id);
+    let debug = ElfFile::open(&path).ok()?;
+    let has_symtab = debug
+        .section_address(".symtab")
+        .is_ok_and(|symtab| symtab.is_some());
+    (debug.build_id() == Some(id) && has_symtab).then_some(path)
+}
+
+/// The debug file of build-id `id` under `/usr/lib/debug/.build-id/`, where perf looks.
+fn build_id_debug_file(id: &[u8]) -> PathBuf {
+    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+    Path::new("/usr/lib/debug/.build-id")
+        .join(hex.get(..2).unwrap_or_default())
+        .join(format!("{}.debug", hex.get(2..).unwrap_or_default()))
+}
+
+/// [`name_in_elf`] outside PLT sections.
+fn name_from_stacksym(
     perf_names: &mut symbols::PerfNames,
     file: &FileInfo,
     elf: &ElfFile,
@@ -1288,12 +1331,7 @@ fn name_in_elf(
         // or its debug file's (found by build-id, as perf finds it).
         let tables = [
             Some(elf.path().to_path_buf()),
-            elf.build_id().map(|id| {
-                let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
-                Path::new("/usr/lib/debug/.build-id")
-                    .join(hex.get(..2).unwrap_or_default())
-                    .join(format!("{}.debug", hex.get(2..).unwrap_or_default()))
-            }),
+            elf.build_id().map(build_id_debug_file),
         ];
         if let Some(virt) = virt {
             for table in tables.iter().flatten() {
@@ -1313,21 +1351,30 @@ fn name_in_elf(
     let base: Option<Arc<str>> = match sym.origin {
         NameOrigin::Dwarf => None,
         _ => Some(match perf_names.at(sym.symbol_file, sym.addr.raw()) {
-            Some(name) => perf_name(&stacksym::demangle::demangle(name)).into(),
-            None => perf_name(sym.name).into(),
+            Some(name) => perf_symbol_name(name).into(),
+            None => match std::str::from_utf8(sym.raw_name) {
+                Ok(raw) if raw.starts_with("_Z") => perf_symbol_name(raw).into(),
+                _ => perf_name(sym.name).into(),
+            },
         }),
     };
     if let Some(name) = &base {
         resolved.sym = Some((name.clone(), sym.offset));
         for frame in sym.frames {
-            let function = frame
-                .function
-                .as_ref()
-                .map_or("??", |f| f.demangled.as_str());
+            // perf 6.1 reads inlined frames from binutils' addr2line, which names a function
+            // by its linkage name where DWARF has one, demangled without parameters.
+            let function = frame.function.as_ref().map_or_else(
+                || "??".to_string(),
+                |f| match f.raw.starts_with("_Z") {
+                    true => perf_symbol_name(&f.raw),
+                    false => perf_name(&f.demangled).to_string(),
+                },
+            );
             // A line DWARF gives outside every function (`.fini` of libm's debug file)
-            // is the symbol's own frame, not an inlined `??`: perf prints the symbol.
-            let own =
-                (frame.function.is_none() && !frame.inlined) || perf_name(function) == &**name;
+            // is the symbol's own frame, not an inlined `??`: perf prints the symbol. So is
+            // a frame named as the symbol (perf reuses the symbol where addr2line's name is
+            // its name), which the linkage name makes of a template function's own frame.
+            let own = (frame.function.is_none() && !frame.inlined) || function == **name;
             resolved.inlines.push((
                 if own { name.clone() } else { function.into() },
                 own,
@@ -1360,6 +1407,47 @@ fn unnamed_plt_entry(elf: &ElfFile, virt: u64) -> Option<u64> {
     };
     let offset = virt.checked_sub(start)?;
     (offset >= ENTRY && offset < size).then_some(offset % ENTRY)
+}
+
+/// A symbol's name (as its table spells it) as perf 6.1 prints it: a C++ name demangled
+/// without parameters and without the return type a template function's name carries
+/// (libiberty without `DMGL_PARAMS`: `std::__introsort_loop<…>`, not
+/// `void std::__introsort_loop<…>(…)`); another name as [`perf_name`] gives it.
+fn perf_symbol_name(raw: &str) -> String {
+    if raw.starts_with("_Z") {
+        let options = cpp_demangle::DemangleOptions::default()
+            .no_params()
+            .no_return_type();
+        let demangle = |raw: &str| {
+            cpp_demangle::Symbol::new(raw)
+                .ok()
+                .and_then(|symbol| symbol.demangle_with_options(&options).ok())
+        };
+        // Where cpp_demangle gives up on the whole name (a template argument expression
+        // `sr…` in the return type of `_ZSt4swapIN3geo4Vec3IdEEENSt9enable_ifIXsr…`, which
+        // libiberty reads), the longest prefix it reads is the function's name and some of
+        // its types, and neither types nor parameters are printed here:
+        // `std::swap<geo::Vec3<double> >`, as perf prints it. At most 512 prefixes.
+        let found = demangle(raw).or_else(|| {
+            (3..raw.len())
+                .rev()
+                .take(512)
+                .filter(|&end| raw.is_char_boundary(end))
+                .find_map(|end| demangle(&raw[..end]))
+        });
+        if let Some(mut name) = found {
+            // cpp_demangle keeps a member function's qualifiers after the parameters it
+            // leaves out (`operator() const`); libiberty drops them with the parameters.
+            while let Some(head) = [" const", " volatile", " &&", " &"]
+                .iter()
+                .find_map(|q| name.strip_suffix(q))
+            {
+                name.truncate(head.len());
+            }
+            return name;
+        }
+    }
+    perf_name(&stacksym::demangle::demangle(raw)).to_string()
 }
 
 /// A demangled symbol name as perf prints it: without its parameter list (perf demangles

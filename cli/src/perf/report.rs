@@ -20,7 +20,8 @@ pub struct Key {
     pub dso: String,
     /// `[.] name`, `[k] name`, `[.] 0x...`, `[.] name (inlined)`.
     pub sym: String,
-    /// For an inlined function: where the symbol holding it starts (0 otherwise).
+    /// Where the symbol starts (for an inlined function: the symbol holding it); 0 without
+    /// a symbol.
     pub holder: u64,
 }
 

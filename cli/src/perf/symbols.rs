@@ -19,6 +19,8 @@ use object::{Object, ObjectSymbol, SymbolFlags, SymbolKind};
 #[derive(Default)]
 pub struct PerfNames {
     files: HashMap<PathBuf, Option<Table>>,
+    /// perf's answers in PLT sections (src/perf/plt.rs).
+    pub plt: super::plt::PerfPlt,
 }
 
 /// One file's symbols as perf keeps them.
