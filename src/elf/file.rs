@@ -483,6 +483,34 @@ impl ElfFile {
             .map_err(|e| malformed(format!("section {name}: {e}")))
     }
 
+    /// The file range of the section `name` when its bytes were left out of a file read in
+    /// part (`partial.rs`) and are not compressed, so that a reader can read pieces of it
+    /// with [`ElfFile::read_range`]; `None` otherwise (read it with
+    /// [`ElfFile::section_contents`]).
+    pub(crate) fn section_left_out(&self, name: &str) -> Option<Range<usize>> {
+        use object::{Object, ObjectSection};
+        let deferred = self.deferred.as_ref()?;
+        let file = self.object_file().ok()?;
+        let section = file.section_by_name(name)?;
+        let compressed = section.compressed_file_range().ok()?;
+        if compressed.format != object::CompressionFormat::None {
+            return None;
+        }
+        let (offset, size) = section.file_range()?;
+        let start = usize::try_from(offset).ok()?;
+        let range = start..start.checked_add(usize::try_from(size).ok()?)?;
+        (range.end <= self.data().len() && deferred.overlaps(&range)).then_some(range)
+    }
+
+    /// A copy of `range` of the file (which must lie inside it), read from the file where a
+    /// file read in part left it out.
+    pub(crate) fn read_range(&self, range: Range<usize>) -> Result<Vec<u8>> {
+        match &self.deferred {
+            Some(deferred) if deferred.overlaps(&range) => deferred.read(&self.path, range),
+            _ => Ok(self.bytes_in(range).to_vec()),
+        }
+    }
+
     /// The ranges left out of a file read in part (`partial.rs`); `None` for a file read
     /// or mapped whole.
     #[cfg(test)]

@@ -429,6 +429,46 @@ mod tests {
         }
     }
 
+    /// A file read in part reads its `.debug_info` unit by unit, and answers every
+    /// function's addresses as the file mapped whole does (a C and a Rust file, the latter
+    /// with hundreds of units and references between them).
+    #[test]
+    fn units_read_one_by_one_answer_as_the_whole_section() {
+        let dir = tempfile::tempdir().expect("a temporary dir");
+        for name in ["c-gcc-O2-g-dwarf4", "rust-O2-g", "cpp-O2-g"] {
+            let path = padded(&dir, name);
+            let whole = Arc::new(ElfFile::open(&path).expect("maps"));
+            let file = std::fs::File::open(&path).expect("opens");
+            let part = Arc::new(ElfFile::from_file(&file, &path).expect("reads"));
+            let part_sections = DwarfSections::load(&part).expect("loads").expect("DWARF");
+            assert!(
+                format!("{part_sections:?}").contains("unit by unit: Some("),
+                "{name}: {part_sections:?}"
+            );
+            let whole_sections = DwarfSections::load(&whole).expect("loads").expect("DWARF");
+            let (ours, theirs) = (
+                DwarfInfo::new(&part_sections).expect("parses"),
+                DwarfInfo::new(&whole_sections).expect("parses"),
+            );
+            let mut found = 0;
+            for symbol in whole.named_symbols().expect("symbols") {
+                if symbol.kind != crate::elf::SymbolKind::Function {
+                    continue;
+                }
+                for addr in [symbol.addr.0, symbol.addr.0 + symbol.size / 2] {
+                    let expected = theirs.frames(VirtAddr(addr)).expect("looks up");
+                    found += usize::from(expected.is_some());
+                    assert_eq!(
+                        format!("{:?}", ours.frames(VirtAddr(addr)).expect("looks up")),
+                        format!("{expected:?}"),
+                        "{name} at {addr:#x}"
+                    );
+                }
+            }
+            assert!(found >= 4, "{name}: {found} addresses with DWARF");
+        }
+    }
+
     /// A file written after it was opened in part is an error naming it when a section left
     /// out is read, not a mix of its two versions.
     #[test]
@@ -436,8 +476,10 @@ mod tests {
         let dir = tempfile::tempdir().expect("a temporary dir");
         let path = padded(&dir, "c-gcc-O2-g-dwarf4");
         let file = std::fs::File::open(&path).expect("opens");
-        let part = ElfFile::from_file(&file, &path).expect("reads");
+        let part = Arc::new(ElfFile::from_file(&file, &path).expect("reads"));
         drop(file);
+        // Sections listed now; the units are read when the DWARF is.
+        let sections = DwarfSections::load(&part).expect("loads").expect("DWARF");
         let mut bytes = std::fs::read(&path).expect("reads");
         bytes.truncate(bytes.len() - 4096);
         std::fs::write(&path, bytes).expect("rewrites in place");
@@ -450,6 +492,16 @@ mod tests {
             "{text}"
         );
         assert!(part.whole_file_crc32().is_err());
+        // The unit of `main` is read at its first lookup (its header, in the first bytes
+        // of the section, was read with the file): an error, not an answer without DWARF.
+        let main = part
+            .symbol_value_by_name("main")
+            .expect("reads")
+            .expect("main");
+        let err = DwarfInfo::new(&sections)
+            .and_then(|info| info.frames(VirtAddr(main.0 + 4)))
+            .expect_err("the unit does not read");
+        assert!(err.to_string().contains("changed"), "{err}");
     }
 
     /// A small file is read whole, as before.
