@@ -150,7 +150,7 @@ impl ElfFile {
     /// [`MAX_READ_FILE_BYTES`]; `path` names it in errors and results. Compressed files are
     /// decompressed as by [`ElfFile::open`].
     ///
-    /// A large file (4 MiB or more) with at least 1 MiB of DWARF is read in part: all but
+    /// A file with at least 1 MiB of DWARF is read in part: all but
     /// the bodies of its `.debug_*` sections now, each of those when
     /// [`ElfFile::section_contents`] is first asked for it, from a duplicate of `file`'s
     /// descriptor, which the value keeps open. A file that changed since this call (its
