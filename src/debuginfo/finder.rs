@@ -594,23 +594,20 @@ fn try_candidate(
             Some(have) => Some(format!("its build-id {} is not {}", hex(have), hex(want))),
             None => Some(format!("it has no build-id (want {})", hex(want))),
         },
-        Check::Crc { crc, build_id } => {
-            let have = zlib_rs::crc32::crc32(0, candidate.data());
-            if have != crc {
-                Some(format!(
-                    "its CRC32 is {have:#010x}, .gnu_debuglink says {crc:#010x}"
-                ))
-            } else {
-                match (candidate.build_id(), build_id) {
-                    (Some(have), Some(want)) if have != want => Some(format!(
-                        "the CRC matches but its build-id {} is not {}",
-                        hex(have),
-                        hex(want)
-                    )),
-                    _ => None,
-                }
-            }
-        }
+        Check::Crc { crc, build_id } => match candidate.whole_file_crc32() {
+            Err(e) => Some(format!("its CRC32 could not be computed: {e}")),
+            Ok(have) if have != crc => Some(format!(
+                "its CRC32 is {have:#010x}, .gnu_debuglink says {crc:#010x}"
+            )),
+            Ok(_) => match (candidate.build_id(), build_id) {
+                (Some(have), Some(want)) if have != want => Some(format!(
+                    "the CRC matches but its build-id {} is not {}",
+                    hex(have),
+                    hex(want)
+                )),
+                _ => None,
+            },
+        },
     };
     if let Some(why) = refusal {
         log::debug!(

@@ -18,7 +18,7 @@ use crate::dwarf::files::FileTable;
 use crate::dwarf::functions::{FunctionDie, FunctionTable};
 use crate::dwarf::lines::Row;
 use crate::dwarf::reader::{Reader, SectionBytes};
-use crate::dwarf::units::{SplitUnit, UnitEntry, Units};
+use crate::dwarf::units::{SplitUnit, UnitEntry, UnitSource, Units};
 use crate::elf::{ElfFile, SectionContents};
 use crate::error::{Error, Result};
 
@@ -32,6 +32,8 @@ pub struct DwarfSections {
     endian: RunTimeEndian,
     /// `(section, bytes)` for every section gimli reads that the file has.
     sections: Vec<(SectionId, SectionBytes)>,
+    /// `.debug_info` of a file read in part, read unit by unit (not in `sections` then).
+    units_in_part: Option<UnitSource>,
 }
 
 impl std::fmt::Debug for DwarfSections {
@@ -45,6 +47,13 @@ impl std::fmt::Debug for DwarfSections {
                     .iter()
                     .map(|(id, bytes)| (id.name(), bytes.len()))
                     .collect::<Vec<_>>(),
+            )
+            .field(
+                ".debug_info read unit by unit",
+                &self
+                    .units_in_part
+                    .as_ref()
+                    .map(|source| source.section.len()),
             )
             .finish()
     }
@@ -84,6 +93,9 @@ impl DwarfSections {
     /// `Err`, naming the file, when a section cannot be read or decompressed (a truncated
     /// compressed section, a decompression bomb). Uncompressed sections are not copied:
     /// the result keeps `elf` open.
+    ///
+    /// A file read in part (see [`ElfFile::from_file`]) keeps its `.debug_info` in the file,
+    /// uncompressed: its units are then read one by one, each when a lookup first needs it.
     pub fn load(elf: &Arc<ElfFile>) -> Result<Option<DwarfSections>> {
         Self::load_named(elf, SectionId::name, &SECTIONS, 1)
     }
@@ -126,6 +138,24 @@ impl DwarfSections {
         let read_all = |ids: &mut dyn Iterator<Item = SectionId>| -> Result<Vec<_>> {
             ids.filter_map(|id| read(id).transpose()).collect()
         };
+        // Only the file's own `.debug_info` (not a `.dwo`'s): read unit by unit when it was
+        // left out of a file read in part, and is not compressed.
+        let units_in_part = ids
+            .contains(&SectionId::DebugAbbrev)
+            .then(|| elf.section_left_out(SectionId::DebugInfo.name()))
+            .flatten()
+            .filter(|_| name(SectionId::DebugInfo) == SectionId::DebugInfo.name())
+            .map(|section| UnitSource {
+                file: Arc::clone(elf),
+                section,
+                endian: endian_of(elf),
+            });
+        let ids: Vec<SectionId> = ids
+            .iter()
+            .copied()
+            .filter(|&id| !(id == SectionId::DebugInfo && units_in_part.is_some()))
+            .collect();
+        let ids = &ids[..];
         let sections = if threads > 1 && ids.contains(&SectionId::DebugInfo) {
             std::thread::scope(|scope| {
                 let info = scope.spawn(|| read(SectionId::DebugInfo));
@@ -148,19 +178,15 @@ impl DwarfSections {
             read_all(&mut ids.iter().copied())?
         };
         let has = |wanted: SectionId| sections.iter().any(|(id, _)| *id == wanted);
-        if !has(SectionId::DebugInfo) && !has(SectionId::DebugLine) {
+        if !has(SectionId::DebugInfo) && !has(SectionId::DebugLine) && units_in_part.is_none() {
             return Ok(None);
         }
-        let endian = if elf.header().big_endian {
-            RunTimeEndian::Big
-        } else {
-            RunTimeEndian::Little
-        };
         Ok(Some(DwarfSections {
             path: elf.path().to_path_buf(),
             root: elf.root().cloned(),
-            endian,
+            endian: endian_of(elf),
             sections,
+            units_in_part,
         }))
     }
 
@@ -177,6 +203,7 @@ impl DwarfSections {
             root: self.root.clone(),
             endian: self.endian,
             sections,
+            units_in_part: self.units_in_part.clone(),
         }
     }
 
@@ -394,8 +421,9 @@ impl DwarfInfo {
         if let Some(sup) = sup {
             dwarf.set_sup(sup.dwarf()?);
         }
-        let units = Units::read(&dwarf)
-            .map_err(|e| malformed_dwarf(&sections.path, ".debug_info", "unit headers", e))?;
+        let units = Units::read(&dwarf, sections.units_in_part.clone(), |e| {
+            malformed_dwarf(&sections.path, ".debug_info", "unit headers", e)
+        })?;
         Ok(DwarfInfo {
             sections: sections.clone(),
             dwarf: Arc::new(dwarf),
@@ -460,7 +488,7 @@ impl DwarfInfo {
         // a line there (ranges overlap for weak symbols and for units that state one range
         // around discontiguous code).
         for slot in self.units.find(addr.0) {
-            let Some(entry) = slot.parsed(&self.dwarf) else {
+            let Some(entry) = self.units.parsed(slot, &self.dwarf)? else {
                 continue;
             };
             let split = self.split_unit(entry);
@@ -741,16 +769,17 @@ impl DwarfInfo {
                         _ => &self.dwarf,
                     };
                     (
-                        gimli::UnitRef::new(dwarf, &slot.parsed(dwarf)?.unit),
+                        gimli::UnitRef::new(dwarf, &units.parsed(slot, dwarf).ok()??.unit),
                         file,
                         die,
                     )
                 }
                 gimli::AttributeValue::DebugInfoRefSup(offset) => {
-                    let (slot, die) = self.sup_units()?.at_offset(offset)?;
+                    let sup_units = self.sup_units()?;
+                    let (slot, die) = sup_units.at_offset(offset)?;
                     let sup = self.dwarf.sup()?;
                     (
-                        gimli::UnitRef::new(sup, &slot.parsed(sup)?.unit),
+                        gimli::UnitRef::new(sup, &sup_units.parsed(slot, sup).ok()??.unit),
                         UnitFile::Supplementary,
                         die,
                     )
@@ -793,11 +822,13 @@ impl DwarfInfo {
         self.sup_units
             .get_or_init(|| {
                 let sup = self.dwarf.sup()?;
-                Units::read(sup)
-                    .map_err(|e| {
-                        log::debug!("{}: supplementary units: {e}", self.sections.path.display())
-                    })
-                    .ok()
+                Units::read(sup, None, |e| {
+                    malformed_dwarf(&self.sections.path, ".debug_info", "supplementary units", e)
+                })
+                .map_err(|e| {
+                    log::debug!("{}: supplementary units: {e}", self.sections.path.display())
+                })
+                .ok()
             })
             .as_ref()
     }
@@ -1058,6 +1089,15 @@ fn malformed_dwarf_text(path: &Path, what: &str, e: &str) -> Error {
     Error::MalformedElf {
         path: path.to_path_buf(),
         what: format!("DWARF {what}: {e}"),
+    }
+}
+
+/// The byte order of `elf`'s DWARF.
+fn endian_of(elf: &ElfFile) -> RunTimeEndian {
+    if elf.header().big_endian {
+        RunTimeEndian::Big
+    } else {
+        RunTimeEndian::Little
     }
 }
 

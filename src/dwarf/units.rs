@@ -11,17 +11,27 @@
 //! functions are read on first use and kept (`info.rs`).
 
 use std::cell::{OnceCell, RefCell};
+use std::ops::Range;
 use std::sync::Arc;
+
+use gimli::{Reader as _, RunTimeEndian};
 
 use crate::dwarf::files::FileTable;
 use crate::dwarf::functions::{root_range_attributes, FunctionTable, FunctionsError};
 use crate::dwarf::lines::LineTable;
-use crate::dwarf::reader::Reader;
+use crate::dwarf::reader::{Reader, SectionBytes};
+use crate::elf::ElfFile;
+use crate::error::{Error, Result};
 
 /// One unit: its header, and the unit itself once parsed.
 pub(crate) struct UnitSlot {
     offset: gimli::DebugInfoOffset<usize>,
-    header: gimli::UnitHeader<Reader>,
+    /// Its length, the initial length field included.
+    len: usize,
+    /// Its header: read with the slot, or, for a `.debug_info` read unit by unit
+    /// ([`UnitSource`]), read with the unit's bytes on first use (an error: they could not
+    /// be read, or the header does not parse).
+    header: OnceCell<Result<gimli::UnitHeader<Reader>>>,
     /// Parsed on first use (`None`: it does not parse, and answers nothing). Boxed: a parsed
     /// unit is about 1 KB, and most units of a large file are never parsed.
     parsed: OnceCell<Option<Box<UnitEntry>>>,
@@ -31,16 +41,135 @@ impl UnitSlot {
     fn new(offset: gimli::DebugInfoOffset<usize>, header: gimli::UnitHeader<Reader>) -> Self {
         UnitSlot {
             offset,
-            header,
+            len: header.length_including_self(),
+            header: OnceCell::from(Ok(header)),
             parsed: OnceCell::new(),
         }
     }
 
-    /// The unit, parsed (its abbreviations, root DIE and line program header) on first use.
-    pub(crate) fn parsed(&self, dwarf: &gimli::Dwarf<Reader>) -> Option<&UnitEntry> {
-        self.parsed
-            .get_or_init(|| UnitEntry::parse(dwarf, self.header.clone()))
-            .as_deref()
+    fn unread(offset: gimli::DebugInfoOffset<usize>, len: usize) -> Self {
+        UnitSlot {
+            offset,
+            len,
+            header: OnceCell::new(),
+            parsed: OnceCell::new(),
+        }
+    }
+}
+
+/// The `.debug_info` of a file read in part (`elf/partial.rs`), read one unit at a time:
+/// the unit headers by a walk of small reads when the units are listed, a unit's bytes when
+/// it is first parsed. A process's `libpython3.13.so` has 15.7 MB of `.debug_info`, of which
+/// a stack needs the dozen units its frames are in.
+#[derive(Clone)]
+pub(crate) struct UnitSource {
+    pub(crate) file: Arc<ElfFile>,
+    /// Where the section lies in the file.
+    pub(crate) section: Range<usize>,
+    pub(crate) endian: RunTimeEndian,
+}
+
+/// What [`UnitSource::walk`] reads of a unit: its offset and length (the initial length
+/// field included), its version and, from version 5, its unit type.
+struct UnitStub {
+    offset: usize,
+    len: usize,
+    version: u16,
+    unit_type: Option<gimli::DwUt>,
+}
+
+impl UnitSource {
+    fn malformed(&self, context: &str, offset: usize, e: gimli::Error) -> Error {
+        Error::MalformedDwarf {
+            path: self.file.path().to_path_buf(),
+            section: ".debug_info",
+            context: context.to_string(),
+            offset: Some(offset as u64),
+            source: e,
+        }
+    }
+
+    /// `len` bytes at `offset` of the section (fewer at its end).
+    fn read(&self, offset: usize, len: usize) -> Result<Vec<u8>> {
+        let start = self
+            .section
+            .start
+            .saturating_add(offset)
+            .min(self.section.end);
+        let end = start.saturating_add(len).min(self.section.end);
+        self.file.read_range(start..end)
+    }
+
+    /// Every unit's offset, length, version and type, as gimli's unit iterator reads them
+    /// (the same errors for a length past the section's end, an unknown version or type).
+    fn walk(&self) -> Result<Vec<UnitStub>> {
+        let size = self.section.len();
+        let mut units = Vec::new();
+        let mut offset = 0;
+        while offset < size {
+            let eof = gimli::Error::UnexpectedEof(gimli::ReaderOffsetId(offset as u64));
+            let head = self.read(offset, 24)?;
+            let mut reader = gimli::EndianSlice::new(&head, self.endian);
+            let (unit_length, format) = reader
+                .read_initial_length()
+                .map_err(|e| self.malformed("unit headers", offset, e))?;
+            let initial = match format {
+                gimli::Format::Dwarf32 => 4,
+                gimli::Format::Dwarf64 => 12,
+            };
+            let len = unit_length
+                .checked_add(initial)
+                .filter(|&len| len <= size - offset)
+                .ok_or_else(|| self.malformed("unit headers", offset, eof))?;
+            let version = reader
+                .read_u16()
+                .map_err(|e| self.malformed("unit headers", offset, e))?;
+            let unit_type = match version {
+                2..=4 => None,
+                5 => Some(gimli::DwUt(
+                    reader
+                        .read_u8()
+                        .map_err(|e| self.malformed("unit headers", offset, e))?,
+                )),
+                _ => {
+                    let e = gimli::Error::UnknownVersion(u64::from(version));
+                    return Err(self.malformed("unit headers", offset, e));
+                }
+            };
+            units.push(UnitStub {
+                offset,
+                len,
+                version,
+                unit_type,
+            });
+            offset += len;
+        }
+        Ok(units)
+    }
+
+    /// The header of the unit at `offset` (`len` bytes), its bytes read now and kept by it.
+    fn header(&self, offset: usize, len: usize) -> Result<gimli::UnitHeader<Reader>> {
+        let bytes = self.read(offset, len)?;
+        let reader = Reader::new(SectionBytes::Owned(Arc::new(bytes)), self.endian);
+        let malformed = |e| self.malformed("unit header", offset, e);
+        let header = gimli::DebugInfo::from(reader.clone())
+            .units()
+            .next()
+            .map_err(malformed)?
+            .ok_or_else(|| malformed(gimli::Error::UnexpectedEof(gimli::ReaderOffsetId(0))))?;
+        // The same header, at its offset in the section: DIE offsets are the unit's own,
+        // references between units go through `Units::at_offset`.
+        let mut entries = reader;
+        entries.skip(header.header_size()).map_err(malformed)?;
+        Ok(gimli::UnitHeader::new(
+            header.encoding(),
+            header.unit_length(),
+            header.type_(),
+            header.debug_abbrev_offset(),
+            gimli::SectionId::DebugInfo,
+            gimli::UnitSectionOffset(offset),
+            entries,
+        ))
     }
 }
 
@@ -181,13 +310,33 @@ pub(crate) struct Units {
     units: Box<[UnitSlot]>,
     /// Sorted by end, then unit.
     ranges: Box<[UnitRange]>,
+    /// Where the units' bytes are read from when `.debug_info` is read unit by unit.
+    source: Option<UnitSource>,
 }
 
 impl Units {
     /// Reads every unit's header and where its code is (see the module docs; type units
     /// are skipped, and so is a unit that must be parsed now and cannot be, as the addr2line
     /// crate skips it).
-    pub(crate) fn read(dwarf: &gimli::Dwarf<Reader>) -> Result<Units, gimli::Error> {
+    ///
+    /// With a `source`, the units are listed by [`UnitSource::walk`] instead of from
+    /// `dwarf`'s `.debug_info` (empty then), and each is read when first needed. `malformed`
+    /// turns gimli's errors into the caller's.
+    pub(crate) fn read(
+        dwarf: &gimli::Dwarf<Reader>,
+        source: Option<UnitSource>,
+        malformed: impl Fn(gimli::Error) -> Error,
+    ) -> Result<Units> {
+        Self::read_gimli(dwarf, source).map_err(|e| match e {
+            Read::Gimli(e) => malformed(e),
+            Read::Other(e) => e,
+        })
+    }
+
+    fn read_gimli(
+        dwarf: &gimli::Dwarf<Reader>,
+        source: Option<UnitSource>,
+    ) -> std::result::Result<Units, Read> {
         let mut aranges = Vec::new();
         let mut headers = dwarf.debug_aranges.headers();
         while let Some(header) = headers.next()? {
@@ -195,18 +344,49 @@ impl Units {
         }
         aranges.sort_unstable_by_key(|&(info, _)| info);
 
-        let mut units = Vec::new();
+        let mut units: Vec<UnitSlot> = Vec::new();
         let mut ranges = Vec::new();
         let mut headers = dwarf.units();
-        while let Some(header) = headers.next()? {
-            let Some(offset) = header.debug_info_offset() else {
-                continue;
+        let mut stubs = match &source {
+            Some(source) => Some(source.walk().map_err(Read::Other)?.into_iter()),
+            None => None,
+        };
+        loop {
+            let (slot, kind) = match &mut stubs {
+                Some(stubs) => {
+                    let Some(stub) = stubs.next() else { break };
+                    let kind = match stub.unit_type {
+                        None if stub.version < 5 => gimli::DW_UT_compile,
+                        None => continue,
+                        Some(kind) => kind,
+                    };
+                    (
+                        UnitSlot::unread(gimli::DebugInfoOffset(stub.offset), stub.len),
+                        kind,
+                    )
+                }
+                None => {
+                    let Some(header) = headers.next()? else { break };
+                    let Some(offset) = header.debug_info_offset() else {
+                        continue;
+                    };
+                    let kind = match header.type_() {
+                        gimli::UnitType::Type { .. } => gimli::DW_UT_type,
+                        gimli::UnitType::SplitType { .. } => gimli::DW_UT_split_type,
+                        gimli::UnitType::Partial => gimli::DW_UT_partial,
+                        _ => gimli::DW_UT_compile,
+                    };
+                    (UnitSlot::new(offset, header), kind)
+                }
             };
-            let mut needs_ranges = match header.type_() {
-                gimli::UnitType::Type { .. } | gimli::UnitType::SplitType { .. } => continue,
+            let offset = slot.offset;
+            let mut needs_ranges = match kind {
+                gimli::DW_UT_type | gimli::DW_UT_split_type => continue,
                 // Only referred to from other units; no code of its own.
-                gimli::UnitType::Partial => false,
-                _ => true,
+                gimli::DW_UT_partial => false,
+                gimli::DW_UT_compile | gimli::DW_UT_skeleton | gimli::DW_UT_split_compile => true,
+                // As gimli's unit iterator, which stops there.
+                _ => return Err(Read::Gimli(gimli::Error::UnknownUnitType(kind))),
             };
             let index = units.len();
             let mut add = |begin: u64, end: u64| {
@@ -237,11 +417,11 @@ impl Units {
                     }
                 }
             }
-            let slot = UnitSlot::new(offset, header);
             if needs_ranges {
                 // Not in `.debug_aranges`: its root DIE's ranges, else its line program's
                 // sequences.
-                let Some(entry) = slot.parsed(dwarf) else {
+                let Some(entry) = parsed(&slot, source.as_ref(), dwarf).map_err(Read::Other)?
+                else {
                     continue;
                 };
                 let unit = gimli::UnitRef::new(dwarf, &entry.unit);
@@ -267,7 +447,19 @@ impl Units {
         Ok(Units {
             units: units.into_boxed_slice(),
             ranges: ranges.into_boxed_slice(),
+            source,
         })
+    }
+
+    /// The unit of `slot` (one of these units), parsed (its abbreviations, root DIE and line
+    /// program header) on first use; `Ok(None)` when it does not parse, an error when its
+    /// bytes could not be read (see [`UnitSource`]).
+    pub(crate) fn parsed<'a>(
+        &self,
+        slot: &'a UnitSlot,
+        dwarf: &gimli::Dwarf<Reader>,
+    ) -> Result<Option<&'a UnitEntry>> {
+        parsed(slot, self.source.as_ref(), dwarf)
     }
 
     /// Parses, on `threads` threads (the caller's among them), every unit that holds one of
@@ -305,12 +497,15 @@ impl Units {
             .iter()
             .filter_map(|&index| {
                 let slot = self.units.get(index)?;
-                Some((index, slot.offset, slot.header.clone()))
+                // A unit whose bytes do not read is left for its lookup to report.
+                let header = header(slot, self.source.as_ref()).ok()?;
+                Some((index, slot.offset, header.clone()))
             })
             .collect();
         // One unit each at most: a thread costs tens of microseconds to start.
         let threads = threads.min(headers.len());
         let next = std::sync::atomic::AtomicUsize::new(0);
+        let in_part = self.source.is_some();
         // Takes units off the shared list until none is left. A helper passes its own
         // sections and reads each unit's header again from them.
         let parse_some = |own: Option<&gimli::Dwarf<Reader>>| {
@@ -322,6 +517,8 @@ impl Units {
                 };
                 let entry = match own {
                     None => parse_unit(dwarf, header.clone()),
+                    // Read unit by unit: the header holds the unit's own bytes.
+                    Some(own) if in_part => parse_unit(own, header.clone()),
                     Some(own) => match own.debug_info.header_from_offset(*offset) {
                         Ok(header) => parse_unit(own, header),
                         Err(_) => parse_unit(dwarf, header.clone()),
@@ -388,6 +585,54 @@ impl Units {
         if slot.offset == offset {
             return None;
         }
-        Some((slot, offset.to_unit_offset(&slot.header)?))
+        // As `DebugInfoOffset::to_unit_offset`, without the header (which may be unread).
+        let inside = offset.0 - slot.offset.0;
+        (inside < slot.len).then_some((slot, gimli::UnitOffset(inside)))
     }
+}
+
+/// Why [`Units::read`] stopped: gimli's error, or one of ours (a unit's bytes not read).
+enum Read {
+    Gimli(gimli::Error),
+    Other(Error),
+}
+
+impl From<gimli::Error> for Read {
+    fn from(e: gimli::Error) -> Self {
+        Read::Gimli(e)
+    }
+}
+
+/// `slot`'s header, read from `source` on first use when it was not read with the slot.
+fn header<'a>(
+    slot: &'a UnitSlot,
+    source: Option<&UnitSource>,
+) -> Result<&'a gimli::UnitHeader<Reader>> {
+    slot.header
+        .get_or_init(|| match source {
+            Some(source) => source.header(slot.offset.0, slot.len),
+            // Slots of a `.debug_info` read whole get their header when they are made.
+            None => Err(Error::MalformedElf {
+                path: std::path::PathBuf::new(),
+                what: "a DWARF unit without its header".to_string(),
+            }),
+        })
+        .as_ref()
+        .map_err(Error::clone_for_cache)
+}
+
+/// See [`Units::parsed`].
+fn parsed<'a>(
+    slot: &'a UnitSlot,
+    source: Option<&UnitSource>,
+    dwarf: &gimli::Dwarf<Reader>,
+) -> Result<Option<&'a UnitEntry>> {
+    if let Some(parsed) = slot.parsed.get() {
+        return Ok(parsed.as_deref());
+    }
+    let header = header(slot, source)?.clone();
+    Ok(slot
+        .parsed
+        .get_or_init(|| UnitEntry::parse(dwarf, header))
+        .as_deref())
 }

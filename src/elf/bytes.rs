@@ -24,6 +24,9 @@ pub(crate) enum FileBytes {
     /// mapping goes (fields drop in order).
     Mapped(Registered, memmap2::Mmap),
     Owned(Box<[u8]>),
+    /// Anonymous memory holding a file read in part (`partial.rs`): no file is mapped, so
+    /// nothing can shrink under it; the parts not read are zero pages never touched.
+    Anonymous(memmap2::Mmap),
 }
 
 impl FileBytes {
@@ -71,7 +74,7 @@ impl FileBytes {
     pub(crate) fn shrunk(&self) -> bool {
         match self {
             FileBytes::Mapped(registered, _) => registered.shrunk(),
-            FileBytes::Owned(_) => false,
+            FileBytes::Owned(_) | FileBytes::Anonymous(_) => false,
         }
     }
 
@@ -124,7 +127,7 @@ impl FileBytes {
     #[inline]
     pub(crate) fn as_slice(&self) -> &[u8] {
         match self {
-            FileBytes::Mapped(_, map) => map,
+            FileBytes::Mapped(_, map) | FileBytes::Anonymous(map) => map,
             FileBytes::Owned(bytes) => bytes,
         }
     }
@@ -133,7 +136,7 @@ impl FileBytes {
     pub(crate) fn mapped_len(&self) -> usize {
         match self {
             FileBytes::Mapped(_, map) => map.len(),
-            FileBytes::Owned(_) => 0,
+            FileBytes::Owned(_) | FileBytes::Anonymous(_) => 0,
         }
     }
 }

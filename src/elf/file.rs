@@ -15,6 +15,7 @@ use crate::confine::ConfinedRoot;
 use crate::elf::bytes::{c_str_in, FileBytes};
 use crate::elf::compressed::{self, Compression};
 use crate::elf::index_builder::{build_symbol_tables, SymbolTables};
+use crate::elf::partial::{self, Deferred};
 use crate::elf::relocatable::{self, RelocatableSection};
 use crate::elf::segments::{LoadSegment, Segments};
 use crate::elf::symbols::{
@@ -91,6 +92,9 @@ pub struct ElfFile {
     /// (device, inode) of the file opened, for files opened from disk.
     file_id: Option<(u64, u64)>,
     bytes: FileBytes,
+    /// For a file read in part (`partial.rs`), the ranges left out of `bytes` and the open
+    /// file to read them from; `None` for a file whose bytes are all in `bytes`.
+    deferred: Option<Deferred>,
     header: ElfHeaderInfo,
     segments: Segments,
     /// The layout of an `ET_REL` file's allocated sections; empty for other files.
@@ -145,12 +149,24 @@ impl ElfFile {
     /// another process can truncate at any time, see ARCHITECTURE.md, "Trust"), at most
     /// [`MAX_READ_FILE_BYTES`]; `path` names it in errors and results. Compressed files are
     /// decompressed as by [`ElfFile::open`].
+    ///
+    /// A file with at least 1 MiB of DWARF is read in part: all but
+    /// the bodies of its `.debug_*` sections now, each of those when
+    /// [`ElfFile::section_contents`] is first asked for it, from a duplicate of `file`'s
+    /// descriptor, which the value keeps open. A file that changed since this call (its
+    /// size, modification time or inode) is then an error naming it, as it is here.
     pub fn from_file(file: &File, path: impl Into<PathBuf>) -> Result<Self> {
         let path = path.into();
         let metadata = file.metadata().map_err(|source| Error::Io {
             path: path.clone(),
             source,
         })?;
+        if let Some((bytes, deferred)) = partial::read_partial(file, &path, MAX_READ_FILE_BYTES)? {
+            let mut elf = Self::from_file_bytes(path, bytes)?;
+            elf.file_id = Some((metadata.dev(), metadata.ino()));
+            elf.deferred = Some(deferred);
+            return Ok(elf);
+        }
         let bytes = FileBytes::read(file, &path, MAX_READ_FILE_BYTES)?;
         let mut elf = Self::from_file_bytes(path.clone(), decompressed(&path, bytes)?)?;
         elf.file_id = Some((metadata.dev(), metadata.ino()));
@@ -222,6 +238,7 @@ impl ElfFile {
             root: None,
             file_id: None,
             bytes,
+            deferred: None,
             header,
             segments,
             relocatable,
@@ -409,15 +426,8 @@ impl ElfFile {
             path: self.path.clone(),
             what,
         };
-        let compressed = section
-            .compressed_data()
-            .map_err(|e| malformed(format!("section {name}: {e}")))?;
-        if compressed.format == CompressionFormat::None {
-            // `SHT_NOBITS` (a stripped debug file's sections) has no bytes in the file.
-            let Some((offset, size)) = section.file_range() else {
-                return Ok(SectionContents::InFile(0..0));
-            };
-            let range = usize::try_from(offset)
+        let in_file = |offset: u64, size: u64| {
+            usize::try_from(offset)
                 .ok()
                 .zip(usize::try_from(size).ok())
                 .and_then(|(start, len)| Some(start..start.checked_add(len)?))
@@ -428,15 +438,39 @@ impl ElfFile {
                          of the file ({} bytes)",
                         self.data().len()
                     ))
-                })?;
-            return Ok(SectionContents::InFile(range));
+                })
+        };
+        // Where the (compressed) bytes are: a compression header is read from the file's
+        // bytes, which hold it even for a section read in part (`partial.rs`, `HEAD`).
+        let compressed = section
+            .compressed_file_range()
+            .map_err(|e| malformed(format!("section {name}: {e}")))?;
+        if compressed.format == CompressionFormat::None {
+            // `SHT_NOBITS` (a stripped debug file's sections) has no bytes in the file.
+            let Some((offset, size)) = section.file_range() else {
+                return Ok(SectionContents::InFile(0..0));
+            };
+            let range = in_file(offset, size)?;
+            return Ok(match &self.deferred {
+                Some(deferred) if deferred.overlaps(&range) => {
+                    SectionContents::Owned(deferred.read(&self.path, range)?)
+                }
+                _ => SectionContents::InFile(range),
+            });
         }
-        let limit = decompression_cap(compressed.data.len());
+        let range = in_file(compressed.offset, compressed.compressed_size)?;
+        let data = match &self.deferred {
+            Some(deferred) if deferred.overlaps(&range) => {
+                Cow::Owned(deferred.read(&self.path, range)?)
+            }
+            _ => Cow::Borrowed(self.bytes_in(range)),
+        };
+        let limit = decompression_cap(data.len());
         if compressed.uncompressed_size > limit {
             return Err(malformed(format!(
                 "section {name}: decompression bomb: {} compressed bytes claim to expand \
                  to {} bytes, above the limit of {limit} (at most {} bytes and {}x)",
-                compressed.data.len(),
+                data.len(),
                 compressed.uncompressed_size,
                 MAX_DECOMPRESSED_SECTION,
                 MAX_DECOMPRESSION_RATIO,
@@ -444,13 +478,77 @@ impl ElfFile {
         }
         // Within the cap just checked, which is below usize::MAX.
         let size = usize::try_from(compressed.uncompressed_size).unwrap_or(usize::MAX);
-        compressed::decompress_section(compressed.format, compressed.data, size)
+        compressed::decompress_section(compressed.format, &data, size)
             .map(SectionContents::Owned)
             .map_err(|source| Error::Decompress {
                 path: self.path.clone(),
                 section: Some(name.to_string()),
                 source,
             })
+    }
+
+    /// The file range of the section `name` when its bytes were left out of a file read in
+    /// part (`partial.rs`) and are not compressed, so that a reader can read pieces of it
+    /// with [`ElfFile::read_range`]; `None` otherwise (read it with
+    /// [`ElfFile::section_contents`]).
+    pub(crate) fn section_left_out(&self, name: &str) -> Option<Range<usize>> {
+        use object::{Object, ObjectSection};
+        let deferred = self.deferred.as_ref()?;
+        let file = self.object_file().ok()?;
+        let section = file.section_by_name(name)?;
+        let compressed = section.compressed_file_range().ok()?;
+        if compressed.format != object::CompressionFormat::None {
+            return None;
+        }
+        let (offset, size) = section.file_range()?;
+        let start = usize::try_from(offset).ok()?;
+        let range = start..start.checked_add(usize::try_from(size).ok()?)?;
+        (range.end <= self.data().len() && deferred.overlaps(&range)).then_some(range)
+    }
+
+    /// A copy of `range` of the file (which must lie inside it), read from the file where a
+    /// file read in part left it out.
+    pub(crate) fn read_range(&self, range: Range<usize>) -> Result<Vec<u8>> {
+        match &self.deferred {
+            Some(deferred) if deferred.overlaps(&range) => deferred.read(&self.path, range),
+            _ => Ok(self.bytes_in(range).to_vec()),
+        }
+    }
+
+    /// The ranges left out of a file read in part (`partial.rs`); `None` for a file read
+    /// or mapped whole.
+    #[cfg(test)]
+    pub(crate) fn deferred(&self) -> Option<&Deferred> {
+        self.deferred.as_ref()
+    }
+
+    /// The CRC32 of the whole file (as `.gnu_debuglink` states it of a debug file), parts
+    /// read in part included (read again from the file, and not kept).
+    pub(crate) fn whole_file_crc32(&self) -> Result<u32> {
+        let data = self.data();
+        let Some(deferred) = &self.deferred else {
+            return Ok(zlib_rs::crc32::crc32(0, data));
+        };
+        let mut crc = 0;
+        let mut at = 0;
+        let mut chunk = vec![0; 1 << 20];
+        for range in deferred.ranges() {
+            crc = zlib_rs::crc32::crc32(crc, data.get(at..range.start).unwrap_or_default());
+            let mut offset = range.start;
+            while offset < range.end {
+                let len = chunk.len().min(range.end - offset);
+                // `len` is at most the chunk's length.
+                let part = &mut chunk[..len];
+                deferred.read_into(&self.path, offset as u64, part)?;
+                crc = zlib_rs::crc32::crc32(crc, part);
+                offset += len;
+            }
+            at = range.end;
+        }
+        Ok(zlib_rs::crc32::crc32(
+            crc,
+            data.get(at..).unwrap_or_default(),
+        ))
     }
 
     /// The virtual address (`sh_addr`) of the section named `name`: CFI's pointer encodings

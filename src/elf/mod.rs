@@ -11,6 +11,7 @@ mod dynamic;
 mod file;
 mod index_builder;
 mod names;
+mod partial;
 mod relocatable;
 mod segments;
 mod sigbus;
