@@ -77,6 +77,20 @@ pub enum Error {
         #[source]
         source: DecompressError,
     },
+    /// A table or note section inside the file is malformed: USDT probe notes
+    /// (`.note.stapsdt`), a Go binary's own table (`.gopclntab`). `section` names it, `offset`
+    /// says where in it the bad record starts, when known.
+    #[error("{path}: malformed {section}{}: {what}", at_offset(*offset))]
+    MalformedSection {
+        /// The file.
+        path: PathBuf,
+        /// The section, e.g. `.note.stapsdt`.
+        section: String,
+        /// Where in the section the bad record or header starts, when known.
+        offset: Option<u64>,
+        /// What was wrong.
+        what: String,
+    },
     /// The file is well-formed but uses something this crate does not handle.
     #[error("{path}: unsupported: {what}")]
     Unsupported {
@@ -238,6 +252,7 @@ impl Error {
             Error::NotElf { .. }
             | Error::MalformedElf { .. }
             | Error::MalformedDwarf { .. }
+            | Error::MalformedSection { .. }
             | Error::Process { .. }
             | Error::JitDump { .. }
             | Error::Kallsyms { .. }
@@ -262,6 +277,7 @@ impl Error {
             | Error::MalformedElf { path, .. }
             | Error::MalformedDwarf { path, .. }
             | Error::Decompress { path, .. }
+            | Error::MalformedSection { path, .. }
             | Error::Unsupported { path, .. }
             | Error::Process { path, .. }
             | Error::JitDump { path, .. }
@@ -275,7 +291,8 @@ impl Error {
 }
 
 impl Error {
-    /// Where in the file (for [`Error::MalformedDwarf`], in [`Error::section`]; for
+    /// Where in the file (for [`Error::MalformedDwarf`] and [`Error::MalformedSection`], in
+    /// [`Error::section`]; for
     /// [`Error::Decompress`], in the compressed data: the section's, or the file's) the data
     /// that could not be read starts, when the error knows it.
     pub fn offset(&self) -> Option<u64> {
@@ -283,6 +300,7 @@ impl Error {
             Error::MalformedDwarf { offset, .. } => *offset,
             Error::JitDump { offset, .. } => Some(*offset),
             Error::Decompress { source, .. } => source.offset(),
+            Error::MalformedSection { offset, .. } => *offset,
             _ => None,
         }
     }
@@ -292,7 +310,46 @@ impl Error {
         match self {
             Error::MalformedDwarf { section, .. } => Some(section),
             Error::Decompress { section, .. } => section.as_deref(),
+            Error::MalformedSection { section, .. } => Some(section),
             _ => None,
+        }
+    }
+}
+
+/// What is wrong in a section (a note, a table), and where in it: what a section's reader
+/// returns, made an [`Error::MalformedSection`] by its caller, which knows the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SectionFault {
+    /// Where in the section the bad record or header starts, when known.
+    pub(crate) offset: Option<u64>,
+    /// What was wrong.
+    pub(crate) what: String,
+}
+
+impl SectionFault {
+    /// A fault of the record at `offset`.
+    pub(crate) fn at(offset: usize, what: impl Into<String>) -> SectionFault {
+        SectionFault {
+            offset: Some(offset as u64),
+            what: what.into(),
+        }
+    }
+
+    /// A fault with no offset to tell.
+    pub(crate) fn new(what: impl Into<String>) -> SectionFault {
+        SectionFault {
+            offset: None,
+            what: what.into(),
+        }
+    }
+
+    /// The error of `section` of the file at `path`.
+    pub(crate) fn in_section(self, path: &std::path::Path, section: &str) -> Error {
+        Error::MalformedSection {
+            path: path.to_path_buf(),
+            section: section.to_string(),
+            offset: self.offset,
+            what: self.what,
         }
     }
 }
@@ -463,6 +520,17 @@ impl Error {
                 path: path.clone(),
                 section: section.clone(),
                 source: source.clone(),
+            },
+            Error::MalformedSection {
+                path,
+                section,
+                offset,
+                what,
+            } => Error::MalformedSection {
+                path: path.clone(),
+                section: section.clone(),
+                offset: *offset,
+                what: what.clone(),
             },
             Error::Unsupported { path, what } => Error::Unsupported {
                 path: path.clone(),

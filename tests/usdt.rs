@@ -510,7 +510,13 @@ fn hostile_notes_are_clear_errors() {
     // A descriptor size far past the section.
     let mut absurd = bytes.clone();
     absurd[notes.start + 4..notes.start + 8].copy_from_slice(&0xffff_fff0u32.to_le_bytes());
-    let err = read_hostile(absurd).to_string();
+    let err = read_hostile(absurd);
+    // Structured: the section, and the offset of the first note in it.
+    assert!(matches!(err, Error::MalformedSection { .. }), "{err:?}");
+    assert_eq!(err.section(), Some(".note.stapsdt"));
+    assert_eq!(err.offset(), Some(0));
+    assert_eq!(err.kind(), stacksym::ErrorKind::Malformed);
+    let err = err.to_string();
     assert!(
         err.contains("hostile-usdt") && err.contains(".note.stapsdt"),
         "{err}"

@@ -12,6 +12,8 @@
 //! Every field is pointer-sized; every offset is checked to lie inside the table here, so
 //! that lookups only check their own reads.
 
+use crate::error::SectionFault;
+
 /// Which table format (and so which range of Go versions) wrote the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
@@ -77,46 +79,59 @@ impl Header {
     /// Parses and checks the header at the start of `data` (the table, or for a scan the
     /// bytes from a candidate to the end of its segment), in the byte order `big_endian`.
     /// `Err` says what does not check out.
-    pub(crate) fn parse(data: &[u8], big_endian: bool) -> Result<Header, String> {
-        let magic = uint_at(data, 0, 4, big_endian)
-            .ok_or_else(|| format!("{} bytes are too short for a header", data.len()))?;
-        let version =
-            version_of(magic as u32).ok_or_else(|| format!("unknown magic {magic:#010x}"))?;
+    pub(crate) fn parse(data: &[u8], big_endian: bool) -> Result<Header, SectionFault> {
+        let magic = uint_at(data, 0, 4, big_endian).ok_or_else(|| {
+            SectionFault::at(
+                0,
+                format!("{} bytes are too short for a header", data.len()),
+            )
+        })?;
+        let version = version_of(magic as u32)
+            .ok_or_else(|| SectionFault::at(0, format!("unknown magic {magic:#010x}")))?;
         let (pad, quantum, ptr_size) = match data.get(4..8) {
             Some(&[p1, p2, q, p]) => ((p1, p2), q, p),
-            _ => return Err("the header is truncated".into()),
+            _ => return Err(SectionFault::at(4, "the header is truncated")),
         };
         if pad != (0, 0) {
-            return Err("the header's pad bytes are not zero".into());
+            return Err(SectionFault::at(4, "the header's pad bytes are not zero"));
         }
         if !matches!(quantum, 1 | 2 | 4) {
-            return Err(format!(
-                "instruction size quantum {quantum} is not 1, 2 or 4"
+            return Err(SectionFault::at(
+                6,
+                format!("instruction size quantum {quantum} is not 1, 2 or 4"),
             ));
         }
         if !matches!(ptr_size, 4 | 8) {
-            return Err(format!("pointer size {ptr_size} is not 4 or 8"));
+            return Err(SectionFault::at(
+                7,
+                format!("pointer size {ptr_size} is not 4 or 8"),
+            ));
         }
-        let field = |i: usize| -> Result<u64, String> {
-            uint_at(data, 8 + i * usize::from(ptr_size), ptr_size, big_endian)
-                .ok_or_else(|| "the header is truncated".to_string())
+        let field_at = |i: usize| 8 + i * usize::from(ptr_size);
+        let field = |i: usize| -> Result<u64, SectionFault> {
+            uint_at(data, field_at(i), ptr_size, big_endian)
+                .ok_or_else(|| SectionFault::at(field_at(i), "the header is truncated"))
         };
-        let offset = |i: usize, what: &str| -> Result<usize, String> {
+        let offset = |i: usize, what: &str| -> Result<usize, SectionFault> {
             let value = field(i)?;
             usize::try_from(value)
                 .ok()
                 .filter(|&v| v <= data.len())
                 .ok_or_else(|| {
-                    format!(
-                        "{what} offset {value:#x} is outside the table ({:#x} bytes)",
-                        data.len()
+                    SectionFault::at(
+                        field_at(i),
+                        format!(
+                            "{what} offset {value:#x} is outside the table ({:#x} bytes)",
+                            data.len()
+                        ),
                     )
                 })
         };
         let nfunc64 = field(0)?;
         if nfunc64 > MAX_FUNCTIONS {
-            return Err(format!(
-                "the header claims {nfunc64} functions (at most {MAX_FUNCTIONS} are read)"
+            return Err(SectionFault::at(
+                field_at(0),
+                format!("the header claims {nfunc64} functions (at most {MAX_FUNCTIONS} are read)"),
             ));
         }
         let nfunc = nfunc64 as usize;
@@ -141,14 +156,17 @@ impl Header {
                 let end_pc = header.functab + nfunc * 2 * ptr;
                 let filetab_at = end_pc + ptr;
                 let filetab = uint_at(data, filetab_at, 4, big_endian).ok_or_else(|| {
-                    format!(
+                    SectionFault::new(format!(
                         "the header claims {nfunc} functions, but the table ({:#x} bytes) is \
                          too short for their function table",
                         data.len()
-                    )
+                    ))
                 })? as usize;
                 if filetab + 4 > data.len() {
-                    return Err(format!("filetab offset {filetab:#x} is outside the table"));
+                    return Err(SectionFault::at(
+                        filetab_at,
+                        format!("filetab offset {filetab:#x} is outside the table"),
+                    ));
                 }
                 header.filetab = filetab;
             }
@@ -174,15 +192,18 @@ impl Header {
             .checked_mul(nfunc + 1)
             .and_then(|n| n.checked_add(header.functab));
         if needed.is_none_or(|n| n > data.len()) {
-            return Err(format!(
+            return Err(SectionFault::new(format!(
                 "the header claims {nfunc} functions, but the table ({:#x} bytes) is too \
                  short for their function table at {:#x}",
                 data.len(),
                 header.functab
-            ));
+            )));
         }
         if nfunc == 0 {
-            return Err("the table lists no functions".into());
+            return Err(SectionFault::at(
+                field_at(0),
+                "the table lists no functions",
+            ));
         }
         Ok(header)
     }

@@ -32,6 +32,10 @@ use crate::elf::ElfFile;
 use crate::error::{Error, Result};
 use header::{uint_at, Header};
 
+/// How errors name a Go table's section, wherever the table was found (a PIE keeps it in
+/// `.data.rel.ro.gopclntab`, a scan finds it in a segment).
+const GO_TABLE_SECTION: &str = ".gopclntab";
+
 /// `_PCDATA_InlTreeIndex`: the pcdata table whose value at a PC is the inline-tree index
 /// of the innermost inlined call there (-1: none).
 const PCDATA_INL_TREE_INDEX: usize = 2;
@@ -142,11 +146,13 @@ impl GoTable {
         found_by: GoTableFoundBy,
     ) -> Result<GoTable> {
         let data = elf.bytes_in(range.clone());
-        let header =
-            Header::parse(data, elf.header().big_endian).map_err(|what| Error::MalformedElf {
-                path: elf.path().to_path_buf(),
-                what: format!("Go table (.gopclntab) at {:#x}: {what}", range.start),
-            })?;
+        let header = Header::parse(data, elf.header().big_endian).map_err(|mut fault| {
+            fault.what = format!(
+                "the table at file offset {:#x}: {}",
+                range.start, fault.what
+            );
+            fault.in_section(elf.path(), GO_TABLE_SECTION)
+        })?;
         let mut table = GoTable {
             elf: Arc::clone(elf),
             range,
@@ -206,9 +212,11 @@ impl GoTable {
     }
 
     fn malformed(&self, what: impl std::fmt::Display) -> Error {
-        Error::MalformedElf {
+        Error::MalformedSection {
             path: self.elf.path().to_path_buf(),
-            what: format!("Go table (.gopclntab) at {:#x}: {what}", self.range.start),
+            section: GO_TABLE_SECTION.to_string(),
+            offset: None,
+            what: format!("the table at file offset {:#x}: {what}", self.range.start),
         }
     }
 

@@ -22,7 +22,7 @@ pub mod args;
 
 use crate::addr::{FileOffset, VirtAddr};
 use crate::elf::ElfFile;
-use crate::error::{Error, Result};
+use crate::error::{Result, SectionFault};
 
 pub use args::{parse_args, Arg, ArgError, ArgProblem, ArgSyntax, Operand, Register};
 
@@ -91,10 +91,7 @@ pub fn read_probes(elf: &ElfFile) -> Result<Vec<Probe>> {
     };
     let header = elf.header();
     let base = elf.section_address(BASE_SECTION)?;
-    let malformed = |what: String| Error::MalformedElf {
-        path: elf.path().to_path_buf(),
-        what: format!("{NOTE_SECTION}: {what}"),
-    };
+    let malformed = |fault: SectionFault| fault.in_section(elf.path(), NOTE_SECTION);
     let layout = NoteLayout {
         big_endian: header.big_endian,
         address_size: if header.is_64 { 8 } else { 4 },
@@ -107,8 +104,12 @@ pub fn read_probes(elf: &ElfFile) -> Result<Vec<Probe>> {
         if note.name != b"stapsdt" || note.kind != NT_STAPSDT {
             continue;
         }
-        let fields = parse_descriptor(note.desc, layout)
-            .map_err(|what| malformed(format!("note at offset {:#x}: {what}", note.offset)))?;
+        let fields = parse_descriptor(note.desc, layout).map_err(|what| {
+            malformed(SectionFault::at(
+                note.offset,
+                format!("the probe note's descriptor: {what}"),
+            ))
+        })?;
         // The prelink difference: the section's address now, minus where it was linked.
         let delta = match base {
             Some(actual) if fields.addrs.base != 0 => actual.0.wrapping_sub(fields.addrs.base),
@@ -225,39 +226,37 @@ impl<'a> Notes<'a> {
         }
     }
 
-    fn next_note(&mut self) -> std::result::Result<Note<'a>, String> {
+    fn next_note(&mut self) -> std::result::Result<Note<'a>, SectionFault> {
         let offset = self.pos;
         let data: &'a [u8] = self.data;
         let rest = &data[offset..];
         let header = rest.get(..12).ok_or_else(|| {
-            format!(
-                "note at offset {offset:#x}: {} bytes left, a note header needs 12",
-                rest.len()
+            SectionFault::at(
+                offset,
+                format!("{} bytes left, a note header needs 12", rest.len()),
             )
         })?;
         let word = |i: usize| read_uint(&header[i * 4..i * 4 + 4], self.big_endian) as usize;
         let (name_size, desc_size, kind) = (word(0), word(1), word(2) as u32);
-        let name_end = 12usize
-            .checked_add(name_size)
-            .filter(|&end| end <= rest.len())
-            .ok_or_else(|| {
-                format!(
-                    "note at offset {offset:#x}: its owner's name ({name_size} bytes) \
-                     is past the end of the section ({} bytes)",
-                    self.data.len()
-                )
-            })?;
+        // The end of a part of `size` bytes starting at `start`, if it lies in the section.
+        let end_of = |start: usize, size: usize, what: &str| {
+            start
+                .checked_add(size)
+                .filter(|&end| end <= rest.len())
+                .ok_or_else(|| {
+                    SectionFault::at(
+                        offset,
+                        format!(
+                            "the note's {what} ({size} bytes) is past the end of the section \
+                             ({} bytes)",
+                            data.len()
+                        ),
+                    )
+                })
+        };
+        let name_end = end_of(12, name_size, "owner's name")?;
         let desc_start = align4(name_end);
-        let desc_end = desc_start
-            .checked_add(desc_size)
-            .filter(|&end| end <= rest.len())
-            .ok_or_else(|| {
-                format!(
-                    "note at offset {offset:#x}: its descriptor ({desc_size} bytes) \
-                     is past the end of the section ({} bytes)",
-                    self.data.len()
-                )
-            })?;
+        let desc_end = end_of(desc_start, desc_size, "descriptor")?;
         let name = &rest[12..name_end];
         // The owner's name is NUL-terminated; its size counts the NUL.
         let name = name.strip_suffix(&[0]).unwrap_or(name);
@@ -273,7 +272,7 @@ impl<'a> Notes<'a> {
 }
 
 impl<'a> Iterator for Notes<'a> {
-    type Item = std::result::Result<Note<'a>, String>;
+    type Item = std::result::Result<Note<'a>, SectionFault>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.failed || self.pos >= self.data.len() {
@@ -312,17 +311,38 @@ struct Descriptor<'a> {
     args: &'a str,
 }
 
+/// What is wrong with a probe note's descriptor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum DescriptorFault {
+    /// Shorter than its three addresses: (its length, the address size).
+    TooShort(usize, usize),
+    /// The string named has no terminating NUL.
+    NoNul(&'static str),
+    /// The argument string is not UTF-8.
+    NotUtf8(std::str::Utf8Error),
+}
+
+impl std::fmt::Display for DescriptorFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DescriptorFault::TooShort(len, size) => write!(
+                f,
+                "a {len}-byte descriptor, shorter than its three {size}-byte addresses"
+            ),
+            DescriptorFault::NoNul(what) => write!(f, "the {what} string has no terminating NUL"),
+            DescriptorFault::NotUtf8(e) => write!(f, "the argument string is not UTF-8 ({e})"),
+        }
+    }
+}
+
 fn parse_descriptor(
     desc: &[u8],
     layout: NoteLayout,
-) -> std::result::Result<Descriptor<'_>, String> {
+) -> std::result::Result<Descriptor<'_>, DescriptorFault> {
     let size = usize::from(layout.address_size);
     let fixed = 3 * size;
     if desc.len() < fixed {
-        return Err(format!(
-            "a {}-byte descriptor, shorter than its three {size}-byte addresses",
-            desc.len()
-        ));
+        return Err(DescriptorFault::TooShort(desc.len(), size));
     }
     let addr = |i: usize| read_uint(&desc[i * size..(i + 1) * size], layout.big_endian);
     let addrs = NoteAddrs {
@@ -334,8 +354,7 @@ fn parse_descriptor(
     let provider = take_c_str(&mut strings, "provider")?;
     let name = take_c_str(&mut strings, "name")?;
     let args = take_c_str(&mut strings, "argument")?;
-    let args =
-        std::str::from_utf8(args).map_err(|e| format!("the argument string is not UTF-8 ({e})"))?;
+    let args = std::str::from_utf8(args).map_err(DescriptorFault::NotUtf8)?;
     Ok(Descriptor {
         addrs,
         provider,
@@ -345,12 +364,15 @@ fn parse_descriptor(
 }
 
 /// The NUL-terminated string at the start of `strings`, which is advanced past its NUL.
-fn take_c_str<'d>(strings: &mut &'d [u8], what: &str) -> std::result::Result<&'d [u8], String> {
+fn take_c_str<'d>(
+    strings: &mut &'d [u8],
+    what: &'static str,
+) -> std::result::Result<&'d [u8], DescriptorFault> {
     let all: &'d [u8] = strings;
     let end = all
         .iter()
         .position(|&b| b == 0)
-        .ok_or_else(|| format!("the {what} string has no terminating NUL"))?;
+        .ok_or(DescriptorFault::NoNul(what))?;
     *strings = &all[end + 1..];
     Ok(&all[..end])
 }
@@ -409,33 +431,38 @@ mod tests {
             .next()
             .unwrap()
             .unwrap_err();
-        assert!(err.contains("note header needs 12"), "{err}");
+        assert!(err.what.contains("note header needs 12"), "{err:?}");
         // A descriptor claiming 4 GiB.
         let mut section = note(b"stapsdt\0", NT_STAPSDT, &[]);
         section[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
         let err = Notes::new(&section, false).next().unwrap().unwrap_err();
-        assert!(err.contains("past the end of the section"), "{err}");
+        assert!(err.what.contains("past the end of the section"), "{err:?}");
         // A name size past the end.
         let mut section = note(b"stapsdt\0", NT_STAPSDT, &[]);
         section[0..4].copy_from_slice(&1000u32.to_le_bytes());
         let err = Notes::new(&section, false).next().unwrap().unwrap_err();
-        assert!(err.contains("owner's name"), "{err}");
+        assert_eq!(err.offset, Some(0));
+        assert!(err.what.contains("owner's name"), "{err:?}");
         // Strings without their NUL.
         let err = parse_descriptor(&desc(1, 0, 0, b"prov\0name\0args"), LE64)
             .err()
             .unwrap();
+        assert_eq!(err, DescriptorFault::NoNul("argument"));
         assert!(
-            err.contains("argument string has no terminating NUL"),
+            err.to_string()
+                .contains("argument string has no terminating NUL"),
             "{err}"
         );
         let err = parse_descriptor(&desc(1, 0, 0, b"prov"), LE64)
             .err()
             .unwrap();
-        assert!(err.contains("provider string"), "{err}");
+        assert_eq!(err, DescriptorFault::NoNul("provider"));
         // Too short for the addresses.
         let err = parse_descriptor(&[0; 20], LE64).err().unwrap();
+        assert_eq!(err, DescriptorFault::TooShort(20, 8));
         assert!(
-            err.contains("shorter than its three 8-byte addresses"),
+            err.to_string()
+                .contains("shorter than its three 8-byte addresses"),
             "{err}"
         );
         // After an error the iterator stops.
