@@ -296,18 +296,49 @@ fn plan<Elf: FileHeader<Endian = Endianness>>(
             kept.push(range);
         }
     }
-    let overlap = |a: &Range<u64>, b: &Range<u64>| a.start < b.end && b.start < a.end;
-    let mut left_out: Vec<Range<usize>> = Vec::new();
+    Ok(Some(without_clashes(candidates, kept)))
+}
+
+/// The candidates (non-allocated debug sections, each longer than `HEAD`) to leave out: those
+/// that overlap neither a kept range nor another candidate, less their first `HEAD` bytes,
+/// sorted. In O(n log n): a hostile file may list a million sections, and comparing each
+/// pair would take hours.
+fn without_clashes(
+    mut candidates: Vec<Range<u64>>,
+    mut kept: Vec<Range<u64>>,
+) -> Vec<Range<usize>> {
+    candidates.sort_unstable_by_key(|r| r.start);
+    kept.sort_unstable_by_key(|r| r.start);
+    // The furthest end of the kept ranges up to each one, in start order.
+    let mut furthest = 0;
+    let kept_ends: Vec<u64> = kept
+        .iter()
+        .map(|k| {
+            furthest = furthest.max(k.end);
+            furthest
+        })
+        .collect();
+    let mut left_out = Vec::new();
+    let mut earlier_end = 0;
     for (i, range) in candidates.iter().enumerate() {
-        let clash = kept.iter().any(|k| overlap(k, range))
-            || candidates
-                .iter()
-                .enumerate()
-                .any(|(j, other)| j != i && overlap(other, range));
-        if clash {
+        // Candidates are not empty: an earlier one (by start) overlaps this one when it ends
+        // after this one starts, a later one when it starts before this one ends.
+        let clashes_earlier = earlier_end > range.start;
+        let clashes_later = candidates
+            .get(i + 1)
+            .is_some_and(|next| next.start < range.end);
+        earlier_end = earlier_end.max(range.end);
+        // The kept ranges that start before this one ends: one of them overlaps it when it
+        // ends after this one starts.
+        let before_end = kept.partition_point(|k| k.start < range.end);
+        let clashes_kept = before_end
+            .checked_sub(1)
+            .and_then(|last| kept_ends.get(last))
+            .is_some_and(|&end| end > range.start);
+        if clashes_earlier || clashes_later || clashes_kept {
             continue;
         }
-        // Within the file (checked above), whose size fits usize.
+        // Within the file (checked by the caller), whose size fits usize.
         let (Ok(start), Ok(end)) = (
             usize::try_from(range.start + HEAD),
             usize::try_from(range.end),
@@ -316,8 +347,7 @@ fn plan<Elf: FileHeader<Endian = Endianness>>(
         };
         left_out.push(start..end);
     }
-    left_out.sort_unstable_by_key(|r| r.start);
-    Ok(Some(left_out))
+    left_out
 }
 
 fn read_exact_at(file: &File, path: &Path, offset: u64, buf: &mut [u8]) -> Result<()> {
@@ -353,6 +383,38 @@ fn check_unchanged(file: &File, path: &Path, was: Stated) -> Result<()> {
 mod tests {
     use std::path::PathBuf;
     use std::sync::Arc;
+
+    #[test]
+    fn clashing_sections_are_kept_whole() {
+        use super::{without_clashes, HEAD};
+        use std::ops::Range;
+        let h = HEAD;
+        let candidates = vec![
+            1000..1000 + 4 * h, // alone: left out
+            5000..5000 + 4 * h, // overlaps the next candidate
+            5000 + 3 * h..5000 + 8 * h,
+            9000..9000 + 4 * h,   // holds an empty kept range
+            20000..20000 + 8 * h, // overlaps a kept range that starts before it
+            30000..30000 + 2 * h, // touches a kept range at its end: no overlap
+        ];
+        let kept = vec![
+            9100..9100,
+            19000..20010,
+            30000 + 2 * h..30000 + 3 * h,
+            0..64,
+        ];
+        let at = |n: u64| n as usize;
+        assert_eq!(
+            without_clashes(candidates, kept),
+            vec![
+                at(1000 + h)..at(1000 + 4 * h),
+                at(30000 + h)..at(30000 + 2 * h)
+            ]
+        );
+        // Many overlapping candidates (a hostile section table): quick, none left out.
+        let many: Vec<Range<u64>> = (0..200_000u64).map(|i| i * 10..i * 10 + 1000).collect();
+        assert!(without_clashes(many, Vec::new()).is_empty());
+    }
 
     use crate::addr::VirtAddr;
     use crate::dwarf::{DwarfInfo, DwarfSections};

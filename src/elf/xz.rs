@@ -221,59 +221,12 @@ fn block(
 ) -> Result<(u64, u64), DecompressError> {
     let start = input.pos;
     let fail = |what: &str| corrupt(start, format!("the block: {what}"));
-    let unsupported = |what: String| DecompressError::Unsupported {
-        format: "xz",
-        what: format!("the block: {what}"),
-        offset: Some(start as u64),
-    };
-
-    // The block header.
-    let header_size = (usize::from(input.peek().unwrap_or(0)) + 1) * 4;
-    let header = input.take(header_size, "a block header")?;
-    let (body, stored_crc) = header.split_at(header_size - 4);
-    let stored_crc = u32::from_le_bytes(stored_crc.try_into().map_err(|_| fail("header"))?);
-    if crc32(body) != stored_crc {
-        return Err(checksum("CRC32 of the block header", start));
-    }
-    let mut header = Input { data: body, pos: 1 };
-    let flags = header.byte("a block header")?;
-    if flags & 0x3c != 0 {
-        return Err(unsupported(format!("flags {flags:02x}")));
-    }
-    let compressed_size = match flags & 0x40 {
-        0 => None,
-        _ => Some(header.vli("a block's compressed size")?),
-    };
-    let uncompressed_size = match flags & 0x80 {
-        0 => None,
-        _ => Some(header.vli("a block's uncompressed size")?),
-    };
-    let filters = (flags & 3) + 1;
-    let filter = header.vli("a block's filter")?;
-    if filters != 1 || filter != LZMA2_FILTER {
-        return Err(unsupported(format!(
-            "a filter chain of {filters} filters, the first 0x{filter:x}: only LZMA2 (0x21) \
-             alone is read"
-        )));
-    }
-    if header.vli("a block's filter properties")? != 1 {
-        return Err(fail("LZMA2 properties that are not one byte"));
-    }
-    let dict_size = lzma2_dict_size(header.byte("a block's LZMA2 properties")?)
-        .ok_or_else(|| fail("an invalid LZMA2 dictionary size"))?;
-    if body
-        .get(header.pos..)
-        .is_some_and(|padding| padding.iter().any(|&b| b != 0))
-    {
-        return Err(fail("nonzero header padding"));
-    }
-    let needed_kib = lzma_rust2::lzma2_get_memory_usage(dict_size);
-    if needed_kib > mem_limit_kib {
-        return Err(unsupported(format!(
-            "its dictionary of {dict_size} bytes needs {needed_kib} KiB, more than the limit \
-             of {mem_limit_kib} KiB"
-        )));
-    }
+    let BlockHeader {
+        size: header_size,
+        compressed_size,
+        uncompressed_size,
+        dict_size,
+    } = block_header(input, mem_limit_kib)?;
 
     // The LZMA2 data: its extent from the chunk headers, checked against the block header's
     // sizes and the cap before it is decoded.
@@ -333,6 +286,82 @@ fn block(
         return Err(checksum(name, start));
     }
     Ok(((unpadded_without_check + size) as u64, unpacked))
+}
+
+/// A block's header, read and checked.
+struct BlockHeader {
+    /// Its size in bytes, CRC32 included.
+    size: usize,
+    /// The sizes it states, if it states them.
+    compressed_size: Option<u64>,
+    uncompressed_size: Option<u64>,
+    /// The LZMA2 dictionary size, within the memory limit.
+    dict_size: u32,
+}
+
+/// The header of the block at `input`'s position (`input` is advanced past it): its CRC32,
+/// flags, the one LZMA2 filter, the dictionary size against `mem_limit_kib` KiB.
+fn block_header(input: &mut Input, mem_limit_kib: u32) -> Result<BlockHeader, DecompressError> {
+    let start = input.pos;
+    let fail = |what: &str| corrupt(start, format!("the block: {what}"));
+    let unsupported = |what: String| DecompressError::Unsupported {
+        format: "xz",
+        what: format!("the block: {what}"),
+        offset: Some(start as u64),
+    };
+
+    let header_size = (usize::from(input.peek().unwrap_or(0)) + 1) * 4;
+    let header = input.take(header_size, "a block header")?;
+    let (body, stored_crc) = header.split_at(header_size - 4);
+    let stored_crc = u32::from_le_bytes(stored_crc.try_into().map_err(|_| fail("header"))?);
+    if crc32(body) != stored_crc {
+        return Err(checksum("CRC32 of the block header", start));
+    }
+    let mut header = Input { data: body, pos: 1 };
+    let flags = header.byte("a block header")?;
+    if flags & 0x3c != 0 {
+        return Err(unsupported(format!("flags {flags:02x}")));
+    }
+    let compressed_size = match flags & 0x40 {
+        0 => None,
+        _ => Some(header.vli("a block's compressed size")?),
+    };
+    let uncompressed_size = match flags & 0x80 {
+        0 => None,
+        _ => Some(header.vli("a block's uncompressed size")?),
+    };
+    let filters = (flags & 3) + 1;
+    let filter = header.vli("a block's filter")?;
+    if filters != 1 || filter != LZMA2_FILTER {
+        return Err(unsupported(format!(
+            "a filter chain of {filters} filters, the first 0x{filter:x}: only LZMA2 (0x21) \
+             alone is read"
+        )));
+    }
+    if header.vli("a block's filter properties")? != 1 {
+        return Err(fail("LZMA2 properties that are not one byte"));
+    }
+    let dict_size = lzma2_dict_size(header.byte("a block's LZMA2 properties")?)
+        .ok_or_else(|| fail("an invalid LZMA2 dictionary size"))?;
+    if body
+        .get(header.pos..)
+        .is_some_and(|padding| padding.iter().any(|&b| b != 0))
+    {
+        return Err(fail("nonzero header padding"));
+    }
+    let needed_kib = lzma_rust2::lzma2_get_memory_usage(dict_size);
+    if needed_kib > mem_limit_kib {
+        return Err(unsupported(format!(
+            "its dictionary of {dict_size} bytes needs {needed_kib} KiB, more than the limit \
+             of {mem_limit_kib} KiB"
+        )));
+    }
+    Ok(BlockHeader {
+        size: header_size,
+        compressed_size,
+        uncompressed_size,
+        dict_size,
+    })
 }
 
 /// The dictionary size an LZMA2 properties byte encodes; `None` for values above 40.

@@ -75,38 +75,45 @@ pub(crate) fn version_of(magic: u32) -> Option<GoTableVersion> {
     }
 }
 
+/// The header's fixed first eight bytes, checked: (version from the magic, instruction size
+/// quantum, pointer size).
+fn fixed_fields(data: &[u8], big_endian: bool) -> Result<(GoTableVersion, u8, u8), SectionFault> {
+    let magic = uint_at(data, 0, 4, big_endian).ok_or_else(|| {
+        SectionFault::at(
+            0,
+            format!("{} bytes are too short for a header", data.len()),
+        )
+    })?;
+    let version = version_of(magic as u32)
+        .ok_or_else(|| SectionFault::at(0, format!("unknown magic {magic:#010x}")))?;
+    let (pad, quantum, ptr_size) = match data.get(4..8) {
+        Some(&[p1, p2, q, p]) => ((p1, p2), q, p),
+        _ => return Err(SectionFault::at(4, "the header is truncated")),
+    };
+    if pad != (0, 0) {
+        return Err(SectionFault::at(4, "the header's pad bytes are not zero"));
+    }
+    if !matches!(quantum, 1 | 2 | 4) {
+        return Err(SectionFault::at(
+            6,
+            format!("instruction size quantum {quantum} is not 1, 2 or 4"),
+        ));
+    }
+    if !matches!(ptr_size, 4 | 8) {
+        return Err(SectionFault::at(
+            7,
+            format!("pointer size {ptr_size} is not 4 or 8"),
+        ));
+    }
+    Ok((version, quantum, ptr_size))
+}
+
 impl Header {
     /// Parses and checks the header at the start of `data` (the table, or for a scan the
     /// bytes from a candidate to the end of its segment), in the byte order `big_endian`.
     /// `Err` says what does not check out.
     pub(crate) fn parse(data: &[u8], big_endian: bool) -> Result<Header, SectionFault> {
-        let magic = uint_at(data, 0, 4, big_endian).ok_or_else(|| {
-            SectionFault::at(
-                0,
-                format!("{} bytes are too short for a header", data.len()),
-            )
-        })?;
-        let version = version_of(magic as u32)
-            .ok_or_else(|| SectionFault::at(0, format!("unknown magic {magic:#010x}")))?;
-        let (pad, quantum, ptr_size) = match data.get(4..8) {
-            Some(&[p1, p2, q, p]) => ((p1, p2), q, p),
-            _ => return Err(SectionFault::at(4, "the header is truncated")),
-        };
-        if pad != (0, 0) {
-            return Err(SectionFault::at(4, "the header's pad bytes are not zero"));
-        }
-        if !matches!(quantum, 1 | 2 | 4) {
-            return Err(SectionFault::at(
-                6,
-                format!("instruction size quantum {quantum} is not 1, 2 or 4"),
-            ));
-        }
-        if !matches!(ptr_size, 4 | 8) {
-            return Err(SectionFault::at(
-                7,
-                format!("pointer size {ptr_size} is not 4 or 8"),
-            ));
-        }
+        let (version, quantum, ptr_size) = fixed_fields(data, big_endian)?;
         let field_at = |i: usize| 8 + i * usize::from(ptr_size);
         let field = |i: usize| -> Result<u64, SectionFault> {
             uint_at(data, field_at(i), ptr_size, big_endian)
