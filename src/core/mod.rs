@@ -150,6 +150,31 @@ pub enum Unreadable {
     Truncated,
 }
 
+/// Why an executable does not fit a core's auxiliary vector ([`exe_mappings`]); reported
+/// among the core's [`CoreFile::problems`].
+#[derive(Debug, thiserror::Error)]
+enum ExeMisfit {
+    /// Its ELF header or program headers cannot be read.
+    #[error("{what}: {source}")]
+    Elf {
+        what: &'static str,
+        source: object::Error,
+    },
+    #[error("no segment maps its program headers")]
+    NoPhdrSegment,
+    #[error(
+        "loaded with its program headers at {at_phdr:#x}, its entry point would be \
+         {its_entry:#x}, not AT_ENTRY {entry:#x}"
+    )]
+    EntryDiffers {
+        at_phdr: u64,
+        its_entry: u64,
+        entry: u64,
+    },
+    #[error("a segment at {addr:#x} that cannot be mapped")]
+    Unmappable { addr: u64 },
+}
+
 /// The mappings of an executable (`data`) loaded so that its program headers are at
 /// `at_phdr`: (addresses, file offset) of each `PT_LOAD`'s file contents, page-aligned as
 /// the loader maps them. Fails, saying why, when its entry point would not be `entry`.
@@ -157,14 +182,19 @@ fn exe_mappings(
     data: &[u8],
     at_phdr: u64,
     entry: u64,
-) -> std::result::Result<Vec<(Range<u64>, u64)>, String> {
+) -> std::result::Result<Vec<(Range<u64>, u64)>, ExeMisfit> {
     const PAGE: u64 = 4096;
     let endian = Endianness::Little;
-    let header =
-        elf::FileHeader64::<Endianness>::parse(data).map_err(|e| format!("ELF header: {e}"))?;
+    let header = elf::FileHeader64::<Endianness>::parse(data).map_err(|source| ExeMisfit::Elf {
+        what: "ELF header",
+        source,
+    })?;
     let headers = header
         .program_headers(endian, data)
-        .map_err(|e| format!("program headers: {e}"))?;
+        .map_err(|source| ExeMisfit::Elf {
+            what: "program headers",
+            source,
+        })?;
     let phoff = header.e_phoff.get(endian);
     // The program headers' address: PT_PHDR's, else where the segment holding them maps
     // them (static executables have no PT_PHDR).
@@ -179,14 +209,15 @@ fn exe_mappings(
                     .then(|| ph.p_vaddr(endian).wrapping_add(phoff - offset))
             })
         })
-        .ok_or("no segment maps its program headers")?;
+        .ok_or(ExeMisfit::NoPhdrSegment)?;
     let bias = at_phdr.wrapping_sub(phdr_vaddr);
     let its_entry = header.e_entry.get(endian).wrapping_add(bias);
     if its_entry != entry {
-        return Err(format!(
-            "loaded with its program headers at {at_phdr:#x}, its entry point would be \
-             {its_entry:#x}, not AT_ENTRY {entry:#x}"
-        ));
+        return Err(ExeMisfit::EntryDiffers {
+            at_phdr,
+            its_entry,
+            entry,
+        });
     }
     let mut out = Vec::new();
     for ph in headers {
@@ -202,7 +233,7 @@ fn exe_mappings(
             addr.checked_add(filesz)
                 .and_then(|end| end.checked_next_multiple_of(PAGE)),
         ) else {
-            return Err(format!("a segment at {addr:#x} that cannot be mapped"));
+            return Err(ExeMisfit::Unmappable { addr });
         };
         out.push((start..end, file_offset));
     }

@@ -35,7 +35,7 @@
 //! taken from `HTTPS_PROXY`/`HTTP_PROXY`/`ALL_PROXY` and `NO_PROXY`, as curl does for elfutils.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, Write};
+use std::io::{self, Read, Seek, Write};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -279,26 +279,41 @@ fn default_cache_dir() -> Option<PathBuf> {
     absolute("HOME").map(|home| home.join(".cache").join("debuginfod_client"))
 }
 
+/// Why a configured server URL is not used ([`checked_url`]).
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+enum BadUrl {
+    #[error("no scheme (http:// or https://)")]
+    NoScheme,
+    #[error("scheme {0:?} is not http or https")]
+    Scheme(String),
+    #[error("{0:?} is not allowed in a URL")]
+    Character(char),
+    #[error("no host")]
+    NoHost,
+    #[error("a query or fragment cannot be a base URL")]
+    QueryOrFragment,
+}
+
 /// `raw` as a server base URL (no trailing `/`), or why it cannot be one.
-fn checked_url(raw: &str) -> std::result::Result<String, String> {
+fn checked_url(raw: &str) -> std::result::Result<String, BadUrl> {
     let Some((scheme, rest)) = raw.split_once("://") else {
-        return Err("no scheme (http:// or https://)".to_string());
+        return Err(BadUrl::NoScheme);
     };
     if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
-        return Err(format!("scheme {scheme:?} is not http or https"));
+        return Err(BadUrl::Scheme(scheme.to_string()));
     }
     if let Some(bad) = raw
         .chars()
         .find(|c| c.is_whitespace() || c.is_control() || "\"<>\\^`{|}".contains(*c))
     {
-        return Err(format!("{bad:?} is not allowed in a URL"));
+        return Err(BadUrl::Character(bad));
     }
     let host = rest.split(['/', '?', '#']).next().unwrap_or("");
     if host.is_empty() {
-        return Err("no host".to_string());
+        return Err(BadUrl::NoHost);
     }
     if rest.contains(['?', '#']) {
-        return Err("a query or fragment cannot be a base URL".to_string());
+        return Err(BadUrl::QueryOrFragment);
     }
     Ok(raw.trim_end_matches('/').to_string())
 }
@@ -503,9 +518,9 @@ impl Debuginfod {
     }
 
     /// `<cache>/<hex>`, created if needed; why not when the cache cannot hold it.
-    fn entry_dir(&self, hex: &str) -> std::result::Result<PathBuf, String> {
+    fn entry_dir(&self, hex: &str) -> std::result::Result<PathBuf, CacheUnusable> {
         let Some(cache) = &self.config.cache_dir else {
-            return Err("no cache directory (set DEBUGINFOD_CACHE_PATH or HOME)".to_string());
+            return Err(CacheUnusable::NoDirectory);
         };
         let dir = cache.join(hex);
         // Private, as elfutils makes them.
@@ -513,19 +528,19 @@ impl Debuginfod {
             .recursive(true)
             .mode(0o700)
             .create(&dir);
-        if let Err(e) = created {
-            return Err(format!("cannot create {}: {e}", dir.display()));
+        if let Err(source) = created {
+            return Err(CacheUnusable::Create { path: dir, source });
         }
         // An entry's directory that is a symlink could point anywhere; elfutils makes
         // plain directories.
         match std::fs::symlink_metadata(&dir) {
             Ok(m) if m.is_dir() => Ok(dir),
-            Ok(_) => Err(format!("{} is not a directory", dir.display())),
-            Err(e) => Err(format!("{}: {e}", dir.display())),
+            Ok(_) => Err(CacheUnusable::NotADirectory(dir)),
+            Err(source) => Err(CacheUnusable::Inspect { path: dir, source }),
         }
     }
 
-    fn warn_cache(&self, why: &str) {
+    fn warn_cache(&self, why: &CacheUnusable) {
         if !self.warned_cache.swap(true, Ordering::Relaxed) {
             log::warn!("debuginfod: files are fetched without caching: {why}");
         } else {
@@ -576,7 +591,10 @@ impl Debuginfod {
             Ok(file) => file,
             Err(e) => {
                 drop(lock);
-                self.warn_cache(&format!("cannot create {}: {e}", temp.display()));
+                self.warn_cache(&CacheUnusable::Create {
+                    path: temp,
+                    source: e,
+                });
                 return self.fetch_uncached(hex, build_id, kind);
             }
         };
@@ -761,22 +779,20 @@ impl Debuginfod {
         url: &str,
         sink: &mut Sink,
         max_size: Option<u64>,
-    ) -> std::result::Result<(), String> {
+    ) -> std::result::Result<(), FetchFailure> {
         let agent = self.agent.get_or_init(|| self.make_agent());
-        let response = agent.get(url).call().map_err(|e| e.to_string())?;
+        let response = agent.get(url).call().map_err(FetchFailure::Request)?;
         let status = response.status();
         if status.as_u16() == 404 {
-            return Err("not found (HTTP 404)".to_string());
+            return Err(FetchFailure::NotFound);
         }
         if !status.is_success() {
-            return Err(format!("HTTP {status}"));
+            return Err(FetchFailure::Status(status));
         }
         let total = response.body().content_length();
         if let (Some(total), Some(max)) = (total, max_size) {
             if total > max {
-                return Err(format!(
-                    "the file is {total} bytes, more than the {max}-byte cap"
-                ));
+                return Err(FetchFailure::TooLarge { size: total, max });
             }
         }
         let mut reader = response.into_body().into_reader();
@@ -787,12 +803,11 @@ impl Debuginfod {
                 Ok(0) => break,
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    return Err(match total {
-                        Some(total) => {
-                            format!("truncated: {received} of the announced {total} bytes ({e})")
-                        }
-                        None => format!("after {received} bytes: {e}"),
+                Err(source) => {
+                    return Err(FetchFailure::Cut {
+                        received,
+                        total,
+                        source,
                     })
                 }
             };
@@ -800,13 +815,10 @@ impl Debuginfod {
             self.bytes.fetch_add(n as u64, Ordering::Relaxed);
             if let Some(max) = max_size {
                 if received > max {
-                    return Err(format!(
-                        "the body grew past the {max}-byte cap; download stopped"
-                    ));
+                    return Err(FetchFailure::GrewPastCap { max });
                 }
             }
-            sink.write_all(&buffer[..n])
-                .map_err(|e| format!("cannot write the download: {e}"))?;
+            sink.write_all(&buffer[..n]).map_err(FetchFailure::Write)?;
             if let Some(progress) = &self.config.progress {
                 progress(&Progress {
                     url,
@@ -816,9 +828,7 @@ impl Debuginfod {
             }
         }
         match total {
-            Some(total) if received != total => Err(format!(
-                "truncated: {received} of the announced {total} bytes"
-            )),
+            Some(total) if received != total => Err(FetchFailure::Truncated { received, total }),
             _ => Ok(()),
         }
     }
@@ -855,6 +865,55 @@ fn check_build_id(elf: ElfFile, want: &[u8]) -> Result<ElfFile> {
         path: elf.path().to_path_buf(),
         what: refusal,
     })
+}
+
+/// Why the on-disk cache cannot hold a build-id's files; files are then fetched into memory
+/// ([`Debuginfod::warn_cache`] says why, once).
+#[derive(Debug, thiserror::Error)]
+enum CacheUnusable {
+    #[error("no cache directory (set DEBUGINFOD_CACHE_PATH or HOME)")]
+    NoDirectory,
+    #[error("cannot create {}: {source}", path.display())]
+    Create { path: PathBuf, source: io::Error },
+    #[error("{} is not a directory", .0.display())]
+    NotADirectory(PathBuf),
+    #[error("{}: {source}", path.display())]
+    Inspect { path: PathBuf, source: io::Error },
+}
+
+/// Why one server's answer to a `GET` was not taken ([`Debuginfod::get`]); the lookup's
+/// error lists each server's.
+#[derive(Debug, thiserror::Error)]
+enum FetchFailure {
+    /// No answer: the connection, TLS, a timeout, too many redirects.
+    #[error("{0}")]
+    Request(ureq::Error),
+    #[error("not found (HTTP 404)")]
+    NotFound,
+    #[error("HTTP {0}")]
+    Status(ureq::http::StatusCode),
+    #[error("the file is {size} bytes, more than the {max}-byte cap")]
+    TooLarge { size: u64, max: u64 },
+    #[error("the body grew past the {max}-byte cap; download stopped")]
+    GrewPastCap { max: u64 },
+    /// Reading the body failed after `received` bytes.
+    #[error("{}", cut_message(*received, *total, source))]
+    Cut {
+        received: u64,
+        total: Option<u64>,
+        source: io::Error,
+    },
+    #[error("truncated: {received} of the announced {total} bytes")]
+    Truncated { received: u64, total: u64 },
+    #[error("cannot write the download: {0}")]
+    Write(io::Error),
+}
+
+fn cut_message(received: u64, total: Option<u64>, source: &io::Error) -> String {
+    match total {
+        Some(total) => format!("truncated: {received} of the announced {total} bytes ({source})"),
+        None => format!("after {received} bytes: {source}"),
+    }
 }
 
 /// A number for temporary file names, distinct within the process.

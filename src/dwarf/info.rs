@@ -15,7 +15,7 @@ use crate::addr::VirtAddr;
 use crate::confine::ConfinedRoot;
 use crate::demangle::demangle;
 use crate::dwarf::files::FileTable;
-use crate::dwarf::functions::{FunctionDie, FunctionTable};
+use crate::dwarf::functions::{FunctionDie, FunctionTable, FunctionsError};
 use crate::dwarf::lines::Row;
 use crate::dwarf::reader::{Reader, SectionBytes};
 use crate::dwarf::units::{SplitUnit, UnitEntry, UnitSource, Units};
@@ -492,9 +492,7 @@ impl DwarfInfo {
                 continue;
             };
             let split = self.split_unit(entry);
-            let functions = self.functions(entry, split).map_err(|e| {
-                malformed_dwarf_text(&self.sections.path, &format!("functions at {addr:#x}"), &e)
-            })?;
+            let functions = self.functions(entry, split, addr)?;
             let lines = entry.lines().map_err(|e| {
                 malformed_dwarf(
                     &self.sections.path,
@@ -584,19 +582,37 @@ impl DwarfInfo {
         }
     }
 
-    /// `entry`'s functions (its split unit's, when it has one), read on first use.
+    /// `entry`'s functions (its split unit's, when it has one), read on first use; asked for
+    /// `addr` (named in the error).
     fn functions<'a>(
         &self,
         entry: &'a UnitEntry,
         split: Option<&'a SplitUnit>,
-    ) -> std::result::Result<&'a FunctionTable, String> {
+        addr: VirtAddr,
+    ) -> Result<&'a FunctionTable> {
         let table = entry
             .functions
             .get_or_init(|| entry.read_functions(&self.unit_ref(entry, split).0));
         table.as_ref().map_err(|e| {
             // Units here come from `.debug_info` (type units are never asked).
-            let offset = entry.unit.header.debug_info_offset();
-            format!("unit at {:#x}: {e}", offset.map_or(0, |o| o.0))
+            let offset = entry.unit.header.debug_info_offset().map(|o| o.0 as u64);
+            let path = self.sections.path.clone();
+            match *e {
+                FunctionsError::Dwarf(source) => Error::MalformedDwarf {
+                    path,
+                    section: ".debug_info",
+                    context: format!("the functions of the unit holding {addr:#x}"),
+                    offset,
+                    source,
+                },
+                FunctionsError::TooDeep | FunctionsError::TooMany => Error::Unsupported {
+                    path,
+                    what: format!(
+                        "DWARF unit at {:#x} (holding {addr:#x}): {e}",
+                        offset.unwrap_or(0)
+                    ),
+                },
+            }
         })
     }
 
@@ -1083,13 +1099,6 @@ fn load_package(
         log::debug!("{e}");
         None
     })
-}
-
-fn malformed_dwarf_text(path: &Path, what: &str, e: &str) -> Error {
-    Error::MalformedElf {
-        path: path.to_path_buf(),
-        what: format!("DWARF {what}: {e}"),
-    }
 }
 
 /// The byte order of `elf`'s DWARF.

@@ -10,9 +10,12 @@
 //! turned into file offsets through the `PT_LOAD` segments.
 
 use std::ops::Range;
+use std::path::Path;
 
 use object::read::elf::{Dyn, FileHeader, GnuHashTable, HashTable, ProgramHeader};
 use object::{elf, Endianness};
+
+use crate::error::{Error, Result};
 
 /// Where a file's dynamic symbol table and its strings lie in the file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,19 +30,23 @@ pub(crate) struct DynamicTables {
 /// table could claim 2^32); the count is also bounded by the file's size.
 const MAX_DYNAMIC_SYMBOLS: usize = 1 << 24;
 
-/// The dynamic symbol table of a file, from its program headers; `Ok(None)` without a
-/// `PT_DYNAMIC` segment or without `DT_SYMTAB`/`DT_STRTAB`. `Err` says what was wrong (the
-/// caller names the file).
+/// The dynamic symbol table of `path` (its bytes `data`), from its program headers;
+/// `Ok(None)` without a `PT_DYNAMIC` segment or without `DT_SYMTAB`/`DT_STRTAB`.
 pub(crate) fn dynamic_tables<Elf: FileHeader<Endian = Endianness>>(
+    path: &Path,
     endian: Endianness,
     data: &[u8],
     program_headers: &[Elf::ProgramHeader],
-) -> Result<Option<DynamicTables>, String> {
+) -> Result<Option<DynamicTables>> {
+    let malformed = |what: String| Error::MalformedElf {
+        path: path.to_path_buf(),
+        what,
+    };
     let mut entries = None;
     for ph in program_headers {
         if let Some(dynamic) = ph
             .dynamic(endian, data)
-            .map_err(|e| format!("PT_DYNAMIC: {e}"))?
+            .map_err(|e| malformed(format!("PT_DYNAMIC: {e}")))?
         {
             entries = Some(dynamic);
             break;
@@ -68,24 +75,31 @@ pub(crate) fn dynamic_tables<Elf: FileHeader<Endian = Endianness>>(
     };
     let entry_size = std::mem::size_of::<Elf::Sym>();
     if let Some(stated) = syment.filter(|&s| s != entry_size as u64) {
-        return Err(format!(
+        return Err(malformed(format!(
             "DT_SYMENT is {stated}, not the {entry_size} bytes of a symbol of this class"
-        ));
+        )));
     }
     let file_offset = |addr: u64, what: &str| {
         file_offset_of::<Elf>(endian, program_headers, addr)
             .filter(|&offset| offset < data.len())
-            .ok_or_else(|| format!("{what} at {addr:#x} is not in the file's loaded bytes"))
+            .ok_or_else(|| {
+                malformed(format!(
+                    "{what} at {addr:#x} is not in the file's loaded bytes"
+                ))
+            })
     };
     let symbols_at = file_offset(symtab, "DT_SYMTAB")?;
     let strings_at = file_offset(strtab, "DT_STRTAB")?;
     let strings_len = strsz.map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
     let strings = strings_at..strings_at.saturating_add(strings_len).min(data.len());
     if u32::try_from(strings.len()).is_err() {
-        return Err(format!(
-            "the dynamic string table is {} bytes; at most 4 GiB are supported",
-            strings.len()
-        ));
+        return Err(Error::Unsupported {
+            path: path.to_path_buf(),
+            what: format!(
+                "the dynamic string table is {} bytes; at most 4 GiB are supported",
+                strings.len()
+            ),
+        });
     }
 
     // The count: from a hash table, else up to the strings when they follow the symbols.
@@ -93,12 +107,12 @@ pub(crate) fn dynamic_tables<Elf: FileHeader<Endian = Endianness>>(
     if let Some(addr) = hash {
         let at = file_offset(addr, "DT_HASH")?;
         let table = HashTable::<Elf>::parse(endian, &data[at..])
-            .map_err(|e| format!("DT_HASH at {addr:#x}: {e}"))?;
+            .map_err(|e| malformed(format!("DT_HASH at {addr:#x}: {e}")))?;
         count = Some(table.symbol_table_length() as usize);
     } else if let Some(addr) = gnu_hash {
         let at = file_offset(addr, "DT_GNU_HASH")?;
         let table = GnuHashTable::<Elf>::parse(endian, &data[at..])
-            .map_err(|e| format!("DT_GNU_HASH at {addr:#x}: {e}"))?;
+            .map_err(|e| malformed(format!("DT_GNU_HASH at {addr:#x}: {e}")))?;
         // An empty table's symbols are all below its base (the unhashed local ones).
         count = Some(
             table
@@ -109,7 +123,9 @@ pub(crate) fn dynamic_tables<Elf: FileHeader<Endian = Endianness>>(
         count = Some((strings_at - symbols_at) / entry_size);
     }
     let Some(count) = count else {
-        return Err("no DT_HASH or DT_GNU_HASH to count the dynamic symbols by".to_string());
+        return Err(malformed(
+            "no DT_HASH or DT_GNU_HASH to count the dynamic symbols by".to_string(),
+        ));
     };
     let fit = (data.len() - symbols_at) / entry_size;
     let count = count.min(fit).min(MAX_DYNAMIC_SYMBOLS);

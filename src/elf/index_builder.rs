@@ -304,8 +304,7 @@ fn dynamic_symbol_tables<Elf: FileHeader<Endian = Endianness>>(
         .program_headers(endian, data)
         .map_err(|e| malformed(format!("program headers: {e}")))?;
     let mut tables = SymbolTables::default();
-    let Some(dynamic) = dynamic_tables::<Elf>(endian, data, program_headers).map_err(malformed)?
-    else {
+    let Some(dynamic) = dynamic_tables::<Elf>(path, endian, data, program_headers)? else {
         return Ok(tables);
     };
     let symbols: &[Elf::Sym] = data

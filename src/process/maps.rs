@@ -255,8 +255,9 @@ pub(crate) fn next_field<'a>(rest: &mut &'a [u8]) -> Option<&'a [u8]> {
     Some(field)
 }
 
-fn hex(field: &[u8], what: &str) -> Result<u64, String> {
-    hex_digits(field).ok_or_else(|| format!("bad {what}"))
+/// `field` as hex, or `why` it is not.
+fn hex(field: &[u8], why: &'static str) -> Result<u64, &'static str> {
+    hex_digits(field).ok_or(why)
 }
 
 /// 1 to 16 hex digits and nothing else (no `0x`, no sign: `from_str_radix` alone would accept
@@ -269,7 +270,9 @@ pub(crate) fn hex_digits(field: &[u8]) -> Option<u64> {
     u64::from_str_radix(std::str::from_utf8(field).ok()?, 16).ok()
 }
 
-fn parse_line(line: &[u8]) -> Result<Mapping, String> {
+/// One line of the maps file, or what is wrong with it (the caller adds the file and the
+/// line, which it quotes).
+fn parse_line(line: &[u8]) -> Result<Mapping, &'static str> {
     // A CR would end up in the path of a file copied from another system; strip it.
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let mut rest = line;
@@ -283,10 +286,10 @@ fn parse_line(line: &[u8]) -> Result<Mapping, String> {
         .iter()
         .position(|&b| b == b'-')
         .ok_or("bad address range (no '-')")?;
-    let start = hex(&range[..dash], "start address")?;
-    let end = hex(&range[dash + 1..], "end address")?;
+    let start = hex(&range[..dash], "bad start address")?;
+    let end = hex(&range[dash + 1..], "bad end address")?;
     if end < start {
-        return Err("address range ends before it starts".into());
+        return Err("address range ends before it starts");
     }
 
     let perms = match perms {
@@ -303,27 +306,27 @@ fn parse_line(line: &[u8]) -> Result<Mapping, String> {
                 shared: match s {
                     b's' => true,
                     b'p' => false,
-                    _ => return Err("bad permissions".into()),
+                    _ => return Err("bad permissions"),
                 },
             }
         }
-        _ => return Err("bad permissions".into()),
+        _ => return Err("bad permissions"),
     };
-    let file_offset = FileOffset(hex(offset, "offset")?);
+    let file_offset = FileOffset(hex(offset, "bad offset")?);
 
     let colon = dev
         .iter()
         .position(|&b| b == b':')
         .ok_or("bad device (no ':')")?;
-    let major = hex(&dev[..colon], "device")?;
-    let minor = hex(&dev[colon + 1..], "device")?;
+    let major = hex(&dev[..colon], "bad device")?;
+    let minor = hex(&dev[colon + 1..], "bad device")?;
     let dev = Dev {
         major: u32::try_from(major).map_err(|_| "bad device")?,
         minor: u32::try_from(minor).map_err(|_| "bad device")?,
     };
 
     if inode.is_empty() || inode.len() > 20 || !inode.iter().all(u8::is_ascii_digit) {
-        return Err("bad inode".into());
+        return Err("bad inode");
     }
     let inode = std::str::from_utf8(inode)
         .ok()

@@ -141,7 +141,7 @@ pub fn parse_perf_map(name: &Path, text: &[u8]) -> Result<PerfMap> {
         path: name.to_path_buf(),
         ..PerfMap::default()
     };
-    let mut first_bad: Option<(usize, String)> = None;
+    let mut first_bad: Option<(usize, &'static str)> = None;
     for (number, line) in text.split(|&b| b == b'\n').enumerate() {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
@@ -371,8 +371,9 @@ impl Process {
     }
 }
 
-/// `START SIZE NAME`: the two numbers and the name (not empty, trailing whitespace dropped).
-fn parse_line(line: &[u8]) -> Result<(u64, u64, &[u8]), String> {
+/// `START SIZE NAME`: the two numbers and the name (not empty, trailing whitespace dropped),
+/// or what is wrong with the line.
+fn parse_line(line: &[u8]) -> Result<(u64, u64, &[u8]), &'static str> {
     let mut rest = line;
     let start = next_field(&mut rest).ok_or("empty line")?;
     let size = next_field(&mut rest).ok_or("no size field")?;
@@ -383,7 +384,7 @@ fn parse_line(line: &[u8]) -> Result<(u64, u64, &[u8]), String> {
         .ok_or("start + size is beyond the address space")?;
     let name = rest.trim_ascii();
     if name.is_empty() {
-        return Err("no name".into());
+        return Err("no name");
     }
     Ok((start, size, name))
 }
