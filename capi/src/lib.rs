@@ -109,11 +109,13 @@ const MAX_MODULE_FINDERS: usize = 8;
 /// How to build a symbolizer. Fill it with stacksym_options_init(&options, sizeof options),
 /// then change what you need:
 ///
-///     stacksym_options options;
-///     stacksym_options_init(&options, sizeof options);
-///     options.debug_dirs = dirs;
-///     options.debug_dirs_len = 2;
-///     err = stacksym_symbolizer_new(&options, &symbolizer);
+/// ```c
+/// stacksym_options options;
+/// stacksym_options_init(&options, sizeof options);
+/// options.debug_dirs = dirs;
+/// options.debug_dirs_len = 2;
+/// err = stacksym_symbolizer_new(&options, &symbolizer);
+/// ```
 ///
 /// The struct may grow at its end in a later version: `size` tells the library which fields
 /// the program knows (the others keep their defaults), so a program built with this header
