@@ -296,7 +296,7 @@ fn binary(
 mod tests {
     use super::*;
     use crate::unwind::memory::StackCopy;
-    use crate::unwind::regs::RegsX86_64;
+    use crate::unwind::RegsX86_64;
 
     fn eval(expr: &[u8], regs: &RegsX86_64, stack: &StackCopy<'_>) -> Result<u64, ExprError> {
         evaluate(expr, regs, stack, None)

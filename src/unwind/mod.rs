@@ -42,6 +42,7 @@
 //! # }
 //! ```
 
+mod aarch64;
 mod arch;
 mod cfi;
 mod expr;
@@ -53,12 +54,15 @@ mod omitted_lsda;
 mod prologue;
 mod regs;
 mod table;
+mod x86_64;
 
+pub use aarch64::RegsAarch64;
 pub use arch::{UnwindArch, UnwindProblem};
 pub use cfi::MODULE_RULE_SLOTS;
 pub use memory::{Memory, ProcessMemory, StackCopy};
 pub use module::{FileCfi, Module, Modules};
-pub use regs::{Arch, Registers, RegsAarch64, RegsX86_64};
+pub use regs::{Arch, Registers};
+pub use x86_64::RegsX86_64;
 
 use crate::addr::{AbsAddr, VirtAddr};
 

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use super::*;
 use crate::addr::FileOffset;
 use crate::elf::ElfFile;
-use arch::{RuleAarch64, RuleX86_64, SavedX86_64};
+use aarch64::RuleAarch64;
+use x86_64::{RuleX86_64, SavedX86_64};
 
 #[path = "../../tests/support/cfi_elf.rs"]
 mod cfi_elf;
