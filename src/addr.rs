@@ -56,6 +56,22 @@ impl fmt::LowerHex for FileOffset {
     }
 }
 
+impl AbsAddr {
+    /// Whether this is a kernel address: the top bit set. On x86_64 and aarch64 (and every
+    /// 64-bit Linux port with a split address space) user space never has it set, and the
+    /// kernel's half of the address space always does, whatever its virtual address size.
+    /// [`crate::Source::Stack`] sends such addresses to the kernel.
+    ///
+    /// ```
+    /// use stacksym::AbsAddr;
+    /// assert!(AbsAddr(0xffff_ffff_8100_0000).is_kernel()); // x86_64 kernel text
+    /// assert!(!AbsAddr(0x7fff_ffff_f000).is_kernel()); // top of x86_64 user space
+    /// ```
+    pub fn is_kernel(self) -> bool {
+        self.0 & (1 << 63) != 0
+    }
+}
+
 impl fmt::Debug for AbsAddr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "AbsAddr({:#x})", self.0)

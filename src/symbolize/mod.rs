@@ -31,7 +31,6 @@ pub use kernel::KernelSource;
 pub use output::{NameOrigin, NotFound, OwnedSym, Sym, Symbols};
 pub use process_unwinder::ProcessUnwinder;
 pub use python::{MergedThread, NativeFrame};
-pub use stack::is_kernel_addr;
 pub use usdt::UsdtMatch;
 
 use crate::addr::{AbsAddr, FileOffset, VirtAddr};
@@ -92,7 +91,7 @@ pub enum Source<'a> {
     Core(&'a crate::core::CoreFile),
     /// A stack that mixes kernel and user addresses of a process, as perf samples and
     /// bpftrace's `kstack`/`ustack` give them: addresses with the top bit set
-    /// ([`is_kernel_addr`]) go to the kernel (`kernel`; without it they are
+    /// ([`AbsAddr::is_kernel`](crate::AbsAddr::is_kernel)) go to the kernel (`kernel`; without it they are
     /// [`NotFound::NoKernelSource`]), the others to the process.
     Stack {
         /// The process of the user addresses.

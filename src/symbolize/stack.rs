@@ -8,13 +8,6 @@ use crate::process::Process;
 use crate::symbolize::output::{Entry, NotFound};
 use crate::symbolize::{KernelSource, Symbolizer, Symbols};
 
-/// Whether `addr` is a kernel address: the top bit set. On x86_64 and aarch64 (and every
-/// 64-bit Linux port with a split address space) user space never has it set, and the
-/// kernel's half of the address space always does.
-pub fn is_kernel_addr(addr: u64) -> bool {
-    addr & (1 << 63) != 0
-}
-
 impl Symbolizer {
     /// Symbolizes a stack that mixes kernel and user addresses of `process`: kernel addresses
     /// through `kernel` ([`NotFound::NoKernelSource`] without it), user addresses through the
@@ -27,7 +20,7 @@ impl Symbolizer {
         addrs: &[u64],
     ) -> Result<Symbols> {
         let (kernel_at, user_at): (Vec<usize>, Vec<usize>) =
-            (0..addrs.len()).partition(|&i| is_kernel_addr(addrs[i]));
+            (0..addrs.len()).partition(|&i| AbsAddr(addrs[i]).is_kernel());
         let mut symbols = Symbols::with_capacity(addrs.len(), self.demangle);
         for _ in addrs {
             symbols
@@ -51,13 +44,13 @@ impl Symbolizer {
 
 #[cfg(test)]
 mod tests {
-    use super::is_kernel_addr;
+    use crate::addr::AbsAddr;
 
     #[test]
     fn kernel_half_is_the_top_bit() {
-        assert!(is_kernel_addr(0xffff_ffff_8100_0000)); // x86_64 kernel text
-        assert!(is_kernel_addr(0xffff_8000_1000_0000)); // aarch64 kernel
-        assert!(!is_kernel_addr(0x7fff_ffff_f000)); // top of x86_64 user space
-        assert!(!is_kernel_addr(0x0000_ffff_ffff_f000)); // top of aarch64 user space
+        assert!(AbsAddr(0xffff_ffff_8100_0000).is_kernel()); // x86_64 kernel text
+        assert!(AbsAddr(0xffff_8000_1000_0000).is_kernel()); // aarch64 kernel
+        assert!(!AbsAddr(0x7fff_ffff_f000).is_kernel()); // top of x86_64 user space
+        assert!(!AbsAddr(0x0000_ffff_ffff_f000).is_kernel()); // top of aarch64 user space
     }
 }

@@ -12,7 +12,7 @@ use crate::symbolize::output::{Answer, Origin};
 /// Whether `addr` is a kernel address: the library's rule, the top bit set (the kernel half
 /// of the address space on x86_64 and on aarch64, whatever its virtual address size).
 pub fn is_kernel(addr: u64) -> bool {
-    stacksym::symbolize::is_kernel_addr(addr)
+    stacksym::AbsAddr(addr).is_kernel()
 }
 
 /// Where a query goes.
