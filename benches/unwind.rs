@@ -92,7 +92,7 @@ struct Sample {
 
 impl Sample {
     fn memory(&self) -> StackCopy<'_> {
-        StackCopy::new(self.sp, &self.stack)
+        StackCopy::new(AbsAddr(self.sp), &self.stack)
     }
 }
 
@@ -164,7 +164,7 @@ fn read_recording(path: &Path) -> Result<Recording, String> {
                 if let Some((regs, memory)) = sample.unwind_input::<RegsX86_64>() {
                     samples.push(Sample {
                         pid: sample.pid,
-                        sp: memory.start(),
+                        sp: memory.start().0,
                         stack: memory.bytes().to_vec(),
                         regs,
                     });
@@ -373,7 +373,7 @@ fn framehop_unwind(
         return vec![];
     };
     let memory = sample.memory();
-    let mut read_stack = |addr| memory.read_u64(addr).ok_or(());
+    let mut read_stack = |addr| memory.read_u64(AbsAddr(addr)).ok_or(());
     let regs = &sample.regs;
     let ip = regs.ip();
     let framehop_regs = UnwindRegsX86_64::new(ip, sample.sp, regs.fp().unwrap_or(0));

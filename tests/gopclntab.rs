@@ -1390,7 +1390,11 @@ fn unwinds_arm64_go_code_stopped_by_gdb_under_qemu() {
         };
         let bytes = std::fs::read(dir.path().join(format!("stop{i}.bin"))).unwrap();
         let regs = RegsAarch64::new(pc, sp, fp, lr);
-        let stack = unwinder.unwind(&regs, &StackCopy::new(sp, &bytes), &mut UnwindCache::new());
+        let stack = unwinder.unwind(
+            &regs,
+            &StackCopy::new(AbsAddr(sp), &bytes),
+            &mut UnwindCache::new(),
+        );
         let addrs: Vec<VirtAddr> = stack
             .frames
             .iter()

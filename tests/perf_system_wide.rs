@@ -275,7 +275,7 @@ fn read_recording(path: &Path) -> HashMap<(i32, String), Vec<RawSample>> {
                 );
                 samples.entry(key).or_default().push(RawSample {
                     maps: maps.get(&sample.pid).cloned().unwrap_or_default(),
-                    sp: memory.start(),
+                    sp: memory.start().0,
                     stack: memory.bytes().to_vec(),
                     regs,
                 });
@@ -370,8 +370,8 @@ fn framehop_chain(
             unwinder.add_module(module);
         }
     }
-    let memory = StackCopy::new(sample.sp, &sample.stack);
-    let mut read_stack = |addr| memory.read_u64(addr).ok_or(());
+    let memory = StackCopy::new(stacksym::AbsAddr(sample.sp), &sample.stack);
+    let mut read_stack = |addr| memory.read_u64(stacksym::AbsAddr(addr)).ok_or(());
     let regs = &sample.regs;
     let ip = regs.ip();
     let framehop_regs = UnwindRegsX86_64::new(ip, sample.sp, regs.fp().unwrap_or(0));

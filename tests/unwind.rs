@@ -14,7 +14,7 @@ use stacksym::unwind::{
     Memory, Modules, ProcessMemory, Recovery, Registers, RegsX86_64, StackCopy, StopReason,
     UnwindCache, Unwinder,
 };
-use stacksym::{Input, Source, Symbolizer};
+use stacksym::{AbsAddr, Input, Source, Symbolizer};
 
 type TraceFn = extern "C" fn(ctx: *mut c_void, arg: *mut c_void) -> i32;
 
@@ -162,18 +162,24 @@ fn own_stack_matches_libgcc_live_and_copied_and_symbolizes() {
         let sp = regs.sp().expect("captured");
         let mut copy = Vec::new();
         let mut page = [0u8; 4096];
-        while copy.len() < (1 << 20) && memory.read_exact(sp + copy.len() as u64, &mut page) {
+        while copy.len() < (1 << 20)
+            && memory.read_exact(AbsAddr(sp + copy.len() as u64), &mut page)
+        {
             copy.extend_from_slice(&page);
         }
-        let copied = unwinder.unwind(&regs, &StackCopy::new(sp, &copy), &mut UnwindCache::new());
+        let copied = unwinder.unwind(
+            &regs,
+            &StackCopy::new(AbsAddr(sp), &copy),
+            &mut UnwindCache::new(),
+        );
         assert_eq!(copied, live);
         // A copy cut short stops with the read it could not make.
-        let short = unwinder.unwind(&regs, &StackCopy::new(sp, &copy[..64]), &mut cache);
+        let short = unwinder.unwind(&regs, &StackCopy::new(AbsAddr(sp), &copy[..64]), &mut cache);
         assert!(
             matches!(short.stop, StopReason::MemoryUnreadable { .. }),
             "{short:?}"
         );
-        assert!(memory.read_u64(sp).is_some());
+        assert!(memory.read_u64(AbsAddr(sp)).is_some());
 
         let names = names(&symbolizer, unwinder.modules(), &live.frames);
         let chain: Vec<&str> = names.iter().map(String::as_str).collect();

@@ -135,7 +135,7 @@ fn aarch64_capture_under_qemu_unwinds_to_the_chain_it_recorded() {
     for capture in &captures {
         let suffix = ["plain", "pac"][capture.variant as usize];
         let regs = RegsAarch64::new(capture.pc, capture.sp, capture.x29, capture.x30);
-        let memory = StackCopy::new(capture.sp, &capture.stack);
+        let memory = StackCopy::new(AbsAddr(capture.sp), &capture.stack);
         let stack = unwinder.unwind(&regs, &memory, &mut UnwindCache::new());
         let lookups: Vec<u64> = stack.frames.iter().map(|f| f.lookup_addr().0).collect();
         let symbols = symbolizer

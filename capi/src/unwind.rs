@@ -387,7 +387,7 @@ pub unsafe extern "C" fn stacksym_unwind_sample(
             .ok_or_else(|| CError::invalid("the registers hold no stack pointer"))?;
         let process = Process::new(pid);
         let mut unwinder = handle.inner.process_unwinder::<HostRegs>(&process)?;
-        let stack = unwinder.unwind_sample(&regs, &StackCopy::new(sp, bytes));
+        let stack = unwinder.unwind_sample(&regs, &StackCopy::new(stacksym::AbsAddr(sp), bytes));
         *out = stack_block(handle, &process, &stack)?;
         Ok(())
     })

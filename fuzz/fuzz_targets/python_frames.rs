@@ -21,9 +21,9 @@ const BASE: u64 = 0x10000;
 struct Image<'a>(&'a [u8]);
 
 impl Memory for Image<'_> {
-    fn read_u64(&self, addr: u64) -> Option<u64> {
+    fn read_u64(&self, addr: AbsAddr) -> Option<u64> {
         let mut word = [0u8; 8];
-        self.read_bytes(AbsAddr(addr), &mut word)
+        self.read_bytes(addr, &mut word)
             .then(|| u64::from_le_bytes(word))
     }
 

@@ -92,7 +92,7 @@ fuzz_target!(|input: &[u8]| {
             ..UnwindOptions::default()
         },
     );
-    let memory = StackCopy::new(SP, stack);
+    let memory = StackCopy::new(AbsAddr(SP), stack);
     let ip = BASE + TEXT_OFFSET + ip % TEXT_LEN;
     let sp = SP + sp % 0x1_0000;
     let fp_only = flags & 4 != 0;

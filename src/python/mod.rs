@@ -312,7 +312,7 @@ fn unsupported(path: &Path) -> Error {
 /// `Py_Version` (`PY_VERSION_HEX`, an `unsigned long`): `0xMMmmuuRS`, major, minor, micro,
 /// release level and serial.
 fn read_py_version<M: Memory + ?Sized>(memory: &M, at: AbsAddr) -> Option<PythonVersion> {
-    let hex = memory.read_u64(at.0)?;
+    let hex = memory.read_u64(at)?;
     let [_release, micro, minor, major, ..] = hex.to_le_bytes();
     (major == 3).then_some(PythonVersion {
         major,

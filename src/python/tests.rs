@@ -17,9 +17,9 @@ pub(crate) struct Image {
 }
 
 impl Memory for Image {
-    fn read_u64(&self, addr: u64) -> Option<u64> {
+    fn read_u64(&self, addr: AbsAddr) -> Option<u64> {
         let mut word = [0u8; 8];
-        self.read_bytes(AbsAddr(addr), &mut word)
+        self.read_bytes(addr, &mut word)
             .then(|| u64::from_le_bytes(word))
     }
 
@@ -261,10 +261,10 @@ fn made_up_images_read_back_in_every_version() {
 /// The address of the first thread state of a made-up image.
 fn first_thread_state(image: &Image, runtime: &PythonRuntime, l: &Layout) -> u64 {
     let interp = image
-        .read_u64(runtime.runtime.0 + l.runtime_interpreters_head)
+        .read_u64(AbsAddr(runtime.runtime.0 + l.runtime_interpreters_head))
         .expect("head");
     image
-        .read_u64(interp + l.interp_threads_head)
+        .read_u64(AbsAddr(interp + l.interp_threads_head))
         .expect("tstate")
 }
 
@@ -272,14 +272,14 @@ fn first_thread_state(image: &Image, runtime: &PythonRuntime, l: &Layout) -> u64
 fn top_frame(image: &Image, runtime: &PythonRuntime, l: &Layout) -> u64 {
     let tstate = first_thread_state(image, runtime, l);
     match (l.tstate_frame, l.tstate_cframe, l.tstate_current_frame) {
-        (Some(frame), _, _) => image.read_u64(tstate + frame).expect("frame"),
+        (Some(frame), _, _) => image.read_u64(AbsAddr(tstate + frame)).expect("frame"),
         (_, Some(cframe), _) => {
-            let cframe = image.read_u64(tstate + cframe).expect("cframe");
+            let cframe = image.read_u64(AbsAddr(tstate + cframe)).expect("cframe");
             image
-                .read_u64(cframe + l.cframe_current_frame.expect("3.11/3.12"))
+                .read_u64(AbsAddr(cframe + l.cframe_current_frame.expect("3.11/3.12")))
                 .expect("frame")
         }
-        (_, _, Some(current)) => image.read_u64(tstate + current).expect("frame"),
+        (_, _, Some(current)) => image.read_u64(AbsAddr(tstate + current)).expect("frame"),
         _ => unreachable!(),
     }
 }
@@ -309,9 +309,9 @@ fn absurd_strings_and_wrong_types_are_errors() {
     let l = *offsets::layout(minor).expect("table");
     let top = top_frame(&image, &runtime, &l);
     let code = image
-        .read_u64(top + l.iframe_code.expect("3.12"))
+        .read_u64(AbsAddr(top + l.iframe_code.expect("3.12")))
         .expect("code");
-    let name = image.read_u64(code + l.code_name).expect("name");
+    let name = image.read_u64(AbsAddr(code + l.code_name)).expect("name");
     image.put_u64(name + l.unicode_length, u64::MAX / 2);
     let stacks = runtime.read_stacks(&image, &[]).expect("the runtime reads");
     let error = stacks.threads[0].frames.as_ref().expect_err("a long name");
@@ -334,7 +334,9 @@ fn a_thread_list_cycle_and_a_bad_cookie_fail_the_read() {
     let (mut image, runtime) = made_up_image(minor);
     let l = *offsets::layout(minor).expect("table");
     let first = first_thread_state(&image, &runtime, &l);
-    let second = image.read_u64(first + l.tstate_next).expect("next");
+    let second = image
+        .read_u64(AbsAddr(first + l.tstate_next))
+        .expect("next");
     image.put_u64(second + l.tstate_next, first);
     let error = runtime.read_stacks(&image, &[]).expect_err("a cycle");
     assert!(error.to_string().contains("loops"), "{error}");

@@ -116,9 +116,11 @@ pub trait GoStep: Registers {
 }
 
 pub(super) fn read<M: Memory + ?Sized>(memory: &M, addr: u64) -> Result<u64, StopReason> {
-    memory.read_u64(addr).ok_or(StopReason::MemoryUnreadable {
-        addr: AbsAddr(addr),
-    })
+    memory
+        .read_u64(AbsAddr(addr))
+        .ok_or(StopReason::MemoryUnreadable {
+            addr: AbsAddr(addr),
+        })
 }
 
 pub(super) fn offset_of(value: i64) -> Option<i32> {
@@ -145,7 +147,7 @@ pub(super) fn restore_or_forget<A: Registers, M: Memory + ?Sized>(
     cfa: u64,
     offset: i16,
 ) {
-    match memory.read_u64(cfa.wrapping_add(offset as i64 as u64)) {
+    match memory.read_u64(AbsAddr(cfa.wrapping_add(offset as i64 as u64))) {
         Some(value) => regs.set(reg, value),
         None => regs.forget(reg),
     }
@@ -206,7 +208,7 @@ pub fn apply_row<A: UnwindArch, M: Memory + ?Sized>(
             }
             RegisterRule::Offset(offset) => {
                 let slot = cfa.wrapping_add(*offset as u64);
-                match memory.read_u64(slot) {
+                match memory.read_u64(AbsAddr(slot)) {
                     Some(value) => value,
                     // Only the return address must be read; see `restore_or_forget`.
                     None if reg.0 != A::RA => {

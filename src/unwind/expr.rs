@@ -10,6 +10,7 @@
 
 use super::memory::Memory;
 use super::regs::Registers;
+use crate::addr::AbsAddr;
 
 /// Most operations one evaluation runs.
 pub const MAX_STEPS: usize = 1000;
@@ -66,7 +67,9 @@ pub fn evaluate<R: Registers, M: Memory + ?Sized>(
             0x06 | 0x94 => {
                 let size = if op == 0x94 { ops.fixed(1)? } else { 8 };
                 let addr = pop(&mut stack)?;
-                let word = memory.read_u64(addr).ok_or(ExprError::Unreadable(addr))?;
+                let word = memory
+                    .read_u64(AbsAddr(addr))
+                    .ok_or(ExprError::Unreadable(addr))?;
                 let value = match size {
                     1..=7 => word & ((1u64 << (size * 8)) - 1),
                     8 => word,
@@ -307,7 +310,7 @@ mod tests {
         // __restore_rt: DW_OP_breg7 (rsp) 160; DW_OP_deref
         let mut bytes = vec![0u8; 176];
         bytes[160..168].copy_from_slice(&0x7fff_0000_1000u64.to_le_bytes());
-        let stack = StackCopy::new(0x7fff_0000_0000, &bytes);
+        let stack = StackCopy::new(AbsAddr(0x7fff_0000_0000), &bytes);
         let regs = RegsX86_64::new(0x1000, 0x7fff_0000_0000, 0);
         assert_eq!(
             eval(&[0x77, 0xa0, 0x01, 0x06], &regs, &stack),
@@ -320,7 +323,7 @@ mod tests {
         // DW_OP_breg7 8; DW_OP_breg16 0; DW_OP_lit15; DW_OP_and; DW_OP_lit11; DW_OP_ge;
         // DW_OP_lit3; DW_OP_shl; DW_OP_plus
         let expr = [0x77, 8, 0x80, 0, 0x3f, 0x1a, 0x3b, 0x2a, 0x33, 0x24, 0x22];
-        let stack = StackCopy::new(0, &[]);
+        let stack = StackCopy::new(AbsAddr(0), &[]);
         let early = RegsX86_64::new(0x1024, 0x1000, 0);
         let late = RegsX86_64::new(0x102b, 0x1000, 0);
         assert_eq!(eval(&expr, &early, &stack), Ok(0x1008));
@@ -329,7 +332,7 @@ mod tests {
 
     #[test]
     fn loops_stacks_and_garbage_end_with_errors() {
-        let stack = StackCopy::new(0, &[]);
+        let stack = StackCopy::new(AbsAddr(0), &[]);
         let regs = RegsX86_64::new(0, 0, 0);
         // DW_OP_skip -3: jumps to itself forever.
         assert_eq!(
@@ -375,7 +378,7 @@ mod tests {
 
     #[test]
     fn arithmetic_and_stack_operations() {
-        let stack = StackCopy::new(0, &[]);
+        let stack = StackCopy::new(AbsAddr(0), &[]);
         let regs = RegsX86_64::new(0, 0x100, 0);
         // lit5 lit3 minus → 2; lit1 lit2 lit3 rot → 3 1 2, drop → 3 1, swap → 1 3, minus → -2
         assert_eq!(eval(&[0x35, 0x33, 0x1c], &regs, &stack), Ok(2));

@@ -127,7 +127,7 @@ const ASMCGOCALL_SLOTS: [(u64, u64); 2] = [(48, 40), (8, 0)];
 
 /// A word of `memory`, noting the first address that could not be read.
 fn word<M: Memory + ?Sized>(memory: &M, addr: u64, unreadable: &mut Option<u64>) -> Option<u64> {
-    let value = memory.read_u64(addr);
+    let value = memory.read_u64(AbsAddr(addr));
     if value.is_none() && unreadable.is_none() {
         *unreadable = Some(addr);
     }
@@ -222,9 +222,9 @@ pub(crate) fn cgocallback_step<A: GoStep, M: Memory + ?Sized>(
     let mut candidates = [None, None];
     // g0's stack pointer through g: g.m.g0.sched.sp.
     if let Some(g) = A::GO_G_REGISTER.and_then(|reg| regs.get(reg)) {
-        let m = memory.read_u64(g.wrapping_add(G_M));
-        let g0 = m.and_then(|m| memory.read_u64(m.wrapping_add(M_G0)));
-        candidates[0] = g0.and_then(|g0| memory.read_u64(g0.wrapping_add(G_SCHED_SP)));
+        let m = memory.read_u64(AbsAddr(g.wrapping_add(G_M)));
+        let g0 = m.and_then(|m| memory.read_u64(AbsAddr(m.wrapping_add(M_G0))));
+        candidates[0] = g0.and_then(|g0| memory.read_u64(AbsAddr(g0.wrapping_add(G_SCHED_SP))));
     }
     // Or through the frame pointer cgocallback set on g0 (its prologue saved the caller's
     // just below the return address, and pointed the frame pointer there).
@@ -233,7 +233,7 @@ pub(crate) fn cgocallback_step<A: GoStep, M: Memory + ?Sized>(
         if g0_sp % 8 != 0 {
             continue;
         }
-        let Some(ra) = memory.read_u64(g0_sp.wrapping_add(delta)) else {
+        let Some(ra) = memory.read_u64(AbsAddr(g0_sp.wrapping_add(delta))) else {
             continue;
         };
         if !is_crosscall2(ra.wrapping_sub(1)) {
@@ -268,8 +268,8 @@ mod tests {
     struct Words(HashMap<u64, u64>);
 
     impl Memory for Words {
-        fn read_u64(&self, addr: u64) -> Option<u64> {
-            self.0.get(&addr).copied()
+        fn read_u64(&self, addr: AbsAddr) -> Option<u64> {
+            self.0.get(&addr.0).copied()
         }
     }
 

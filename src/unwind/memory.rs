@@ -14,7 +14,7 @@ use crate::addr::AbsAddr;
 /// Memory the unwinder may read.
 pub trait Memory {
     /// The 8-byte word at `addr`, or `None` if it cannot be read.
-    fn read_u64(&self, addr: u64) -> Option<u64>;
+    fn read_u64(&self, addr: AbsAddr) -> Option<u64>;
 
     /// Fills `buf` with the bytes at `addr`; `false` if any of them cannot be read. Readers
     /// of structures (the Python frames of [`crate::python`]) use it; the default reads
@@ -32,7 +32,7 @@ pub trait Memory {
             };
             let Some(at) = u64::try_from(offset)
                 .ok()
-                .and_then(|offset| addr.0.checked_add(offset))
+                .and_then(|offset| addr.checked_add(offset))
             else {
                 return false;
             };
@@ -48,7 +48,7 @@ pub trait Memory {
 }
 
 impl<M: Memory + ?Sized> Memory for &M {
-    fn read_u64(&self, addr: u64) -> Option<u64> {
+    fn read_u64(&self, addr: AbsAddr) -> Option<u64> {
         (**self).read_u64(addr)
     }
 
@@ -61,18 +61,18 @@ impl<M: Memory + ?Sized> Memory for &M {
 /// `PERF_SAMPLE_STACK_USER` (`dyn_size` bytes of it) or an eBPF profiler's copy.
 #[derive(Debug, Clone, Copy)]
 pub struct StackCopy<'a> {
-    sp: u64,
+    sp: AbsAddr,
     bytes: &'a [u8],
 }
 
 impl<'a> StackCopy<'a> {
     /// `bytes` of stack as they were from address `sp` up.
-    pub fn new(sp: u64, bytes: &'a [u8]) -> StackCopy<'a> {
+    pub fn new(sp: AbsAddr, bytes: &'a [u8]) -> StackCopy<'a> {
         StackCopy { sp, bytes }
     }
 
     /// The address the copy starts at.
-    pub fn start(&self) -> u64 {
+    pub fn start(&self) -> AbsAddr {
         self.sp
     }
 
@@ -83,16 +83,15 @@ impl<'a> StackCopy<'a> {
 }
 
 impl Memory for StackCopy<'_> {
-    fn read_u64(&self, addr: u64) -> Option<u64> {
-        let start = usize::try_from(addr.checked_sub(self.sp)?).ok()?;
+    fn read_u64(&self, addr: AbsAddr) -> Option<u64> {
+        let start = usize::try_from(addr.offset_from(self.sp)?).ok()?;
         let word = self.bytes.get(start..start.checked_add(8)?)?;
         Some(u64::from_le_bytes(word.try_into().ok()?))
     }
 
     fn read_bytes(&self, addr: AbsAddr, buf: &mut [u8]) -> bool {
         let bytes = addr
-            .0
-            .checked_sub(self.sp)
+            .offset_from(self.sp)
             .and_then(|start| usize::try_from(start).ok())
             .and_then(|start| self.bytes.get(start..start.checked_add(buf.len())?));
         match bytes {
@@ -140,12 +139,12 @@ impl ProcessMemory {
     }
 
     /// Reads `buf.len()` bytes at `addr`; `false` if any of them cannot be read.
-    pub fn read_exact(&self, addr: u64, buf: &mut [u8]) -> bool {
+    pub fn read_exact(&self, addr: AbsAddr, buf: &mut [u8]) -> bool {
         if self.read_vm(addr, buf) {
             return true;
         }
         match &self.mem {
-            Some(file) => match file.read_exact_at(buf, addr) {
+            Some(file) => match file.read_exact_at(buf, addr.0) {
                 Ok(()) => true,
                 Err(e) => {
                     log::trace!("{}: {e} at {addr:#x}", self.mem_path.display());
@@ -156,7 +155,7 @@ impl ProcessMemory {
         }
     }
 
-    fn read_vm(&self, addr: u64, buf: &mut [u8]) -> bool {
+    fn read_vm(&self, addr: AbsAddr, buf: &mut [u8]) -> bool {
         let Ok(pid) = libc::pid_t::try_from(self.pid) else {
             return false;
         };
@@ -165,7 +164,7 @@ impl ProcessMemory {
             iov_len: buf.len(),
         };
         let remote = libc::iovec {
-            iov_base: addr as usize as *mut libc::c_void,
+            iov_base: addr.0 as usize as *mut libc::c_void,
             iov_len: buf.len(),
         };
         // SAFETY: `local` describes `buf`, which is valid for writes of its length for the
@@ -177,22 +176,22 @@ impl ProcessMemory {
 }
 
 impl Memory for ProcessMemory {
-    fn read_u64(&self, addr: u64) -> Option<u64> {
+    fn read_u64(&self, addr: AbsAddr) -> Option<u64> {
         let mut word = [0u8; 8];
         self.read_exact(addr, &mut word)
             .then(|| u64::from_le_bytes(word))
     }
 
     fn read_bytes(&self, addr: AbsAddr, buf: &mut [u8]) -> bool {
-        self.read_exact(addr.0, buf)
+        self.read_exact(addr, buf)
     }
 }
 
 /// A core file's memory: its dumped bytes, and pages it did not dump from the mapped files
 /// whose build-id it recorded and matched ([`crate::core::CoreFile::read`]).
 impl Memory for crate::core::CoreFile {
-    fn read_u64(&self, addr: u64) -> Option<u64> {
-        crate::core::CoreFile::read_u64(self, AbsAddr(addr))
+    fn read_u64(&self, addr: AbsAddr) -> Option<u64> {
+        crate::core::CoreFile::read_u64(self, addr)
     }
 
     fn read_bytes(&self, addr: AbsAddr, buf: &mut [u8]) -> bool {
@@ -207,14 +206,18 @@ mod tests {
     #[test]
     fn stack_copy_reads_inside_and_refuses_outside() {
         let bytes: Vec<u8> = (0..20).collect();
-        let stack = StackCopy::new(0x1000, &bytes);
-        assert_eq!(stack.read_u64(0x1000), Some(0x0706050403020100));
-        assert_eq!(stack.read_u64(0x100c), Some(0x131211100f0e0d0c));
-        assert_eq!(stack.read_u64(0x100d), None, "runs past the end");
-        assert_eq!(stack.read_u64(0xfff), None, "below the stack pointer");
-        assert_eq!(stack.read_u64(u64::MAX), None);
+        let stack = StackCopy::new(AbsAddr(0x1000), &bytes);
+        assert_eq!(stack.read_u64(AbsAddr(0x1000)), Some(0x0706050403020100));
+        assert_eq!(stack.read_u64(AbsAddr(0x100c)), Some(0x131211100f0e0d0c));
+        assert_eq!(stack.read_u64(AbsAddr(0x100d)), None, "runs past the end");
         assert_eq!(
-            StackCopy::new(u64::MAX - 3, &bytes).read_u64(12),
+            stack.read_u64(AbsAddr(0xfff)),
+            None,
+            "below the stack pointer"
+        );
+        assert_eq!(stack.read_u64(AbsAddr(u64::MAX)), None);
+        assert_eq!(
+            StackCopy::new(AbsAddr(u64::MAX - 3), &bytes).read_u64(AbsAddr(12)),
             None,
             "wrapped"
         );
@@ -224,7 +227,7 @@ mod tests {
     struct WordsOnly<'a>(StackCopy<'a>);
 
     impl Memory for WordsOnly<'_> {
-        fn read_u64(&self, addr: u64) -> Option<u64> {
+        fn read_u64(&self, addr: AbsAddr) -> Option<u64> {
             self.0.read_u64(addr)
         }
     }
@@ -232,7 +235,7 @@ mod tests {
     #[test]
     fn read_bytes_reads_exactly_the_request() {
         let bytes: Vec<u8> = (0..20).collect();
-        let stack = StackCopy::new(0x1000, &bytes);
+        let stack = StackCopy::new(AbsAddr(0x1000), &bytes);
         for memory in [&stack as &dyn Memory, &WordsOnly(stack)] {
             let mut buf = [0u8; 10];
             assert!(
@@ -257,7 +260,11 @@ mod tests {
         let value: u64 = 0x1234_5678_9abc_def0;
         let memory = ProcessMemory::new(std::process::id());
         let addr = std::ptr::addr_of!(value) as u64;
-        assert_eq!(memory.read_u64(addr), Some(value));
-        assert_eq!(memory.read_u64(0), None, "page zero is never mapped");
+        assert_eq!(memory.read_u64(AbsAddr(addr)), Some(value));
+        assert_eq!(
+            memory.read_u64(AbsAddr(0)),
+            None,
+            "page zero is never mapped"
+        );
     }
 }

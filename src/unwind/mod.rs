@@ -35,7 +35,7 @@
 //! stack[24..32].copy_from_slice(&0x401234u64.to_le_bytes());
 //! let regs = RegsX86_64::new(0x401000, 0x7ff0, 0x8000);
 //! let mut cache = UnwindCache::new();
-//! let result = unwinder.unwind_frame_pointers(&regs, &StackCopy::new(0x7ff0, &stack), &mut cache);
+//! let result = unwinder.unwind_frame_pointers(&regs, &StackCopy::new(AbsAddr(0x7ff0), &stack), &mut cache);
 //! assert_eq!(result.frames.len(), 2);
 //! assert_eq!(result.frames[1].kind, stacksym::unwind::FrameKind::ReturnAddress);
 //! # Ok(())

@@ -218,7 +218,7 @@ fn x86_64_register_saved_by_a_callee_is_restored_for_a_cfa_based_on_it() {
         let regs = RegsX86_64::new(code(0x710), SP, 0x1234).with(RegsX86_64::RBX, 0xdead);
         let mut cache = UnwindCache::new();
         for round in 0..2 {
-            let result = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut cache);
+            let result = unwinder.unwind(&regs, &StackCopy::new(AbsAddr(SP), &bytes), &mut cache);
             assert_eq!(
                 addrs(&result),
                 vec![
@@ -234,10 +234,10 @@ fn x86_64_register_saved_by_a_callee_is_restored_for_a_cfa_based_on_it() {
         // clear stop.
         let mut no_rbx = regs.clone();
         no_rbx.forget_reg(RegsX86_64::RBX);
-        let result = unwinder.unwind(&no_rbx, &StackCopy::new(SP, &bytes), &mut cache);
+        let result = unwinder.unwind(&no_rbx, &StackCopy::new(AbsAddr(SP), &bytes), &mut cache);
         assert_eq!(result.frames.len(), 3, "rbx is restored from the stack");
         let lost = RegsX86_64::new(code(0x810), SP, 0x1234);
-        let result = unwinder.unwind(&lost, &StackCopy::new(SP, &bytes), &mut cache);
+        let result = unwinder.unwind(&lost, &StackCopy::new(AbsAddr(SP), &bytes), &mut cache);
         assert_eq!(
             result.stop,
             StopReason::InvalidUnwindInfo {
@@ -262,7 +262,7 @@ fn x86_64_cfi_walk_from_entry_through_framed_function_to_root() {
         );
         let regs = RegsX86_64::new(code(0), SP, rbp);
         let mut cache = UnwindCache::new();
-        let result = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut cache);
+        let result = unwinder.unwind(&regs, &StackCopy::new(AbsAddr(SP), &bytes), &mut cache);
         assert_eq!(
             addrs(&result),
             vec![
@@ -274,7 +274,7 @@ fn x86_64_cfi_walk_from_entry_through_framed_function_to_root() {
         );
         assert_eq!(result.stop, StopReason::Root);
         // The same walk again is answered from the cache.
-        let again = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut cache);
+        let again = unwinder.unwind(&regs, &StackCopy::new(AbsAddr(SP), &bytes), &mut cache);
         assert_eq!(again, result);
         assert_eq!(cache.stats(), (3, 3));
     }
@@ -288,11 +288,15 @@ fn x86_64_plt_expression_depends_on_the_offset_in_the_entry() {
     // At 0x206 & 15 = 6 < 11: CFA = rsp + 8, the return address at [rsp].
     let early = RegsX86_64::new(code(0x206), SP + 8 - 8, 0);
     let bytes_early = stack(0x40, &[(0, code(0x110))]);
-    let result = unwinder.unwind(&early, &StackCopy::new(SP, &bytes_early), &mut cache);
+    let result = unwinder.unwind(
+        &early,
+        &StackCopy::new(AbsAddr(SP), &bytes_early),
+        &mut cache,
+    );
     assert_eq!(result.frames[1].addr, abs(0x110));
     // At 0x20b: CFA = rsp + 16 (the entry pushed its relocation index).
     let late = RegsX86_64::new(code(0x20b), SP, 0);
-    let result = unwinder.unwind(&late, &StackCopy::new(SP, &bytes), &mut cache);
+    let result = unwinder.unwind(&late, &StackCopy::new(AbsAddr(SP), &bytes), &mut cache);
     assert_eq!(result.frames[1].addr, abs(0x110));
     assert_eq!(result.stop, StopReason::Root);
 }
@@ -307,7 +311,11 @@ fn x86_64_realigned_frame_reads_the_cfa_from_memory() {
         &[(0x18, SP + 0x60), (0x20, 0x4242), (0x58, code(0x150))],
     );
     let regs = RegsX86_64::new(code(0x310), SP, SP + 0x20);
-    let result = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+    let result = unwinder.unwind(
+        &regs,
+        &StackCopy::new(AbsAddr(SP), &bytes),
+        &mut UnwindCache::new(),
+    );
     assert_eq!(addrs(&result)[1..], [(code(0x150), true, Recovery::Cfi)]);
     assert_eq!(result.stop, StopReason::Root);
 }
@@ -318,7 +326,7 @@ fn x86_64_absurd_offsets_and_expression_loops_stop_with_a_reason() {
     let bytes = stack(0x40, &[]);
     let mut cache = UnwindCache::new();
     let absurd = RegsX86_64::new(code(0x410), SP, 0);
-    let result = unwinder.unwind(&absurd, &StackCopy::new(SP, &bytes), &mut cache);
+    let result = unwinder.unwind(&absurd, &StackCopy::new(AbsAddr(SP), &bytes), &mut cache);
     assert_eq!(result.frames.len(), 1);
     assert!(
         matches!(result.stop, StopReason::MemoryUnreadable { .. }),
@@ -326,7 +334,7 @@ fn x86_64_absurd_offsets_and_expression_loops_stop_with_a_reason() {
         result.stop
     );
     let looping = RegsX86_64::new(code(0x510), SP, 0);
-    let result = unwinder.unwind(&looping, &StackCopy::new(SP, &bytes), &mut cache);
+    let result = unwinder.unwind(&looping, &StackCopy::new(AbsAddr(SP), &bytes), &mut cache);
     assert_eq!(
         result.stop,
         StopReason::InvalidUnwindInfo {
@@ -346,7 +354,11 @@ fn x86_64_frame_pointer_fallback_and_cycles() {
         &[(0x10, SP + 0x40), (0x18, code(0x30)), (0x48, code(0x110))],
     );
     let regs = RegsX86_64::new(code(0x610), SP, SP + 0x10);
-    let result = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+    let result = unwinder.unwind(
+        &regs,
+        &StackCopy::new(AbsAddr(SP), &bytes),
+        &mut UnwindCache::new(),
+    );
     assert_eq!(
         addrs(&result),
         vec![
@@ -359,7 +371,7 @@ fn x86_64_frame_pointer_fallback_and_cycles() {
     let cyclic = stack(0x40, &[(0x10, SP + 0x10), (0x18, code(0x610))]);
     let regs = RegsX86_64::new(code(0x610), SP, SP + 0x10);
     for fp_only in [false, true] {
-        let memory = StackCopy::new(SP, &cyclic);
+        let memory = StackCopy::new(AbsAddr(SP), &cyclic);
         let mut cache = UnwindCache::new();
         let result = if fp_only {
             unwinder.unwind_frame_pointers(&regs, &memory, &mut cache)
@@ -377,7 +389,11 @@ fn x86_64_frame_pointer_fallback_and_cycles() {
             ..UnwindOptions::default()
         },
     );
-    let result = strict.unwind(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+    let result = strict.unwind(
+        &regs,
+        &StackCopy::new(AbsAddr(SP), &bytes),
+        &mut UnwindCache::new(),
+    );
     assert_eq!(result.stop, StopReason::NoUnwindInfo { addr: abs(0x610) });
 }
 
@@ -426,7 +442,11 @@ fn x86_64_unreadable_cfi_falls_back_to_the_frame_pointer() {
         ],
     );
     let regs = RegsX86_64::new(code(0x110), SP, SP + 0x10);
-    let result = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+    let result = unwinder.unwind(
+        &regs,
+        &StackCopy::new(AbsAddr(SP), &bytes),
+        &mut UnwindCache::new(),
+    );
     assert_eq!(
         addrs(&result),
         vec![
@@ -439,7 +459,11 @@ fn x86_64_unreadable_cfi_falls_back_to_the_frame_pointer() {
     // A frame pointer that leaves the stack copy: a clean stop there (the return address
     // above it is read first).
     let regs = RegsX86_64::new(code(0x110), SP, SP + 0x1000);
-    let result = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+    let result = unwinder.unwind(
+        &regs,
+        &StackCopy::new(AbsAddr(SP), &bytes),
+        &mut UnwindCache::new(),
+    );
     assert_eq!(result.frames.len(), 1);
     assert_eq!(
         result.stop,
@@ -453,7 +477,11 @@ fn x86_64_unreadable_cfi_falls_back_to_the_frame_pointer() {
         ..UnwindOptions::default()
     });
     let regs = RegsX86_64::new(code(0x110), SP, SP + 0x10);
-    let result = strict.unwind(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+    let result = strict.unwind(
+        &regs,
+        &StackCopy::new(AbsAddr(SP), &bytes),
+        &mut UnwindCache::new(),
+    );
     assert_eq!(
         result.stop,
         StopReason::InvalidUnwindInfo {
@@ -498,7 +526,11 @@ fn perf_inject_jitted_files_unwind() {
         ],
     );
     let regs = RegsX86_64::new(FIB + 0x80, SP, SP + 0x20);
-    let result = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+    let result = unwinder.unwind(
+        &regs,
+        &StackCopy::new(AbsAddr(SP), &bytes),
+        &mut UnwindCache::new(),
+    );
     assert_eq!(
         addrs(&result),
         vec![
@@ -600,7 +632,11 @@ fn jitdump_unwinding_info_unwinds_as_perf_injects_file() {
         ],
     );
     let regs = RegsX86_64::new(FIB + 0x80, SP, SP + 0x20);
-    let result = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+    let result = unwinder.unwind(
+        &regs,
+        &StackCopy::new(AbsAddr(SP), &bytes),
+        &mut UnwindCache::new(),
+    );
     assert_eq!(
         addrs(&result),
         vec![
@@ -615,7 +651,11 @@ fn jitdump_unwinding_info_unwinds_as_perf_injects_file() {
     // the frame pointer (rbp = SP + 0x20) would not find it.
     let bytes = stack(0x40, &[(0, BUILTIN + 0x20), (0x20, SP + 0x40)]);
     let regs = RegsX86_64::new(FIB + 2, SP, SP + 0x20);
-    let result = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+    let result = unwinder.unwind(
+        &regs,
+        &StackCopy::new(AbsAddr(SP), &bytes),
+        &mut UnwindCache::new(),
+    );
     assert_eq!(
         addrs(&result).get(1),
         Some(&(BUILTIN + 0x20, true, Recovery::Cfi)),
@@ -668,8 +708,11 @@ fn x86_64_depth_limit() {
         .collect();
     let bytes = stack(0x200, &words);
     let regs = RegsX86_64::new(0x999, SP, SP);
-    let result =
-        unwinder.unwind_frame_pointers(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+    let result = unwinder.unwind_frame_pointers(
+        &regs,
+        &StackCopy::new(AbsAddr(SP), &bytes),
+        &mut UnwindCache::new(),
+    );
     assert_eq!(result.frames.len(), 3);
     assert_eq!(result.stop, StopReason::DepthLimit);
 }
@@ -743,7 +786,11 @@ fn x86_64_signal_frame_by_cfi_restores_the_ucontext_without_decrementing() {
             ],
         );
         let regs = RegsX86_64::new(code(0), SP, 0);
-        let result = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+        let result = unwinder.unwind(
+            &regs,
+            &StackCopy::new(AbsAddr(SP), &bytes),
+            &mut UnwindCache::new(),
+        );
         assert_eq!(
             addrs(&result),
             vec![
@@ -806,7 +853,11 @@ fn x86_64_signal_trampoline_without_cfi_found_by_its_code() {
         ],
     );
     let regs = RegsX86_64::new(code(0), SP, 0);
-    let result = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+    let result = unwinder.unwind(
+        &regs,
+        &StackCopy::new(AbsAddr(SP), &bytes),
+        &mut UnwindCache::new(),
+    );
     assert_eq!(
         addrs(&result),
         vec![
@@ -844,7 +895,7 @@ fn garbage_registers_and_stacks_of_any_length_are_bounded() {
             };
             chunk.copy_from_slice(&word.to_le_bytes());
         }
-        let memory = StackCopy::new(SP, &bytes);
+        let memory = StackCopy::new(AbsAddr(SP), &bytes);
         let ip = code(xorshift(&mut state) % 0x700);
         let regs = RegsX86_64::new(ip, SP + xorshift(&mut state) % 16, xorshift(&mut state));
         for result in [
@@ -964,7 +1015,11 @@ fn aarch64_register_saved_by_a_callee_is_restored_for_a_cfa_based_on_it() {
         ],
     );
     let regs = RegsAarch64::new(code(0x604), SP, 0x1111, 0x2222).with(19, 0xdead);
-    let result = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+    let result = unwinder.unwind(
+        &regs,
+        &StackCopy::new(AbsAddr(SP), &bytes),
+        &mut UnwindCache::new(),
+    );
     assert_eq!(
         addrs(&result),
         vec![
@@ -983,7 +1038,7 @@ fn aarch64_cfa_expression_reading_memory_is_evaluated_in_full() {
     let bytes = stack(0x80, &[(8, SP + 0x40), (0x30, 0x9999), (0x38, code(0x310))]);
     let regs = RegsAarch64::new(code(0x420), SP, 0x1111, 0x2222);
     let mut cache = UnwindCache::new();
-    let result = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut cache);
+    let result = unwinder.unwind(&regs, &StackCopy::new(AbsAddr(SP), &bytes), &mut cache);
     assert_eq!(
         addrs(&result),
         vec![
@@ -994,7 +1049,7 @@ fn aarch64_cfa_expression_reading_memory_is_evaluated_in_full() {
     assert_eq!(result.stop, StopReason::Root);
     // The CFA's word unreadable: the walk stops saying where.
     let short = stack(8, &[]);
-    let result = unwinder.unwind(&regs, &StackCopy::new(SP, &short), &mut cache);
+    let result = unwinder.unwind(&regs, &StackCopy::new(AbsAddr(SP), &short), &mut cache);
     assert_eq!(result.frames.len(), 1);
     assert_eq!(
         result.stop,
@@ -1025,7 +1080,11 @@ fn aarch64_handler_returns_through_the_sigreturn_trampoline_to_the_interrupted_c
         ],
     );
     let regs = RegsAarch64::new(code(0x120), SP, 0x1111, code(0x580));
-    let result = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+    let result = unwinder.unwind(
+        &regs,
+        &StackCopy::new(AbsAddr(SP), &bytes),
+        &mut UnwindCache::new(),
+    );
     assert_eq!(
         addrs(&result),
         vec![
@@ -1047,7 +1106,11 @@ fn aarch64_leaf_link_register_then_signed_frame_record_then_root() {
     let pac = 0x002d_0000_0000_0000;
     let bytes = stack(0x100, &[(0x20, 0x7777), (0x28, pac | code(0x310))]);
     let regs = RegsAarch64::new(code(0x120), SP, SP + 0x20, code(0x214));
-    let result = unwinder.unwind(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+    let result = unwinder.unwind(
+        &regs,
+        &StackCopy::new(AbsAddr(SP), &bytes),
+        &mut UnwindCache::new(),
+    );
     assert_eq!(
         addrs(&result),
         vec![
@@ -1073,8 +1136,11 @@ fn aarch64_frame_pointer_mode_and_signal_context() {
         ],
     );
     let regs = RegsAarch64::new(code(0x120), SP, SP + 0x10, 0);
-    let result =
-        unwinder.unwind_frame_pointers(&regs, &StackCopy::new(SP, &bytes), &mut UnwindCache::new());
+    let result = unwinder.unwind_frame_pointers(
+        &regs,
+        &StackCopy::new(AbsAddr(SP), &bytes),
+        &mut UnwindCache::new(),
+    );
     assert_eq!(
         addrs(&result)[1..],
         [
@@ -1100,7 +1166,7 @@ fn aarch64_frame_pointer_mode_and_signal_context() {
         0x68, 0x11, 0x80, 0xd2, 0x01, 0, 0, 0xd4
     ]));
     let mut regs = RegsAarch64::new(code(0x380), SP, 0, 0);
-    regs.restore_signal_context(&StackCopy::new(SP, &bytes))
+    regs.restore_signal_context(&StackCopy::new(AbsAddr(SP), &bytes))
         .expect("the ucontext is in the copy");
     assert_eq!(regs.ip(), code(0x100));
     assert_eq!(regs.sp(), Some(SP + 0x300));
@@ -1119,7 +1185,7 @@ fn x86_64_saved_rbp_below_the_copy_is_forgotten_not_fatal() {
         bp_offset: -16,
         saved: SavedX86_64::NONE,
     };
-    let applied = regs.apply(rule, &StackCopy::new(SP, &bytes));
+    let applied = regs.apply(rule, &StackCopy::new(AbsAddr(SP), &bytes));
     assert_eq!(
         applied,
         Ok(Applied::Caller {
@@ -1144,7 +1210,7 @@ fn a_shared_cache_keeps_address_spaces_and_remappings_apart() {
     let rbp = SP + 0x40;
     let bytes = stack(0x100, &[(8, code(0x110)), (0x40, 0), (0x48, code(0x120))]);
     let regs = RegsX86_64::new(code(1), SP, rbp);
-    let memory = StackCopy::new(SP, &bytes);
+    let memory = StackCopy::new(AbsAddr(SP), &bytes);
     let alone = |unwinder: &Unwinder| unwinder.unwind(&regs, &memory, &mut UnwindCache::new());
     let (by_cfi, by_fp) = (alone(&with_cfi), alone(&without_cfi));
     assert_eq!(by_cfi.frames[1].addr, abs(0x110));
@@ -1200,7 +1266,7 @@ fn x86_64_entry_of_code_without_cfi_returns_through_the_stack_pointer() {
         0x40,
         &[(0, caller), (0x20, SP + 0x30), (0x28, 0x7f00_0000_9999)],
     );
-    let memory = StackCopy::new(SP, &bytes);
+    let memory = StackCopy::new(AbsAddr(SP), &bytes);
     let regs = RegsX86_64::new(BASE + fini, SP, SP + 0x20);
     let result = unwinder.unwind(&regs, &memory, &mut UnwindCache::new());
     assert_eq!(
@@ -1234,7 +1300,7 @@ fn aarch64_go_step_reads_the_link_register_then_the_frame_slots() {
     // pointer at SP − 8, x29 pointing at that slot once the prologue has set it.
     let below = SP - 8;
     let bytes = stack(0x40, &[(0, 0xcafe), (8, code(0x110))]);
-    let memory = StackCopy::new(below, &bytes);
+    let memory = StackCopy::new(AbsAddr(below), &bytes);
     let mut framed = RegsAarch64::new(code(0x20), SP, below, 0x2222);
     assert_eq!(framed.go_step(32, &memory), Ok(true));
     assert_eq!(framed.ip(), code(0x110));
@@ -1288,8 +1354,11 @@ fn modules_given_one_file_cfi_share_its_compiled_rules() {
     // Frame 0 at `framed` after its prologue (CFA = rbp + 16) returns into `root`.
     let memory = stack(0x40, &[(0x10, 0x1111), (0x18, code(0x110))]);
     let regs = RegsX86_64::new(code(0x20), SP, SP + 0x10);
-    let walked =
-        Unwinder::new(first).unwind(&regs, &StackCopy::new(SP, &memory), &mut UnwindCache::new());
+    let walked = Unwinder::new(first).unwind(
+        &regs,
+        &StackCopy::new(AbsAddr(SP), &memory),
+        &mut UnwindCache::new(),
+    );
     assert_eq!(walked.frames.len(), 2, "{walked:?}");
     assert!(rule_of(&second).is_some(), "compiled once, for both");
     assert_eq!(rule_of(&apart), None, "a CFI of its own");

@@ -225,7 +225,7 @@ impl Sample<'_> {
         }
         let regs = A::from_perf_regs(self.regs_mask, &self.regs);
         let sp = regs.sp().unwrap_or(0);
-        Some((regs, StackCopy::new(sp, &self.stack)))
+        Some((regs, StackCopy::new(stacksym::AbsAddr(sp), &self.stack)))
     }
 }
 

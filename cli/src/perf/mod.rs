@@ -696,7 +696,7 @@ impl<A: UnwindArch + FromPerfRegs> Unwinding<A> {
                                 );
                             }
                             let copy_end =
-                                memory.start().saturating_add(memory.bytes().len() as u64);
+                                memory.start().0.saturating_add(memory.bytes().len() as u64);
                             off_the_copy = matches!(
                                 stack.stop,
                                 stacksym::unwind::StopReason::MemoryUnreadable { addr } if addr.0.saturating_add(8) > copy_end

@@ -34,7 +34,7 @@ impl GoStep for RegsAarch64 {
             let ra = read(memory, sp)?;
             let fp_slot = sp.wrapping_sub(8);
             if self.fp() == Some(fp_slot) {
-                match memory.read_u64(fp_slot) {
+                match memory.read_u64(AbsAddr(fp_slot)) {
                     Some(fp) => self.set(RegsAarch64::X29, fp),
                     None => self.forget(RegsAarch64::X29),
                 }

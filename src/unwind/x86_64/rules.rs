@@ -184,7 +184,7 @@ impl GoStep for RegsX86_64 {
         let slot = sp.wrapping_add(delta);
         let ra = read(memory, slot)?;
         if delta >= 8 && self.fp() == Some(slot.wrapping_sub(8)) {
-            match memory.read_u64(slot.wrapping_sub(8)) {
+            match memory.read_u64(AbsAddr(slot.wrapping_sub(8))) {
                 Some(bp) => self.set(RegsX86_64::RBP, bp),
                 None => self.forget(RegsX86_64::RBP),
             }
