@@ -18,6 +18,11 @@
 #                           addr2line tests (sized symbols nested in a sized
 #                           one, sizeless symbols sharing an address, data
 #                           labels), at fixed addresses (-Ttext, -Tdata).
+#   odd/libodd-prelinked-noshdr.so  libodd-prelinked.so without section
+#                           headers (so without .gnu_debuglink), and beside it
+#                           libodd-prelinked-noshdr.so.debug, its debug file under
+#                           the name elfutils looks for then (elfutils'
+#                           testfile52-32.noshdrs.so has this shape).
 #   odd/libodd-prelinked-grown.so  like libodd-prelinked.so, but the moved
 #                           link also has a .hash section (--hash-style=both):
 #                           the sections after it moved 0x40000000 plus its
@@ -45,7 +50,7 @@ for tool in gcc as ld strip objcopy python3; do
 done
 
 rm -rf debug libodd.so odd.o libodd-noshdr.so libodd-prelinked.so odd-labels \
-    libodd-prelinked-grown.so
+    libodd-prelinked-grown.so libodd-prelinked-noshdr.so libodd-prelinked-noshdr.so.debug
 DET=(-ffile-prefix-map="$OD"=.)
 CFLAGS=(-O2 -g -fPIC "${DET[@]}")
 
@@ -54,8 +59,8 @@ gcc "${CFLAGS[@]}" -shared -Wl,--build-id=0x0dd100000000000000000000000000000000
     odd.o -o libodd.so
 
 # No section headers: a copy of the stripped library with them cut off.
-strip --strip-all libodd.so -o libodd-noshdr.so
-python3 - libodd-noshdr.so <<'EOF'
+cut_section_headers() {
+python3 - "$1" <<'EOF'
 import struct, sys
 path = sys.argv[1]
 data = bytearray(open(path, 'rb').read())
@@ -66,6 +71,9 @@ struct.pack_into('<HHH', data, 0x3a, 0, 0, 0)  # e_shentsize, e_shnum, e_shstrnd
 del data[shoff:]                             # the headers themselves (last in the file)
 open(path, 'wb').write(data)
 EOF
+}
+strip --strip-all libodd.so -o libodd-noshdr.so
+cut_section_headers libodd-noshdr.so
 
 # Prelinked: the same object at another base; the debug file from the base-0
 # link (same fixed build-id), found through the build-id dir. A link at another
@@ -79,6 +87,12 @@ mkdir -p "debug/.build-id/${PRE_ID:0:2}"
 objcopy --only-keep-debug prelink-base.so "debug/.build-id/${PRE_ID:0:2}/${PRE_ID:2}.debug"
 rm prelink-base.so
 strip --strip-all libodd-prelinked.so
+
+# The prelinked library without section headers, its debug file beside it under
+# its own name plus .debug (see above).
+cp libodd-prelinked.so libodd-prelinked-noshdr.so
+cut_section_headers libodd-prelinked-noshdr.so
+cp "debug/.build-id/${PRE_ID:0:2}/${PRE_ID:2}.debug" libodd-prelinked-noshdr.so.debug
 
 # The prelinked library again, its early sections grown (see above).
 GROWN_ID=0dd1000000000000000000000000000000000003
@@ -95,5 +109,6 @@ ld --build-id=none -e lab_start -Ttext=0x401000 -Tdata=0x402000 labels.o -o odd-
 rm labels.o
 
 ls -l libodd.so odd.o libodd-noshdr.so libodd-prelinked.so libodd-prelinked-grown.so odd-labels \
+    libodd-prelinked-noshdr.so libodd-prelinked-noshdr.so.debug \
     "debug/.build-id/${PRE_ID:0:2}/${PRE_ID:2}.debug" \
     "debug/.build-id/${GROWN_ID:0:2}/${GROWN_ID:2}.debug"

@@ -664,3 +664,59 @@ fn prelinked_library_with_grown_sections_is_rebased_by_its_code() {
         eprintln!("{TEST}: eu-addr2line (no .gnu.prelink_undo to sync by): {eu:?}");
     }
 }
+
+/// A prelinked library without section headers (`libodd-prelinked-noshdr.so`, so without
+/// `.gnu_debuglink`) whose debug file lies beside it under its own name plus `.debug`, the
+/// shape of elfutils' testfile52-32.noshdrs.so: eu-addr2line finds that file by name and
+/// gives names and lines at the library's addresses; so do we now (the build-id checked,
+/// the rebase taken from the first executable segments, there being no sections to match).
+/// binutils and llvm-symbolizer say `??` (they read no dynamic symbols without section
+/// headers); before, we named the function from `.dynsym` but gave no line.
+#[test]
+fn file_without_section_headers_finds_its_name_dot_debug() {
+    const TEST: &str = "file_without_section_headers_finds_its_name_dot_debug";
+    if !tools_present() {
+        return;
+    }
+    let lib = odd("libodd-prelinked-noshdr.so");
+    let debug = odd("libodd-prelinked-noshdr.so.debug");
+    let names = ["odd_fn", "odd_other"];
+    let unmoved: Vec<u64> = names
+        .iter()
+        .map(|n| readelf_value(&debug, false, n) + 1)
+        .collect();
+    let addrs: Vec<u64> = unmoved.iter().map(|a| a + 0x4000_0000).collect();
+    let symbolizer = Symbolizer::builder()
+        .demangle(false)
+        .debug_dirs(Vec::new())
+        .build();
+    let symbols = symbolizer
+        .symbolize(
+            &Source::Elf { path: &lib },
+            Input::VirtAddrs(VirtAddr::from_raw_slice(&addrs)),
+        )
+        .expect("symbolizes");
+    assert!(symbols.debug_file().is_some(), "NAME.debug is found");
+    let binutils = addr2line(&debug, &unmoved);
+    let Some(eu) = eu_addr2line(TEST, &lib, &addrs, None) else {
+        return;
+    };
+    for (i, &addr) in addrs.iter().enumerate() {
+        let sym = symbols
+            .get(i)
+            .unwrap_or_else(|| panic!("{addr:#x} answers"));
+        let line = sym.frames.last().and_then(|f| f.line);
+        assert_eq!((sym.name, line), (names[i], binutils[i].1), "at {addr:#x}");
+        assert!(line.is_some(), "a line at {addr:#x}");
+        let eu_line = eu[i]
+            .1
+            .split(':')
+            .nth(1)
+            .and_then(|l| l.parse::<u32>().ok());
+        assert_eq!(
+            (eu[i].0.as_str(), eu_line),
+            (names[i], line),
+            "eu-addr2line at {addr:#x}"
+        );
+    }
+}

@@ -357,7 +357,18 @@ impl ElfFile {
                 agree(&mut code, difference);
             }
         }
-        code.or(all)?.ok()
+        match code.or(all) {
+            Some(agreed) => agreed.ok(),
+            // No section to match (a binary without section headers, elfutils'
+            // testfile52-32.noshdrs.so): the first executable segments of both.
+            None => {
+                let first_code = |elf: &ElfFile| {
+                    let loads = elf.segments().loads();
+                    loads.iter().find(|s| s.executable).map(|s| s.virt_addr.0)
+                };
+                Some(first_code(binary)?.wrapping_sub(first_code(self)?))
+            }
+        }
     }
 
     /// Bytes of this file mapped into memory (0 when it was given as bytes).
