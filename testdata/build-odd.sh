@@ -14,6 +14,22 @@
 #   odd/libodd-noshdr.so    libodd.so stripped to .dynsym (strip --strip-all),
 #                           then its section headers removed: e_shoff, e_shnum
 #                           and e_shstrndx zeroed (what sstrip leaves).
+#   odd/odd-labels          as + ld of src/labels.s: symbol shapes of elfutils'
+#                           addr2line tests (sized symbols nested in a sized
+#                           one, sizeless symbols sharing an address, data
+#                           labels), at fixed addresses (-Ttext, -Tdata).
+#   odd/libodd-prelinked-noshdr.so  libodd-prelinked.so without section
+#                           headers (so without .gnu_debuglink), and beside it
+#                           libodd-prelinked-noshdr.so.debug, its debug file under
+#                           the name elfutils looks for then (elfutils'
+#                           testfile52-32.noshdrs.so has this shape).
+#   odd/libodd-prelinked-grown.so  like libodd-prelinked.so, but the moved
+#                           link also has a .hash section (--hash-style=both):
+#                           the sections after it moved 0x40000000 plus its
+#                           size, those before it 0x40000000 only, as when
+#                           prelink grows a section (elfutils' testfile52-32:
+#                           .rel.dyn turned RELA). Its debug file is the base
+#                           link's (build-id ...0003).
 #   odd/libodd-prelinked.so the same object linked at base 0x40000000
 #                           (-Wl,-Ttext-segment) and stripped to .dynsym: a
 #                           prelinked library; odd/debug/.build-id/xx/rest.debug
@@ -29,11 +45,12 @@ cd "$(dirname "${BASH_SOURCE[0]}")/odd"
 export LC_ALL=C
 export SOURCE_DATE_EPOCH=0
 OD="$PWD"
-for tool in gcc strip objcopy python3; do
+for tool in gcc as ld strip objcopy python3; do
     command -v "$tool" >/dev/null || { echo "build-odd.sh: $tool missing" >&2; exit 1; }
 done
 
-rm -rf debug libodd.so odd.o libodd-noshdr.so libodd-prelinked.so
+rm -rf debug libodd.so odd.o libodd-noshdr.so libodd-prelinked.so odd-labels \
+    libodd-prelinked-grown.so libodd-prelinked-noshdr.so libodd-prelinked-noshdr.so.debug
 DET=(-ffile-prefix-map="$OD"=.)
 CFLAGS=(-O2 -g -fPIC "${DET[@]}")
 
@@ -42,8 +59,8 @@ gcc "${CFLAGS[@]}" -shared -Wl,--build-id=0x0dd100000000000000000000000000000000
     odd.o -o libodd.so
 
 # No section headers: a copy of the stripped library with them cut off.
-strip --strip-all libodd.so -o libodd-noshdr.so
-python3 - libodd-noshdr.so <<'EOF'
+cut_section_headers() {
+python3 - "$1" <<'EOF'
 import struct, sys
 path = sys.argv[1]
 data = bytearray(open(path, 'rb').read())
@@ -54,6 +71,9 @@ struct.pack_into('<HHH', data, 0x3a, 0, 0, 0)  # e_shentsize, e_shnum, e_shstrnd
 del data[shoff:]                             # the headers themselves (last in the file)
 open(path, 'wb').write(data)
 EOF
+}
+strip --strip-all libodd.so -o libodd-noshdr.so
+cut_section_headers libodd-noshdr.so
 
 # Prelinked: the same object at another base; the debug file from the base-0
 # link (same fixed build-id), found through the build-id dir. A link at another
@@ -68,5 +88,27 @@ objcopy --only-keep-debug prelink-base.so "debug/.build-id/${PRE_ID:0:2}/${PRE_I
 rm prelink-base.so
 strip --strip-all libodd-prelinked.so
 
-ls -l libodd.so odd.o libodd-noshdr.so libodd-prelinked.so \
-    "debug/.build-id/${PRE_ID:0:2}/${PRE_ID:2}.debug"
+# The prelinked library without section headers, its debug file beside it under
+# its own name plus .debug (see above).
+cp libodd-prelinked.so libodd-prelinked-noshdr.so
+cut_section_headers libodd-prelinked-noshdr.so
+cp "debug/.build-id/${PRE_ID:0:2}/${PRE_ID:2}.debug" libodd-prelinked-noshdr.so.debug
+
+# The prelinked library again, its early sections grown (see above).
+GROWN_ID=0dd1000000000000000000000000000000000003
+gcc "${CFLAGS[@]}" -shared -Wl,--build-id=0x$GROWN_ID -Wl,-Ttext-segment=0x40000000 \
+    -Wl,--hash-style=both odd.o -o libodd-prelinked-grown.so
+gcc "${CFLAGS[@]}" -shared -Wl,--build-id=0x$GROWN_ID -Wl,--hash-style=gnu odd.o \
+    -o grown-base.so
+objcopy --only-keep-debug grown-base.so "debug/.build-id/${GROWN_ID:0:2}/${GROWN_ID:2}.debug"
+rm grown-base.so
+strip --strip-all libodd-prelinked-grown.so
+
+as src/labels.s -o labels.o
+ld --build-id=none -e lab_start -Ttext=0x401000 -Tdata=0x402000 labels.o -o odd-labels
+rm labels.o
+
+ls -l libodd.so odd.o libodd-noshdr.so libodd-prelinked.so libodd-prelinked-grown.so odd-labels \
+    libodd-prelinked-noshdr.so libodd-prelinked-noshdr.so.debug \
+    "debug/.build-id/${PRE_ID:0:2}/${PRE_ID:2}.debug" \
+    "debug/.build-id/${GROWN_ID:0:2}/${GROWN_ID:2}.debug"

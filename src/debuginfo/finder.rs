@@ -44,6 +44,12 @@ pub enum FoundBy {
         /// Where the name was found.
         dir: DebugLinkDir,
     },
+    /// `<the file's name>.debug`, for a file without `.gnu_debuglink` (as elfutils looks),
+    /// build-id checked.
+    FileName {
+        /// Where the name was found ([`DebugLinkDir::SameDir`] or [`DebugLinkDir::DotDebug`]).
+        dir: DebugLinkDir,
+    },
     /// The path recorded in `.gnu_debugaltlink`, build-id checked.
     AltLinkPath,
     /// `<debug_dir>/.dwz/…` for a `.gnu_debugaltlink`, build-id checked.
@@ -285,6 +291,27 @@ impl DebugFinder {
         }
     }
 
+    /// For a file without `.gnu_debuglink` (one without section headers has none), its own
+    /// name with `.debug` added, in its directory and in the `.debug/` below it, as elfutils
+    /// looks: eu-addr2line gives lines for elfutils' testfile52-32.noshdrs.so from
+    /// testfile52-32.noshdrs.so.debug beside it. Only with a build-id, which the candidate's
+    /// must equal (elfutils checks none): a name is no evidence of a match.
+    fn find_by_file_name(&self, elf: &ElfFile, referrer: &Referrer) -> Option<DebugFile> {
+        let build_id = elf.build_id()?;
+        let dir = referrer.dir.clone()?;
+        let mut name = elf.path().file_name()?.to_os_string();
+        name.push(".debug");
+        [
+            (dir.join(&name), DebugLinkDir::SameDir),
+            (dir.join(".debug").join(&name), DebugLinkDir::DotDebug),
+        ]
+        .into_iter()
+        .find_map(|(path, dir)| {
+            let found_by = FoundBy::FileName { dir };
+            self.try_candidate(elf, referrer, path, Check::BuildId(build_id), found_by)
+        })
+    }
+
     /// [`DebugFinder::find`] in the debug dirs and the file's directory.
     fn find_local(&self, elf: &ElfFile) -> Option<DebugFile> {
         let referrer = Referrer::of(elf);
@@ -306,7 +333,9 @@ impl DebugFinder {
                 }
             }
         }
-        let (name, crc) = elf.debuglink()?;
+        let Some((name, crc)) = elf.debuglink() else {
+            return self.find_by_file_name(elf, &referrer);
+        };
         let Some(name) = plain_file_name(name) else {
             log::debug!(
                 "{}: ignoring .gnu_debuglink {:?}: not a plain file name",

@@ -319,33 +319,56 @@ impl ElfFile {
     }
 
     /// How far `binary`'s addresses are from this file's, its debug file's: the difference
-    /// of the addresses of the allocated sections both have (matched by name), which is not
-    /// 0 for a binary prelinked (or otherwise moved) after its debug file was split off; the
-    /// debug file is then rebased by it, as elfutils does. `None` when no section matches,
-    /// or when matching sections disagree on the difference (not one file moved whole:
-    /// nothing is rebased).
+    /// of the addresses of the sections both have (matched by name), which is not 0 for a
+    /// binary prelinked (or otherwise moved) after its debug file was split off; the debug
+    /// file is then rebased by it, as elfutils does. The executable sections decide where
+    /// there are any: prelink may grow a section before them and so move the rest a little
+    /// further than the first ones (elfutils' testfile52-32.prelink.so: `.rel.dyn` became
+    /// `RELA`, `.init` and everything after it moved 0x20 more than `.dynsym`), and
+    /// addresses looked up are code. `None` when no section matches, or when the deciding
+    /// sections disagree on the difference (not one file moved whole: nothing is rebased).
     pub(crate) fn prelink_bias(&self, binary: &ElfFile) -> Option<u64> {
         use object::{Object, ObjectSection, SectionFlags};
         let ours = self.object_file().ok()?;
         let theirs = binary.object_file().ok()?;
-        let allocated = |section: &object::Section<'_, '_>| match section.flags() {
-            SectionFlags::Elf { sh_flags, .. } => sh_flags.0 & elf::SHF_ALLOC.0 != 0,
-            _ => false,
+        let flags = |section: &object::Section<'_, '_>| match section.flags() {
+            SectionFlags::Elf { sh_flags, .. } => sh_flags.0,
+            _ => 0,
         };
-        let mut bias = None;
+        let allocated = |section: &object::Section<'_, '_>| flags(section) & elf::SHF_ALLOC.0 != 0;
+        // (bias of the executable sections, of all allocated ones); `Err` once they disagree.
+        let mut code: Option<std::result::Result<u64, ()>> = None;
+        let mut all: Option<std::result::Result<u64, ()>> = None;
+        let agree = |seen: &mut Option<std::result::Result<u64, ()>>, difference: u64| {
+            *seen = match *seen {
+                None => Some(Ok(difference)),
+                Some(Ok(agreed)) if agreed == difference => Some(Ok(agreed)),
+                _ => Some(Err(())),
+            }
+        };
         for section in theirs.sections().filter(allocated) {
             let Ok(name) = section.name() else { continue };
             let Some(own) = ours.section_by_name(name).filter(allocated) else {
                 continue;
             };
             let difference = section.address().wrapping_sub(own.address());
-            match bias {
-                None => bias = Some(difference),
-                Some(agreed) if agreed == difference => {}
-                Some(_) => return None,
+            agree(&mut all, difference);
+            if flags(&section) & elf::SHF_EXECINSTR.0 != 0 {
+                agree(&mut code, difference);
             }
         }
-        bias
+        match code.or(all) {
+            Some(agreed) => agreed.ok(),
+            // No section to match (a binary without section headers, elfutils'
+            // testfile52-32.noshdrs.so): the first executable segments of both.
+            None => {
+                let first_code = |elf: &ElfFile| {
+                    let loads = elf.segments().loads();
+                    loads.iter().find(|s| s.executable).map(|s| s.virt_addr.0)
+                };
+                Some(first_code(binary)?.wrapping_sub(first_code(self)?))
+            }
+        }
     }
 
     /// Bytes of this file mapped into memory (0 when it was given as bytes).

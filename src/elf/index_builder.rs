@@ -415,7 +415,7 @@ fn collect_symbols<Elf: FileHeader<Endian = Endianness>>(
     let strings = c.data.get(c.strings.clone()).unwrap_or_default();
     for (i, sym) in c.symbols.symbols().iter().enumerate().skip(1) {
         let label = sym.st_type() == elf::STT_NOTYPE;
-        let kind = match sym.st_type() {
+        let mut kind = match sym.st_type() {
             elf::STT_FUNC | elf::STT_GNU_IFUNC => SymbolKind::Function,
             elf::STT_OBJECT => SymbolKind::Data,
             // Assembler labels (`_start`); which ones answer is decided below, once the
@@ -437,11 +437,10 @@ fn collect_symbols<Elf: FileHeader<Endian = Endianness>>(
             c.skipped.bad_section += 1;
             continue;
         };
-        // A label answers only in code (see `crate::elf::symbols`, "Labels"): those of data
-        // sections are almost all markers (`__bss_start`, `_edata`).
-        let code_flags = elf::SHF_ALLOC.0 | elf::SHF_EXECINSTR.0;
-        if label && section.sh_flags(endian).0 & code_flags != code_flags {
-            continue;
+        // A label of a data section names data (see `crate::elf::symbols`, "Labels"); the
+        // markers among them (`__bss_start`, `_edata`) are left out below by name and place.
+        if label && section.sh_flags(endian).0 & elf::SHF_EXECINSTR.0 == 0 {
+            kind = SymbolKind::Data;
         }
         let name_offset = sym.st_name(endian);
         match strings.get(name_offset as usize) {
@@ -549,8 +548,9 @@ fn is_code_label(name: &[u8], offset: u64, section_size: u64) -> bool {
 
 /// The alias rule's bits of a symbol (see [`crate::elf::symbols`]); lower is better:
 /// sized, not a label, binding (`GLOBAL`/`GNU_UNIQUE`, `WEAK`, `LOCAL`), not an IFUNC, default
-/// visibility. The table and the index come last in the rule; the candidate's position,
-/// which follows (table, index), breaks the remaining ties when the candidates are sorted.
+/// visibility. The table (bit 0, set by [`alias_key`]) and the index come last in the rule;
+/// the candidate's position, which follows (table, index), breaks the remaining ties when
+/// the candidates are sorted.
 fn alias_rank<Elf: FileHeader<Endian = Endianness>>(sym: &Elf::Sym, size: u64, label: bool) -> u32 {
     let binding = match sym.st_bind() {
         elf::STB_GLOBAL | elf::STB_GNU_UNIQUE => 0u32,
@@ -559,7 +559,7 @@ fn alias_rank<Elf: FileHeader<Endian = Endianness>>(sym: &Elf::Sym, size: u64, l
     };
     let is_ifunc = u32::from(sym.st_type() == elf::STT_GNU_IFUNC);
     let hidden = u32::from(sym.st_visibility() != elf::STV_DEFAULT);
-    (u32::from(size == 0) << 8)
+    (if size == 0 { RANK_SIZELESS } else { 0 })
         | (u32::from(label) << 7)
         | (binding << 4)
         | (is_ifunc << 2)
@@ -631,6 +631,36 @@ fn is_ascii_before_nul(bytes: &[u8]) -> bool {
     bytes.get(end) == Some(&0)
 }
 
+/// Bit of a candidate's rank that says it has no size (see [`alias_rank`]).
+const RANK_SIZELESS: u32 = 1 << 8;
+
+/// The sort key of the candidate at `position`: its rank (with the table, `.symtab` first,
+/// as the lowest bit), then its position, which follows the table order. Among symbols
+/// without a size the later one wins (the lower bits hold the position reversed): at
+/// elfutils' testfile64's address 4 (`g0global1`, then `g0global2`, both global and
+/// sizeless), eu-addr2line and llvm-symbolizer both name `g0global2`.
+fn alias_key(c: &Candidate, position: usize) -> u64 {
+    let rank = c.rank | u32::from(c.name.table == NameTable::Dynsym);
+    // Positions fit in 32 bits (see `merge_aliases`).
+    let position = position as u32;
+    let tie = if rank & RANK_SIZELESS != 0 {
+        u32::MAX - position
+    } else {
+        position
+    };
+    (u64::from(rank) << 32) | u64::from(tie)
+}
+
+/// The position [`alias_key`] was made from.
+fn position_of(key: u64) -> usize {
+    let tie = key as u32;
+    if (key >> 32) as u32 & RANK_SIZELESS != 0 {
+        (u32::MAX - tie) as usize
+    } else {
+        tie as usize
+    }
+}
+
 /// Sorts candidates, keeps the best per address, and infers sizes for unsized symbols.
 fn merge_aliases(candidates: Vec<Candidate>) -> (AddrIndex, Vec<(u32, u16)>) {
     // Sort small keys, not the candidates: (address, rank << 32 | position). Positions fit
@@ -642,7 +672,7 @@ fn merge_aliases(candidates: Vec<Candidate>) -> (AddrIndex, Vec<(u32, u16)>) {
         candidates
             .iter()
             .enumerate()
-            .map(|(position, c)| (c.addr, (u64::from(c.rank) << 32) | position as u64))
+            .map(|(position, c)| (c.addr, alias_key(c, position)))
             .collect(),
     );
     let mut keys: Vec<(u64, u64)> = Vec::with_capacity(by_address.len());
@@ -656,7 +686,7 @@ fn merge_aliases(candidates: Vec<Candidate>) -> (AddrIndex, Vec<(u32, u16)>) {
     // assembly) does not split it: the symbol answers for its whole size.
     let mut covered_to = 0u64;
     keys.retain(|&(addr, rank)| {
-        let c = &candidates[(rank & u64::from(u32::MAX)) as usize];
+        let c = &candidates[position_of(rank)];
         if c.label && addr < covered_to {
             return false;
         }
@@ -669,7 +699,7 @@ fn merge_aliases(candidates: Vec<Candidate>) -> (AddrIndex, Vec<(u32, u16)>) {
     let mut entries = Vec::with_capacity(keys.len());
     let mut versions = Vec::new();
     for (i, &(addr, rank)) in keys.iter().enumerate() {
-        let c = &candidates[(rank & u64::from(u32::MAX)) as usize];
+        let c = &candidates[position_of(rank)];
         let entry = if c.size > 0 {
             Entry::new(c.name, c.size, false)
         } else {

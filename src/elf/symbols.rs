@@ -16,7 +16,9 @@
 //! 4. type: `FUNC` over `GNU_IFUNC` (for data: `OBJECT` only);
 //! 5. default visibility over the others;
 //! 6. `.symtab` over `.dynsym` (the same symbol usually appears in both);
-//! 7. the lower index in its table.
+//! 7. the lower index in its table for sized symbols, the higher for symbols without a size
+//!    (eu-addr2line and llvm-symbolizer name the last of several sizeless symbols at one
+//!    address; binutils and llvm-symbolizer the first of several sized ones).
 //!
 //! The rule never compares names, so it is cheap and gives the same answer every run.
 //!
@@ -29,10 +31,12 @@
 //!
 //! # Labels
 //! `NOTYPE` symbols are assembler labels (ld.so's `_start`, the outermost frame of every
-//! process's loader) or boundary markers that linkers and linker scripts define. A `NOTYPE`
-//! symbol is indexed as code when all of these hold:
-//! - its section is loaded and executable (`SHF_ALLOC | SHF_EXECINSTR`): labels in data
-//!   sections are almost all markers (`__bss_start`, `_edata`, `_end`, `__dso_handle`);
+//! process's loader), labels of hand-written data, or boundary markers that linkers and
+//! linker scripts define. A `NOTYPE` symbol is indexed, as code in an executable section and
+//! as data in another, when all of these hold:
+//! - its section is loaded (`SHF_ALLOC`); a data label answers like an object, where no
+//!   function covers the address (elfutils' testfile34 `data1`: binutils, eu-addr2line and
+//!   llvm-symbolizer all name it);
 //! - its value is inside the section, not at its end (`_etext`, `__stop_SEC` mark where
 //!   the code stops: llvm-symbolizer names the byte after `.text` `_etext`, binutils does
 //!   not, and neither do we);
@@ -47,6 +51,13 @@
 //!   binutils name the label there).
 //!
 //! A label has no size: it extends like any unsized symbol (below).
+//!
+//! # Nested symbols
+//! An address inside a sized symbol is never left unnamed: where a symbol nested in a sized
+//! one (a local label with a size of its own, hand-written assembly's inner entry) has ended
+//! and the outer one goes on, the outer one answers again, with its own start (elfutils'
+//! rule: `global_outer+0x6` in its testfile49). llvm-symbolizer says `??` there, binutils
+//! names the ended inner symbol.
 //!
 //! # Symbols without a size
 //! A symbol with `st_size == 0` (hand-written assembly, linker-defined labels) is taken to
@@ -279,6 +290,70 @@ pub(crate) struct FoundSpan {
 pub(crate) struct AddrIndex {
     starts: Starts,
     entries: Vec<Entry>,
+    /// Where a sized symbol answers again after a symbol nested in it ended (see
+    /// [`enclosing_resumes`]); sorted and disjoint, empty for nearly every file.
+    resumes: Vec<Resume>,
+}
+
+/// Addresses `start..end`, after the entry at or below them ended, that lie inside the
+/// stated size of the entry `index`, which started earlier: that entry answers there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Resume {
+    start: u64,
+    end: u64,
+    index: u32,
+}
+
+/// The places where an enclosing sized symbol answers again once a symbol nested in it has
+/// ended (see the module docs, "Nested symbols"): for each entry's gap (from where it stops
+/// covering to the next start), the innermost still-open sized entry that started before it.
+/// A stack of open entries, each pushed once and popped once: linear in the entry count, and
+/// only entries that reach past the next start are ever pushed.
+fn enclosing_resumes(addrs: &[u64], entries: &[Entry]) -> Vec<Resume> {
+    // Only an entry whose stated size reaches past the next start encloses anything: find
+    // the first in one tight pass (there is none in nearly every file).
+    let encloses = |i: usize, next: u64| {
+        entries[i].flags & FLAG_INFERRED_SIZE == 0
+            && addrs[i].saturating_add(u64::from(entries[i].size)) > next
+    };
+    let Some(first) = (1..addrs.len())
+        .find(|&i| encloses(i - 1, addrs[i]))
+        .map(|i| i - 1)
+    else {
+        return Vec::new();
+    };
+    if u32::try_from(entries.len()).is_err() {
+        return Vec::new();
+    }
+    let mut open: Vec<(u64, u32)> = Vec::new();
+    let mut resumes = Vec::new();
+    for i in first..addrs.len() {
+        let (start, entry) = (addrs[i], entries[i]);
+        let next = addrs.get(i + 1).copied().unwrap_or(u64::MAX);
+        let end = start.saturating_add(entry.covered_size().max(1));
+        // Fits: the entry count was checked above.
+        let index = i as u32;
+        if entry.flags & FLAG_INFERRED_SIZE == 0 && end > next {
+            open.push((end, index));
+        }
+        let mut at = end.min(next);
+        while at < next {
+            while open.last().is_some_and(|&(open_end, _)| open_end <= at) {
+                open.pop();
+            }
+            let Some(&(open_end, outer)) = open.last() else {
+                break;
+            };
+            let piece_end = open_end.min(next);
+            resumes.push(Resume {
+                start: at,
+                end: piece_end,
+                index: outer,
+            });
+            at = piece_end;
+        }
+    }
+    resumes
 }
 
 impl AddrIndex {
@@ -286,6 +361,7 @@ impl AddrIndex {
     pub(crate) fn from_sorted(addrs: Vec<u64>, entries: Vec<Entry>) -> Self {
         debug_assert_eq!(addrs.len(), entries.len());
         debug_assert!(addrs.windows(2).all(|w| w[0] < w[1]));
+        let resumes = enclosing_resumes(&addrs, &entries);
         let base = addrs.first().copied().unwrap_or(0);
         let span = addrs.last().map_or(0, |last| last - base);
         let starts = if span <= u64::from(u32::MAX) {
@@ -301,7 +377,11 @@ impl AddrIndex {
             let summary = addrs.iter().step_by(BLOCK).copied().collect();
             Starts::Wide { addrs, summary }
         };
-        AddrIndex { starts, entries }
+        AddrIndex {
+            starts,
+            entries,
+            resumes,
+        }
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -318,7 +398,10 @@ impl AddrIndex {
         if addr - start < self.covered_len(index) {
             u32::try_from(index).ok()
         } else {
-            None
+            self.resumes
+                .iter()
+                .find(|r| r.start <= addr && addr < r.end)
+                .map(|r| r.index)
         }
     }
 
@@ -374,17 +457,52 @@ impl AddrIndex {
         // Indexes fit in u32: a symbol takes 16 or 24 bytes of a file mapped in memory.
         let below = u32::try_from(index).ok();
         if addr < covered_end {
-            FoundSpan {
+            return FoundSpan {
                 index: below,
                 span: start..covered_end,
                 below,
-            }
-        } else {
-            FoundSpan {
+            };
+        }
+        if !self.resumes.is_empty() {
+            return self.resumed_span(addr, covered_end, next_start, below);
+        }
+        FoundSpan {
+            index: None,
+            span: covered_end..next_start,
+            below,
+        }
+    }
+
+    /// The span of `addr` in the gap `covered_end..next_start` after the entry `below`, in an
+    /// index with resumes (rare: kept off the common path). The gap's resumes start at
+    /// `covered_end` and follow each other: `addr` is in one, or in what is left of the gap
+    /// after the last.
+    #[cold]
+    #[inline(never)]
+    fn resumed_span(
+        &self,
+        addr: u64,
+        covered_end: u64,
+        next_start: u64,
+        below: Option<u32>,
+    ) -> FoundSpan {
+        let at = self.resumes.partition_point(|r| r.start <= addr);
+        match at.checked_sub(1).map(|i| self.resumes[i]) {
+            Some(r) if r.start >= covered_end && addr < r.end => FoundSpan {
+                index: Some(r.index),
+                span: r.start..r.end,
+                below,
+            },
+            Some(r) if r.start >= covered_end => FoundSpan {
+                index: None,
+                span: r.end..next_start,
+                below,
+            },
+            _ => FoundSpan {
                 index: None,
                 span: covered_end..next_start,
                 below,
-            }
+            },
         }
     }
 
@@ -489,7 +607,9 @@ impl AddrIndex {
             } => (deltas.capacity() + summary.capacity()) * 4,
             Starts::Wide { addrs, summary } => (addrs.capacity() + summary.capacity()) * 8,
         };
-        starts + self.entries.capacity() * std::mem::size_of::<Entry>()
+        starts
+            + self.entries.capacity() * std::mem::size_of::<Entry>()
+            + self.resumes.capacity() * std::mem::size_of::<Resume>()
     }
 }
 
@@ -730,6 +850,67 @@ mod tests {
             (found.index, found.span, found.below),
             (None, 0..u64::MAX, None)
         );
+    }
+
+    /// Nested symbols (module docs, "Nested symbols"), laid out as elfutils' testfile49:
+    /// `global_outer` 0x101..0x10b holds `global_in_global` 0x103..0x105 and
+    /// `local_in_global` 0x105..0x107; past the nested ones the outer one answers again
+    /// (eu-addr2line: `global_outer+0x6` at 0x107), and past its end nothing does. Two levels
+    /// and a sizeless symbol inside are checked against the definition too, span by span.
+    #[test]
+    fn an_enclosing_symbol_answers_again_after_a_nested_one_ends() {
+        let layout: [(u64, u64, bool); 7] = [
+            (0x101, 0xa, false),
+            (0x103, 0x2, false),
+            (0x105, 0x2, false),
+            (0x200, 0x40, false),
+            (0x208, 0x20, false),
+            (0x210, 0x4, false),
+            (0x220, 0x4, true),
+        ];
+        let addrs: Vec<u64> = layout.iter().map(|l| l.0).collect();
+        let entries = layout
+            .iter()
+            .map(|&(_, size, inferred)| Entry::new(name(), size, inferred))
+            .collect();
+        let index = AddrIndex::from_sorted(addrs, entries);
+        // The definition: the last start at or below covers it, else the innermost (latest
+        // started) symbol whose stated size covers it.
+        let expected = |addr: u64| {
+            let below = layout.iter().rposition(|l| l.0 <= addr)?;
+            if addr - layout[below].0 < layout[below].1 {
+                return Some(below as u32);
+            }
+            layout[..below]
+                .iter()
+                .rposition(|l| !l.2 && l.0 <= addr && addr - l.0 < l.1)
+                .map(|i| i as u32)
+        };
+        assert_eq!(index.find(0x107), Some(0), "global_outer+0x6");
+        assert_eq!(index.find(0x10a), Some(0));
+        assert_eq!(index.find(0x10b), None, "past global_outer");
+        assert_eq!(index.find(0x214), Some(4), "the inner level first");
+        assert_eq!(index.find(0x228), Some(3), "then the outer one");
+        for probe in 0xf0..0x260u64 {
+            assert_eq!(index.find(probe), expected(probe), "probe {probe:#x}");
+            let found = index.find_span(probe);
+            assert_eq!(found.index, expected(probe), "span at {probe:#x}");
+            assert!(
+                found.span.contains(&probe),
+                "{:x?} lacks {probe:#x}",
+                found.span
+            );
+            for inside in found.span.start..found.span.end.min(0x300) {
+                assert_eq!(
+                    expected(inside),
+                    found.index,
+                    "{:x?} at {inside:#x}",
+                    found.span
+                );
+            }
+            let again = index.find_span_from(probe, Some(0));
+            assert_eq!((again.index, &again.span), (found.index, &found.span));
+        }
     }
 
     #[test]
