@@ -3,9 +3,11 @@
 //! exits: names only, no jitdump), recorded with `--call-graph fp`, so that the kernel walks
 //! the frames at sample time through the interpreter, the compiled code and libjvm.
 //! `stacksym perf` against `perf script` on the same recording, `-F comm,tid,ip,sym,dso`:
-//! both name the JIT frames from the map (`int Fib.fib(int) (/tmp/perf-PID.map)`), so every
-//! line must be the same but for the spelling of C++ names in libjvm (issue 37, counted
-//! apart by `support::perf::compare_jit_samples`).
+//! both name the JIT frames from the map (`int Fib.fib(int) (/tmp/perf-PID.map)`), and
+//! libjvm's C++ names as perf spells them (its thunks, `non-virtual thunk to
+//! LIRGenerator::block_do(BlockBegin*)`, were the samples that differed before: the cli's
+//! `perf::spelling`), so at least 99.5 % of the samples must be identical (issue 35's
+//! target; 100 % in three runs of 176-300 samples).
 //!
 //! Why frame pointers and not DWARF: with `--call-graph dwarf` perf's libunwind stops at the
 //! first frame in the JIT's anonymous memory (it finds no unwind tables for the perf map's
@@ -128,9 +130,9 @@ fn java_perf_map_frames_agree_with_perf_script() {
     assert!(fibs >= 100, "{fibs} frames of Fib.fib");
     assert!(through >= 10, "{through} samples from Fib.fib to JavaMain");
     assert!(
-        agreement.identical_but_spelling_percent() >= 99.0,
-        "{:.2} % of the samples identical but for C++ spelling",
-        agreement.identical_but_spelling_percent()
+        agreement.identical_percent() >= 99.5,
+        "{:.2} % of the samples identical",
+        agreement.identical_percent()
     );
     assert!(
         agreement.other.len() * 200 <= agreement.samples,
