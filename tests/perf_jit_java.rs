@@ -22,7 +22,7 @@ mod support;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use support::perf::{compare_jit_samples, output};
+use support::perf::{assert_jit_agreement, compare_jit_samples, output};
 use support::{find_tool, skip_or_fail, tool};
 
 const TEST: &str = "perf_jit_java";
@@ -126,19 +126,13 @@ fn java_perf_map_frames_agree_with_perf_script() {
         "{TEST}: {fibs} frames of {fib} (perf: {perf_fibs}); {through} samples walk from \
          Fib.fib to JavaMain"
     ));
-    assert!(agreement.samples >= 100, "{agreement:?}");
     assert!(fibs >= 100, "{fibs} frames of Fib.fib");
     assert!(through >= 10, "{through} samples from Fib.fib to JavaMain");
+    assert_jit_agreement(&agreement, 99.5);
+    // No spelling set apart either: identical byte for byte.
     assert!(
         agreement.identical_percent() >= 99.5,
         "{:.2} % of the samples identical",
         agreement.identical_percent()
-    );
-    assert!(
-        agreement.other.len() * 200 <= agreement.samples,
-        "{} of {} samples differ otherwise: {:?}",
-        agreement.other.len(),
-        agreement.samples,
-        agreement.other
     );
 }
