@@ -3,9 +3,11 @@
 //! exits: names only, no jitdump), recorded with `--call-graph fp`, so that the kernel walks
 //! the frames at sample time through the interpreter, the compiled code and libjvm.
 //! `stacksym perf` against `perf script` on the same recording, `-F comm,tid,ip,sym,dso`:
-//! both name the JIT frames from the map (`int Fib.fib(int) (/tmp/perf-PID.map)`), so every
-//! line must be the same but for the spelling of C++ names in libjvm (issue 37, counted
-//! apart by `support::perf::compare_jit_samples`).
+//! both name the JIT frames from the map (`int Fib.fib(int) (/tmp/perf-PID.map)`), and
+//! libjvm's C++ names as perf spells them (its thunks, `non-virtual thunk to
+//! LIRGenerator::block_do(BlockBegin*)`, were the samples that differed before: the cli's
+//! `perf::spelling`), so at least 99.5 % of the samples must be identical (issue 35's
+//! target; 100 % in three runs of 176-300 samples).
 //!
 //! Why frame pointers and not DWARF: with `--call-graph dwarf` perf's libunwind stops at the
 //! first frame in the JIT's anonymous memory (it finds no unwind tables for the perf map's
@@ -20,7 +22,7 @@ mod support;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use support::perf::{compare_jit_samples, output};
+use support::perf::{assert_jit_agreement, compare_jit_samples, output};
 use support::{find_tool, skip_or_fail, tool};
 
 const TEST: &str = "perf_jit_java";
@@ -124,19 +126,13 @@ fn java_perf_map_frames_agree_with_perf_script() {
         "{TEST}: {fibs} frames of {fib} (perf: {perf_fibs}); {through} samples walk from \
          Fib.fib to JavaMain"
     ));
-    assert!(agreement.samples >= 100, "{agreement:?}");
     assert!(fibs >= 100, "{fibs} frames of Fib.fib");
     assert!(through >= 10, "{through} samples from Fib.fib to JavaMain");
+    assert_jit_agreement(&agreement, 99.5);
+    // No spelling set apart either: identical byte for byte.
     assert!(
-        agreement.identical_but_spelling_percent() >= 99.0,
-        "{:.2} % of the samples identical but for C++ spelling",
-        agreement.identical_but_spelling_percent()
-    );
-    assert!(
-        agreement.other.len() * 200 <= agreement.samples,
-        "{} of {} samples differ otherwise: {:?}",
-        agreement.other.len(),
-        agreement.samples,
-        agreement.other
+        agreement.identical_percent() >= 99.5,
+        "{:.2} % of the samples identical",
+        agreement.identical_percent()
     );
 }

@@ -21,7 +21,7 @@ mod support;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use support::perf::{compare_jit_samples, output};
+use support::perf::{assert_jit_agreement, compare_jit_samples, inject_and_script, output};
 use support::{find_tool, skip_or_fail, tool};
 
 const TEST: &str = "perf_jit_python";
@@ -118,25 +118,7 @@ fn raw_cpython_perf_jit_recording_agrees_with_perf_inject_and_perf_script() {
     let pid = pid.expect("the program printed its pid");
     let dump = PathBuf::from(format!("/tmp/jit-{pid}.dump"));
     assert!(dump.is_file(), "CPython wrote no {}", dump.display());
-    let cache = dir.path().join("buildid-cache");
-    std::fs::create_dir(&cache).unwrap();
-    let injected = dir.path().join("perf.jit.data");
-    output(
-        Command::new(&perf)
-            .arg("--buildid-dir")
-            .arg(&cache)
-            .args(["inject", "--jit", "-i"])
-            .arg(&data)
-            .arg("-o")
-            .arg(&injected),
-    );
-    let theirs = output(
-        Command::new(&perf)
-            .arg("--buildid-dir")
-            .arg(&cache)
-            .args(["script", "--no-inline", "-F", FIELDS, "-i"])
-            .arg(&injected),
-    );
+    let theirs = inject_and_script(&perf, dir.path(), &data, FIELDS);
     let ours = output(
         tool("perf")
             .args(["--no-inline", "-F", FIELDS, "-i"])
@@ -158,19 +140,7 @@ fn raw_cpython_perf_jit_recording_agrees_with_perf_inject_and_perf_script() {
         "{TEST}: {}: {through} samples walk from {fib} to Py_BytesMain",
         python.display(),
     ));
-    assert!(agreement.samples >= 100, "{agreement:?}");
     assert!(agreement.jit_frames >= 1000, "{agreement:?}");
     assert!(through >= 50, "{through} samples from fib to Py_BytesMain");
-    assert!(
-        agreement.identical_but_spelling_percent() >= 99.0,
-        "{:.2} % of the samples identical",
-        agreement.identical_but_spelling_percent()
-    );
-    assert!(
-        agreement.other.len() * 200 <= agreement.samples,
-        "{} of {} samples differ: {:?}",
-        agreement.other.len(),
-        agreement.samples,
-        agreement.other
-    );
+    assert_jit_agreement(&agreement, 99.0);
 }

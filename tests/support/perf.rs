@@ -343,3 +343,51 @@ pub fn compare_jit_samples(what: &str, ours: &str, theirs: &str) -> JitAgreement
     }
     agreement
 }
+
+/// The assertions every JIT agreement test makes on [`compare_jit_samples`]'s counts: at
+/// least 100 samples, at least `min_percent` of them identical or differing in C++
+/// spelling only, and no more than 0.5 % differing in any other way (issue 35's bound).
+pub fn assert_jit_agreement(agreement: &JitAgreement, min_percent: f64) {
+    assert!(agreement.samples >= 100, "{agreement:?}");
+    assert!(
+        agreement.identical_but_spelling_percent() >= min_percent,
+        "{:.2} % of the samples identical but for C++ spelling (at least {min_percent} % \
+         asked): {agreement:?}",
+        agreement.identical_but_spelling_percent()
+    );
+    assert!(
+        agreement.other.len() * 200 <= agreement.samples,
+        "{} of {} samples differ otherwise: {:?}",
+        agreement.other.len(),
+        agreement.samples,
+        agreement.other
+    );
+}
+
+/// What a perf user runs on a recording of a JIT: `perf inject --jit` on `data` (into
+/// `dir/perf.jit.data`, in `dir`), then `perf script --no-inline -F fields` on the injected
+/// file; perf script's output. Both with a build-id cache of their own in `dir`: inject and
+/// script would add each file inject writes (thousands for Node) to ~/.debug.
+pub fn inject_and_script(perf: &Path, dir: &Path, data: &Path, fields: &str) -> String {
+    let cache = dir.join("buildid-cache");
+    std::fs::create_dir_all(&cache).expect("the build-id cache dir");
+    let injected = dir.join("perf.jit.data");
+    output(
+        Command::new(perf)
+            .arg("--buildid-dir")
+            .arg(&cache)
+            .args(["inject", "--jit", "-i"])
+            .arg(data)
+            .arg("-o")
+            .arg(&injected)
+            .current_dir(dir),
+    );
+    output(
+        Command::new(perf)
+            .arg("--buildid-dir")
+            .arg(&cache)
+            .args(["script", "--no-inline", "-F", fields, "-i"])
+            .arg(&injected)
+            .current_dir(dir),
+    )
+}

@@ -53,12 +53,15 @@ use stacksym::unwind::{
 };
 use stacksym::{AbsAddr, FileOffset, Input, NameOrigin, Source, Symbolizer};
 
+use spelling::{perf_name, perf_symbol_name};
+
 mod container;
 mod data;
 mod jit;
 mod plt;
 mod report;
 mod script;
+mod spelling;
 mod symbols;
 use data::{FromPerfRegs, PerfEvent, RecordedArch};
 use script::{Field, Fields};
@@ -1407,78 +1410,6 @@ fn unnamed_plt_entry(elf: &ElfFile, virt: u64) -> Option<u64> {
     };
     let offset = virt.checked_sub(start)?;
     (offset >= ENTRY && offset < size).then_some(offset % ENTRY)
-}
-
-/// A symbol's name (as its table spells it) as perf 6.1 prints it: a C++ name demangled
-/// without parameters and without the return type a template function's name carries
-/// (libiberty without `DMGL_PARAMS`: `std::__introsort_loop<…>`, not
-/// `void std::__introsort_loop<…>(…)`); another name as [`perf_name`] gives it.
-fn perf_symbol_name(raw: &str) -> String {
-    if raw.starts_with("_Z") {
-        let options = cpp_demangle::DemangleOptions::default()
-            .no_params()
-            .no_return_type();
-        let demangle = |raw: &str| {
-            cpp_demangle::Symbol::new(raw)
-                .ok()
-                .and_then(|symbol| symbol.demangle_with_options(&options).ok())
-        };
-        // Where cpp_demangle gives up on the whole name (a template argument expression
-        // `sr…` in the return type of `_ZSt4swapIN3geo4Vec3IdEEENSt9enable_ifIXsr…`, which
-        // libiberty reads), the longest prefix it reads is the function's name and some of
-        // its types, and neither types nor parameters are printed here:
-        // `std::swap<geo::Vec3<double> >`, as perf prints it. At most 512 prefixes.
-        let found = demangle(raw).or_else(|| {
-            (3..raw.len())
-                .rev()
-                .take(512)
-                .filter(|&end| raw.is_char_boundary(end))
-                .find_map(|end| demangle(&raw[..end]))
-        });
-        if let Some(mut name) = found {
-            // cpp_demangle keeps a member function's qualifiers after the parameters it
-            // leaves out (`operator() const`); libiberty drops them with the parameters.
-            while let Some(head) = [" const", " volatile", " &&", " &"]
-                .iter()
-                .find_map(|q| name.strip_suffix(q))
-            {
-                name.truncate(head.len());
-            }
-            return name;
-        }
-    }
-    perf_name(&stacksym::demangle::demangle(raw)).to_string()
-}
-
-/// A demangled symbol name as perf prints it: without its parameter list (perf demangles
-/// without libiberty's `DMGL_PARAMS` unless `-v`): `ht_lookup`, not
-/// `ht_lookup(ht*, unsigned char const*, unsigned long, ht_lookup_option)`. The first `(`
-/// outside template arguments starts the list (`operator()` is a name).
-fn perf_name(name: &str) -> &str {
-    let mut depth = 0usize;
-    for (i, c) in name.char_indices() {
-        match c {
-            '<' => depth += 1,
-            '>' => depth = depth.saturating_sub(1),
-            '(' if depth == 0 => {
-                let head = &name[..i];
-                if head.ends_with("operator") && name[i..].starts_with("()") {
-                    continue;
-                }
-                if head.is_empty() || name[i..].starts_with("(anonymous namespace)") {
-                    continue;
-                }
-                // Go's pointer receivers (`runtime.(*mheap).allocSpan`), which perf prints
-                // whole: a C++ parameter list never follows a `.`.
-                if head.ends_with('.') {
-                    continue;
-                }
-                return head;
-            }
-            _ => {}
-        }
-    }
-    name
 }
 
 /// perf's srcline of a DWARF frame: the file's last component and the line (0 unknown).

@@ -278,7 +278,7 @@ fn read_u32(bytes: &[u8], at: usize, endian: Endianness) -> Option<u32> {
 fn perf_demangled(raw: &[u8]) -> String {
     let raw = String::from_utf8_lossy(raw);
     let demangled = stacksym::demangle::demangle(&raw);
-    super::perf_name(&demangled).to_string()
+    super::spelling::perf_name(&demangled).to_string()
 }
 
 /// One symbol of perf's tree (`struct symbol` with its `rb_node`).
