@@ -56,13 +56,17 @@ fn java_perf_map_frames_agree_with_perf_script() {
         );
     };
     let dir = tempfile::tempdir().expect("a temporary dir");
+    // 300 ms of the main thread's CPU time, not of the clock's, so that a loaded machine
+    // still gives the samples the test counts on.
     std::fs::write(
         dir.path().join("Fib.java"),
         "public class Fib {\n\
          \x20   static int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }\n\
          \x20   public static void main(String[] args) {\n\
-         \x20       long t = System.currentTimeMillis(), s = 0;\n\
-         \x20       while (System.currentTimeMillis() - t < 300) { s += fib(20); }\n\
+         \x20       java.lang.management.ThreadMXBean cpu =\n\
+         \x20           java.lang.management.ManagementFactory.getThreadMXBean();\n\
+         \x20       long t = cpu.getCurrentThreadCpuTime(), s = 0;\n\
+         \x20       while (cpu.getCurrentThreadCpuTime() - t < 300_000_000L) { s += fib(20); }\n\
          \x20       System.out.println(ProcessHandle.current().pid() + \" \" + (s > 0));\n\
          \x20   }\n\
          }\n",
