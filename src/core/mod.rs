@@ -673,8 +673,9 @@ impl CoreFile {
         if n == 0 {
             return None;
         }
-        buf[..n].copy_from_slice(elf.data().get(offset..offset + n)?);
-        Some(n)
+        // Through `copy_at`: a file opened in the core's root is read in part, its code and
+        // data read from the file when asked for (`elf/partial.rs`).
+        elf.copy_at(offset, buf.get_mut(..n)?)
     }
 
     /// The 8-byte little-endian word at `addr` ([`CoreFile::read`]).

@@ -150,10 +150,11 @@ impl ElfFile {
     /// [`MAX_READ_FILE_BYTES`]; `path` names it in errors and results. Compressed files are
     /// decompressed as by [`ElfFile::open`].
     ///
-    /// A file with at least 1 MiB of DWARF is read in part: all but
-    /// the bodies of its `.debug_*` sections now, each of those when
-    /// [`ElfFile::section_contents`] is first asked for it, from a duplicate of `file`'s
-    /// descriptor, which the value keeps open. A file that changed since this call (its
+    /// A file of at least 1 MiB with at least 1 MiB of DWARF, code and data is read in part:
+    /// all but the bodies of its `.debug_*` sections and of its `.text`, `.rodata` and
+    /// `.data` (but in a Go file) now, each of those when [`ElfFile::section_contents`] is
+    /// first asked for it, from a duplicate of `file`'s descriptor, which the value keeps
+    /// open ([`ElfFile::bytes_in`] is for the ranges `section_contents` returns). A file that changed since this call (its
     /// size, modification time or inode) is then an error naming it, as it is here.
     pub fn from_file(file: &File, path: impl Into<PathBuf>) -> Result<Self> {
         let path = path.into();
@@ -775,14 +776,49 @@ impl ElfFile {
     }
 
     /// Up to `len` bytes of the file from virtual address `addr` (fewer where the file
-    /// ends; none outside every segment).
-    pub(crate) fn code_at(&self, addr: VirtAddr, len: usize) -> &[u8] {
+    /// ends; none outside every segment, nor when a part left out of a file read in part
+    /// cannot be read again: logged).
+    pub(crate) fn code_at(&self, addr: VirtAddr, len: usize) -> Cow<'_, [u8]> {
         let data = self.data();
-        self.segments()
+        let Some(range) = self
+            .segments()
             .virt_to_file_offset(addr)
             .and_then(|offset| usize::try_from(offset.0).ok())
-            .and_then(|offset| data.get(offset..offset.saturating_add(len).min(data.len())))
-            .unwrap_or_default()
+            .filter(|&offset| offset <= data.len())
+            .map(|offset| offset..offset.saturating_add(len).min(data.len()))
+        else {
+            return Cow::Borrowed(&[]);
+        };
+        match &self.deferred {
+            Some(deferred) if deferred.overlaps(&range) => match deferred.read(&self.path, range) {
+                Ok(bytes) => Cow::Owned(bytes),
+                Err(e) => {
+                    log::debug!("{e}");
+                    Cow::Borrowed(&[])
+                }
+            },
+            _ => Cow::Borrowed(self.bytes_in(range)),
+        }
+    }
+
+    /// Fills the start of `buf` from `offset` of the file, reading what a file read in part
+    /// left out: the number of bytes copied (fewer where the file ends), `None` when
+    /// `offset` is past the end or a part left out cannot be read again (logged).
+    pub(crate) fn copy_at(&self, offset: usize, buf: &mut [u8]) -> Option<usize> {
+        let data = self.data();
+        let n = buf.len().min(data.len().checked_sub(offset)?);
+        let range = offset..offset + n;
+        let part = buf.get_mut(..n)?;
+        match &self.deferred {
+            Some(deferred) if deferred.overlaps(&range) => {
+                if let Err(e) = deferred.read_into(&self.path, offset as u64, part) {
+                    log::debug!("{e}");
+                    return None;
+                }
+            }
+            _ => part.copy_from_slice(data.get(range)?),
+        }
+        Some(n)
     }
 
     /// The symbol an id from an earlier lookup refers to.

@@ -576,8 +576,8 @@ impl Unwinder {
         };
         let elf = cfi.elf();
         let virt = module.virt_addr(elf, ip);
-        let code = virt.map_or(&[][..], |virt| elf.code_at(virt, 16));
-        if A::is_sigreturn(code) {
+        let code = virt.map(|virt| elf.code_at(virt, 16)).unwrap_or_default();
+        if A::is_sigreturn(&code) {
             return match regs.restore_signal_context(memory) {
                 Ok(()) => Step::Caller {
                     recovery: Recovery::SignalContext,
@@ -599,7 +599,7 @@ impl Unwinder {
                 let start = elf.code_start(virt)?;
                 let offset = usize::try_from(virt.offset_from(start)?).ok()?;
                 let code = elf.code_at(start, prologue::MAX_PROLOGUE);
-                prologue::x86_64_stack_height(code, offset)
+                prologue::x86_64_stack_height(&code, offset)
             });
             if let Some(height) = height.and_then(|h| i32::try_from(h).ok()) {
                 match regs.go_step(height, memory) {
