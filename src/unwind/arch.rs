@@ -113,6 +113,14 @@ pub trait GoStep: Registers {
         let _ = (delta, memory);
         Ok(false)
     }
+
+    /// One step out of `runtime.morestack`/`morestack_noctxt` stopped before it left for
+    /// g0's stack, where the architecture keeps the caller's return address in a register
+    /// (`true` when the registers now are the caller's). amd64 needs none: the caller's
+    /// return address is on the stack, where the SP delta finds it.
+    fn morestack_step(&mut self) -> bool {
+        false
+    }
 }
 
 pub(super) fn read<M: Memory + ?Sized>(memory: &M, addr: u64) -> Result<u64, StopReason> {

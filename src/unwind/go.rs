@@ -51,6 +51,9 @@ pub(crate) enum GoRuntimeFn {
     SystemstackSwitch,
     /// `crosscall2`: C's way into `cgocallback` (checks that a switch found g0's frame).
     Crosscall2,
+    /// `runtime.morestack` and `runtime.morestack_noctxt`: called from a function's
+    /// prologue to grow its stack (or for a preemption request), before it has a frame.
+    Morestack,
     /// `runtime.goexit`: the outermost frame of every goroutine, where Go's own traceback
     /// stops (its return address is 0 on amd64; on arm64 it is in a link register no frame
     /// saved).
@@ -84,6 +87,7 @@ impl GoRuntime {
                 "runtime.systemstack_switch" => GoRuntimeFn::SystemstackSwitch,
                 "crosscall2" => GoRuntimeFn::Crosscall2,
                 "runtime.goexit" => GoRuntimeFn::Goexit,
+                "runtime.morestack" | "runtime.morestack_noctxt" => GoRuntimeFn::Morestack,
                 _ => continue,
             };
             frames.clear();

@@ -724,6 +724,19 @@ impl Unwinder {
         };
         match runtime.and_then(|r| r.at(virt)) {
             Some(GoRuntimeFn::Goexit) => Some(Step::Stop(StopReason::Root)),
+            // Stopped in morestack (a sample lands there whenever a goroutine grows its
+            // stack or is asked to yield): on arm64 the caller's return address is in R3,
+            // until morestack's own calls overwrite the link register with an address in
+            // itself (then the SP delta's step, as anywhere).
+            Some(GoRuntimeFn::Morestack)
+                if lookup.0 == regs.ip()
+                    && regs
+                        .get(A::RA)
+                        .is_some_and(|lr| !is(GoRuntimeFn::Morestack)(lr))
+                    && regs.morestack_step() =>
+            {
+                Some(Step::caller(Recovery::GoTable))
+            }
             Some(GoRuntimeFn::AsmCgoCall) if lookup.0 != regs.ip() => {
                 let in_go = |addr: u64| {
                     module

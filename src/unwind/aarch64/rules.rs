@@ -14,6 +14,20 @@ use crate::unwind::{Recovery, StopReason, UnwindProblem};
 use gimli::{CfaRule, RegisterRule};
 
 impl GoStep for RegsAarch64 {
+    /// Go on arm64 calls `runtime.morestack_noctxt` from a function's prologue, before the
+    /// function has a frame, after moving its own return address into R3 (`MOVD R30, R3;
+    /// BL runtime.morestack_noctxt`): until morestack saves them and leaves for g0, the link
+    /// register holds the return into the function and R3 the function's return address,
+    /// which its SP delta of 0 expects in the link register.
+    fn morestack_step(&mut self) -> bool {
+        let (Some(into_caller), Some(callers_return)) = (self.lr(), self.get(3)) else {
+            return false;
+        };
+        self.set_ip(into_caller);
+        self.set(RegsAarch64::X30, callers_return);
+        true
+    }
+
     /// Go on arm64: a function with a frame stores the return address at its SP + 0 with
     /// the instruction that moves SP down by the frame's size (`MOVD.W R30, -size(RSP)`, or
     /// `STP` then `MOVD R20, RSP` for large frames: the SP delta changes only once it is
