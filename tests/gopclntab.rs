@@ -1272,6 +1272,41 @@ fn esbuild_agrees_with_its_runtime_traceback() {
     agrees_with_traceback(test, &path, &text);
 }
 
+/// An unwinder over the executable `path` mapped where its `PT_LOAD`s say (qemu-user maps
+/// a non-PIE executable so), for the arm64 Go tests.
+fn unwinder_at_file_addresses(path: &Path) -> stacksym::unwind::Unwinder {
+    let elf = Arc::new(ElfFile::open(path).unwrap());
+    let mut modules = stacksym::unwind::Modules::new();
+    for (offset, vaddr, size) in support::readelf_loads(path) {
+        modules.add(
+            AbsAddr(vaddr)..AbsAddr(vaddr + size),
+            FileOffset(offset),
+            elf.clone(),
+        );
+    }
+    stacksym::unwind::Unwinder::new(modules)
+}
+
+/// The names of `stack`'s frames in the executable `path`, looked up at each frame's lookup
+/// address (virtual addresses: it is mapped at them).
+fn frame_names(
+    symbolizer: &Symbolizer,
+    path: &Path,
+    stack: &stacksym::unwind::Stack,
+) -> Vec<String> {
+    let addrs: Vec<VirtAddr> = stack
+        .frames
+        .iter()
+        .map(|f| VirtAddr(f.lookup_addr().0))
+        .collect();
+    let symbols = symbolizer
+        .symbolize(&Source::Elf { path }, Input::VirtAddrs(&addrs))
+        .unwrap();
+    (0..addrs.len())
+        .map(|k| support::name_of(&symbols, k).to_string())
+        .collect()
+}
+
 /// A sample in `runtime.morestack_noctxt` on arm64 (the Go scheduler's preemption requests
 /// and stack growth send a function's prologue there before it has a frame): the function's
 /// return address is in R3 (`MOVD R30, R3; BL runtime.morestack_noctxt`), not in the link
@@ -1281,7 +1316,7 @@ fn esbuild_agrees_with_its_runtime_traceback() {
 /// after `main.spinMiddle` (`NoUnwindInfo`, seen in a fresh-clone CI run under qemu).
 #[test]
 fn unwinds_arm64_go_code_stopped_in_morestack() {
-    use stacksym::unwind::{Modules, Recovery, RegsAarch64, StackCopy, UnwindCache, Unwinder};
+    use stacksym::unwind::{Recovery, RegsAarch64, StackCopy, UnwindCache};
     let path = bin("go-demo-arm64.stripped");
     let symbolizer = Symbolizer::builder().build();
     let entry = |name: &str| -> u64 {
@@ -1318,16 +1353,7 @@ fn unwinds_arm64_go_code_stopped_in_morestack() {
     let into_middle = return_after_call(middle, morestack);
     let into_outer = return_after_call(entry("main.spinOuter"), middle);
 
-    let elf = Arc::new(ElfFile::open(&path).unwrap());
-    let mut modules = Modules::new();
-    for &(offset, vaddr, size) in &loads {
-        modules.add(
-            AbsAddr(vaddr)..AbsAddr(vaddr + size),
-            FileOffset(offset),
-            elf.clone(),
-        );
-    }
-    let unwinder = Unwinder::new(modules);
+    let unwinder = unwinder_at_file_addresses(&path);
     const SP: u64 = 0x4000_0000;
     let regs = RegsAarch64::new(morestack, SP, 0, into_middle).with(3, into_outer);
     let stack = vec![0u8; 256];
@@ -1336,17 +1362,7 @@ fn unwinds_arm64_go_code_stopped_in_morestack() {
         &StackCopy::new(AbsAddr(SP), &stack),
         &mut UnwindCache::new(),
     );
-    let addrs: Vec<VirtAddr> = stack
-        .frames
-        .iter()
-        .map(|f| VirtAddr(f.lookup_addr().0))
-        .collect();
-    let symbols = symbolizer
-        .symbolize(&Source::Elf { path: &path }, Input::VirtAddrs(&addrs))
-        .unwrap();
-    let names: Vec<&str> = (0..addrs.len())
-        .map(|k| support::name_of(&symbols, k))
-        .collect();
+    let names = frame_names(&symbolizer, &path, &stack);
     assert_eq!(
         names.get(..3),
         Some(
@@ -1354,7 +1370,8 @@ fn unwinds_arm64_go_code_stopped_in_morestack() {
                 "runtime.morestack_noctxt",
                 "main.spinMiddle",
                 "main.spinOuter"
-            ][..]
+            ]
+            .map(String::from)[..]
         ),
         "{stack:?}"
     );
@@ -1373,9 +1390,7 @@ fn unwinds_arm64_go_code_stopped_in_morestack() {
 /// no symbols); the chain is the program's source's (testdata/src/go/main.go).
 #[test]
 fn unwinds_arm64_go_code_stopped_by_gdb_under_qemu() {
-    use stacksym::unwind::{
-        Modules, Recovery, RegsAarch64, StackCopy, StopReason, UnwindCache, Unwinder,
-    };
+    use stacksym::unwind::{Recovery, RegsAarch64, StackCopy, StopReason, UnwindCache};
     let test = "unwinds_arm64_go_code_stopped_by_gdb_under_qemu";
     let Some((qemu, gdb)) = support::qemu_aarch64_and_gdb(test) else {
         return;
@@ -1450,16 +1465,7 @@ fn unwinds_arm64_go_code_stopped_by_gdb_under_qemu() {
     };
     let text = String::from_utf8_lossy(&out.stdout);
 
-    let elf = Arc::new(ElfFile::open(&path).unwrap());
-    let mut modules = Modules::new();
-    for (offset, vaddr, size) in support::readelf_loads(&path) {
-        modules.add(
-            AbsAddr(vaddr)..AbsAddr(vaddr + size),
-            FileOffset(offset),
-            elf.clone(),
-        );
-    }
-    let unwinder = Unwinder::new(modules);
+    let unwinder = unwinder_at_file_addresses(&path);
     let chain = [
         "main.spinMiddle",
         "main.spinOuter",
@@ -1485,23 +1491,13 @@ fn unwinds_arm64_go_code_stopped_by_gdb_under_qemu() {
             &StackCopy::new(AbsAddr(sp), &bytes),
             &mut UnwindCache::new(),
         );
-        let addrs: Vec<VirtAddr> = stack
-            .frames
-            .iter()
-            .map(|f| VirtAddr(f.lookup_addr().0))
-            .collect();
-        let symbols = symbolizer
-            .symbolize(&Source::Elf { path: &path }, Input::VirtAddrs(&addrs))
-            .unwrap();
-        let names: Vec<&str> = (0..addrs.len())
-            .map(|k| support::name_of(&symbols, k))
-            .collect();
+        let names = frame_names(&symbolizer, &path, &stack);
         // A step may land in main.spinInner, or in runtime.morestack(_noctxt) when
         // spinMiddle's prologue finds its stack to grow or a preemption request (the Go
         // scheduler's timing: under load it did, at 16:14 in a fresh-clone CI run); there
         // spinMiddle's return address is in R3.
-        let expected: Vec<&str> = match names.first() {
-            Some(&first) if first == "main.spinInner" || first.starts_with("runtime.morestack") => {
+        let expected: Vec<&str> = match names.first().map(String::as_str) {
+            Some(first) if first == "main.spinInner" || first.starts_with("runtime.morestack") => {
                 std::iter::once(first).chain(chain).collect()
             }
             _ => chain.to_vec(),
