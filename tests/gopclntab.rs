@@ -1272,6 +1272,15 @@ fn esbuild_agrees_with_its_runtime_traceback() {
     agrees_with_traceback(test, &path, &text);
 }
 
+/// The entry of the one function `name` names in `path`.
+fn only_entry(symbolizer: &Symbolizer, path: &Path, name: &str) -> u64 {
+    let found = symbolizer
+        .find_addresses(&Source::Elf { path }, &NamePattern::parse(name))
+        .unwrap();
+    assert_eq!(found.len(), 1, "{name}: {found:?}");
+    found[0].addr.raw()
+}
+
 /// An unwinder over the executable `path` mapped where its `PT_LOAD`s say (qemu-user maps
 /// a non-PIE executable so), for the arm64 Go tests.
 fn unwinder_at_file_addresses(path: &Path) -> stacksym::unwind::Unwinder {
@@ -1319,13 +1328,7 @@ fn unwinds_arm64_go_code_stopped_in_morestack() {
     use stacksym::unwind::{Recovery, RegsAarch64, StackCopy, UnwindCache};
     let path = bin("go-demo-arm64.stripped");
     let symbolizer = Symbolizer::builder().build();
-    let entry = |name: &str| -> u64 {
-        let found = symbolizer
-            .find_addresses(&Source::Elf { path: &path }, &NamePattern::parse(name))
-            .unwrap();
-        assert_eq!(found.len(), 1, "{name}: {found:?}");
-        found[0].addr.raw()
-    };
+    let entry = |name: &str| only_entry(&symbolizer, &path, name);
     let loads = support::readelf_loads(&path);
     let bytes = std::fs::read(&path).unwrap();
     // The address after the first `BL target` in the 4 KiB from `from`.
@@ -1397,13 +1400,7 @@ fn unwinds_arm64_go_code_stopped_by_gdb_under_qemu() {
     };
     let path = bin("go-demo-arm64.stripped");
     let symbolizer = Symbolizer::builder().build();
-    let entry = |name: &str| -> u64 {
-        let found = symbolizer
-            .find_addresses(&Source::Elf { path: &path }, &NamePattern::parse(name))
-            .unwrap();
-        assert_eq!(found.len(), 1, "{name}: {found:?}");
-        found[0].addr.raw()
-    };
+    let entry = |name: &str| only_entry(&symbolizer, &path, name);
     let middle = entry("main.spinMiddle");
     const STOPS: usize = 14;
     let dir = tempfile::tempdir().unwrap();

@@ -49,6 +49,20 @@ fn ours(symbolizer: &Symbolizer, path: &Path, addrs: &[u64]) -> Vec<Option<Strin
         .collect()
 }
 
+/// The answers for `addrs` of `lib` from a symbolizer that looks for debug files in
+/// `debug_dirs` (and beside the file), names left mangled.
+fn with_debug_dirs(lib: &Path, debug_dirs: Vec<PathBuf>, addrs: &[u64]) -> stacksym::Symbols {
+    Symbolizer::builder()
+        .demangle(false)
+        .debug_dirs(debug_dirs)
+        .build()
+        .symbolize(
+            &Source::Elf { path: lib },
+            Input::VirtAddrs(VirtAddr::from_raw_slice(addrs)),
+        )
+        .expect("symbolizes")
+}
+
 fn plain() -> Symbolizer {
     Symbolizer::builder()
         .debug_files(false)
@@ -438,16 +452,7 @@ fn prelinked_library_debug_file_is_rebased() {
         .map(|n| readelf_value(&debug, false, n) + 1)
         .collect();
     let addrs: Vec<u64> = unmoved.iter().map(|a| a + base).collect();
-    let symbolizer = Symbolizer::builder()
-        .demangle(false)
-        .debug_dirs(vec![debug_dir])
-        .build();
-    let symbols = symbolizer
-        .symbolize(
-            &Source::Elf { path: &lib },
-            Input::VirtAddrs(VirtAddr::from_raw_slice(&addrs)),
-        )
-        .expect("symbolizes");
+    let symbols = with_debug_dirs(&lib, vec![debug_dir], &addrs);
     assert!(symbols.debug_file().is_some(), "the debug file is found");
     let binutils = addr2line(&debug, &unmoved);
     for (i, &addr) in addrs.iter().enumerate() {
@@ -636,16 +641,7 @@ fn prelinked_library_with_grown_sections_is_rebased_by_its_code() {
         .map(|n| readelf_value(&debug, false, n) + 2)
         .collect();
     let addrs: Vec<u64> = unmoved.iter().map(|a| a + base).collect();
-    let symbolizer = Symbolizer::builder()
-        .demangle(false)
-        .debug_dirs(vec![odd("debug")])
-        .build();
-    let symbols = symbolizer
-        .symbolize(
-            &Source::Elf { path: &lib },
-            Input::VirtAddrs(VirtAddr::from_raw_slice(&addrs)),
-        )
-        .expect("symbolizes");
+    let symbols = with_debug_dirs(&lib, vec![odd("debug")], &addrs);
     let binutils = addr2line(&debug, &unmoved);
     assert!(binutils.iter().all(|b| b.1.is_some()), "lines to compare");
     for (i, &addr) in addrs.iter().enumerate() {
@@ -686,16 +682,7 @@ fn file_without_section_headers_finds_its_name_dot_debug() {
         .map(|n| readelf_value(&debug, false, n) + 1)
         .collect();
     let addrs: Vec<u64> = unmoved.iter().map(|a| a + 0x4000_0000).collect();
-    let symbolizer = Symbolizer::builder()
-        .demangle(false)
-        .debug_dirs(Vec::new())
-        .build();
-    let symbols = symbolizer
-        .symbolize(
-            &Source::Elf { path: &lib },
-            Input::VirtAddrs(VirtAddr::from_raw_slice(&addrs)),
-        )
-        .expect("symbolizes");
+    let symbols = with_debug_dirs(&lib, Vec::new(), &addrs);
     assert!(symbols.debug_file().is_some(), "NAME.debug is found");
     let binutils = addr2line(&debug, &unmoved);
     let Some(eu) = eu_addr2line(TEST, &lib, &addrs, None) else {
